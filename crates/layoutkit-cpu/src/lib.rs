@@ -1,0 +1,70 @@
+//! # layoutkit-cpu
+//!
+//! Layout conversion on the CPU.
+//!
+//! * [`convert_reference`]: one destination element at a time through the inverse and forward
+//!   maps of `layoutkit-core`. Slow and obviously right: the oracle every other path (planned
+//!   CPU, CUDA, OpenCL) is tested against.
+//! * [`convert_planned`]: executes a [`ConversionPlan`]: strided boxes with the loops contiguous
+//!   in both layouts merged, whole runs copied at once, padding filled, casts on the way.
+//! * [`convert`]: plans and runs in one call, allocating the destination.
+//!
+//! ```
+//! use layoutkit_core::{parse_format, CastSpec, DType, Dims};
+//! let dims = Dims::parse("N=1,C=3,H=1,W=2").unwrap();
+//! let nchw = parse_format("NCHW").unwrap().shaped(&dims).unwrap();
+//! let khwc8 = parse_format("kHWC8").unwrap().shaped(&dims).unwrap();
+//! let src: Vec<u8> = (0..6).collect();
+//! let out = layoutkit_cpu::convert(&nchw, &src, &khwc8, &CastSpec::identity(DType::U8)).unwrap();
+//! assert_eq!(out, vec![0, 2, 4, 0, 0, 0, 0, 0, 1, 3, 5, 0, 0, 0, 0, 0]);
+//! ```
+#![forbid(unsafe_code)]
+
+mod error;
+mod planned;
+mod reference;
+
+pub use error::Error;
+pub use planned::convert_planned;
+pub use reference::convert_reference;
+
+use layoutkit_core::plan::ConversionPlan;
+use layoutkit_core::{CastSpec, ShapedLayout};
+
+/// Plans `src -> dst` and runs it with [`convert_planned`], returning the destination bytes.
+pub fn convert(
+    src: &ShapedLayout,
+    src_data: &[u8],
+    dst: &ShapedLayout,
+    cast: &CastSpec,
+) -> Result<Vec<u8>, Error> {
+    let plan = ConversionPlan::new(src, dst)?;
+    let mut out = vec![0u8; dst.bytes(cast.dst)?];
+    convert_planned(&plan, src_data, &mut out, cast)?;
+    Ok(out)
+}
+
+/// Checks that the buffers hold exactly the physical arrays of `src` and `dst`.
+fn check_buffers(
+    src: &ShapedLayout,
+    src_data: &[u8],
+    dst: &ShapedLayout,
+    dst_data: &[u8],
+    cast: &CastSpec,
+) -> Result<(), Error> {
+    for (what, layout, data, dtype) in [
+        ("source", src, src_data, cast.src),
+        ("destination", dst, dst_data, cast.dst),
+    ] {
+        let expected = layout.bytes(dtype)?;
+        if data.len() != expected {
+            return Err(layoutkit_core::Error::BufferSize {
+                what: format!("{what} {} of {dtype}", layout.layout()),
+                expected_bytes: expected,
+                actual_bytes: data.len(),
+            }
+            .into());
+        }
+    }
+    Ok(())
+}
