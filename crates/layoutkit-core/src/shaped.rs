@@ -88,16 +88,20 @@ impl ShapedLayout {
                 .ok_or_else(|| overflow(format!("axis {a} padded to a multiple of {block}")))?;
             padded.push(p);
         }
-        // Weights: a block's weight is the product of the blocks of its axis that follow it.
+        // Weights: the axis token's is the product of all its blocks; a block's is the product
+        // of the blocks of its axis written after it (blocks decompose in written order).
         for (ti, &t) in layout.tokens().iter().enumerate() {
             let ai = axes.iter().position(|&a| a == t.axis()).unwrap_or(0);
-            let inner: usize = layout.tokens()[ti + 1..]
-                .iter()
-                .filter_map(|u| match *u {
-                    Token::Block { axis, size } if axis == t.axis() => Some(size),
-                    _ => None,
-                })
-                .product();
+            let inner: usize = match t {
+                Token::Axis(a) => layout.block_product(a),
+                Token::Block { .. } => layout.tokens()[ti + 1..]
+                    .iter()
+                    .filter_map(|u| match *u {
+                        Token::Block { axis, size } if axis == t.axis() => Some(size),
+                        _ => None,
+                    })
+                    .product(),
+            };
             let extent = match t {
                 Token::Axis(_) => padded[ai] / layout.block_product(t.axis()),
                 Token::Block { size, .. } => size,

@@ -1,0 +1,112 @@
+//! The planned converter against the reference converter, on random layouts, shapes, element
+//! types, casts and fill values; round trips; padding.
+
+use layoutkit_core::cast::Scalar;
+use layoutkit_core::plan::ConversionPlan;
+use layoutkit_core::{CastSpec, DType, Quantization};
+use layoutkit_cpu::{convert, convert_planned, convert_reference};
+use layoutkit_testkit::{arb_dtype, arb_pair, noise_bytes};
+use proptest::prelude::*;
+
+const MAX_ELEMENTS: usize = 30_000;
+
+fn arb_cast() -> impl Strategy<Value = CastSpec> {
+    (arb_dtype(), arb_dtype(), 0.05f32..4.0, -5i32..5).prop_map(|(s, d, scale, zp)| {
+        let quant = (s.is_float() != d.is_float()).then_some(Quantization {
+            scale,
+            zero_point: if d == DType::U8 || s == DType::U8 { zp.abs() } else { zp },
+        });
+        CastSpec::new(s, d, quant).expect("valid cast")
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn planned_equals_reference(
+        (a, b, dims) in arb_pair(7),
+        cast in arb_cast(),
+        fill in prop_oneof![Just(0.0f64), Just(-1.5), Just(f64::NEG_INFINITY), -300.0f64..300.0],
+        seed in any::<u64>(),
+    ) {
+        let src = a.shaped(&dims).unwrap();
+        let dst = b.with_fill(fill).shaped(&dims).unwrap();
+        prop_assume!(src.elements() <= MAX_ELEMENTS && dst.elements() <= MAX_ELEMENTS);
+        let data = noise_bytes(src.bytes(cast.src).unwrap(), seed);
+        let mut want = vec![0u8; dst.bytes(cast.dst).unwrap()];
+        convert_reference(&src, &data, &dst, &mut want, &cast).unwrap();
+        let plan = ConversionPlan::new(&src, &dst).unwrap();
+        // Start from different garbage to show every byte is written.
+        let mut got = vec![0xA5u8; want.len()];
+        convert_planned(&plan, &data, &mut got, &cast).unwrap();
+        prop_assert_eq!(got, want);
+    }
+
+    #[test]
+    fn there_and_back_is_the_identity((a, b, dims) in arb_pair(7), t in arb_dtype(), seed in any::<u64>()) {
+        let src = a.shaped(&dims).unwrap();
+        let dst = b.shaped(&dims).unwrap();
+        prop_assume!(src.elements() <= MAX_ELEMENTS && dst.elements() <= MAX_ELEMENTS);
+        let id = CastSpec::identity(t);
+        // Source padding is not data: zero it so the comparison is about logical elements.
+        let zero = vec![0u8; src.bytes(t).unwrap()];
+        let mut data = noise_bytes(zero.len(), seed);
+        let mut clean = zero.clone();
+        convert_reference(&src, &data, &src, &mut clean, &id).unwrap();
+        data = clean;
+        let there = convert(&src, &data, &dst, &id).unwrap();
+        let back = convert(&dst, &there, &src, &id).unwrap();
+        prop_assert_eq!(back, data);
+    }
+
+    #[test]
+    fn padding_holds_the_fill_value(
+        (a, b, dims) in arb_pair(7),
+        t in arb_dtype(),
+        fill in prop_oneof![Just(0.0f64), Just(7.0), Just(-2.5), Just(f64::NAN)],
+    ) {
+        let src = a.shaped(&dims).unwrap();
+        let dst = b.with_fill(fill).shaped(&dims).unwrap();
+        prop_assume!(src.elements() <= MAX_ELEMENTS && dst.elements() <= MAX_ELEMENTS);
+        let data = noise_bytes(src.bytes(t).unwrap(), 1);
+        let out = convert(&src, &data, &dst, &CastSpec::identity(t)).unwrap();
+        let size = t.size_bytes();
+        let mut want = [0u8; 8];
+        Scalar::from_f64(t, fill).write(&mut want);
+        for off in 0..dst.elements() {
+            if dst.inverse(off).unwrap().is_none() {
+                prop_assert_eq!(&out[off * size..(off + 1) * size], &want[..size]);
+            }
+        }
+    }
+}
+
+#[test]
+fn buffers_of_the_wrong_size_are_errors() {
+    let dims = layoutkit_core::Dims::parse("N=1,C=3,H=2,W=2").unwrap();
+    let a = layoutkit_core::parse_format("NCHW").unwrap().shaped(&dims).unwrap();
+    let b = layoutkit_core::parse_format("NHWC8c").unwrap().shaped(&dims).unwrap();
+    let id = CastSpec::identity(DType::F32);
+    let err = convert(&a, &[0u8; 47], &b, &id).unwrap_err().to_string();
+    assert!(err.contains("47") && err.contains("48"), "{err}");
+    let mut out = vec![0u8; 3];
+    assert!(convert_reference(&a, &[0u8; 48], &b, &mut out, &id).is_err());
+}
+
+#[test]
+fn long_runs_become_single_copies() {
+    // NCHW -> NCHW16c with C a multiple of 16 is one region; NCHW -> NCHW is one run.
+    let dims = layoutkit_core::Dims::parse("N=2,C=32,H=4,W=4").unwrap();
+    let a = layoutkit_core::parse_format("NCHW").unwrap().shaped(&dims).unwrap();
+    let plan = ConversionPlan::new(&a, &a).unwrap();
+    match plan.strategy() {
+        layoutkit_core::plan::Strategy::Regions { copies, fills } => {
+            assert_eq!(copies.len(), 1);
+            assert_eq!(copies[0].dims.len(), 1);
+            assert_eq!(copies[0].dims[0].extent, 2 * 32 * 16);
+            assert!(fills.is_empty());
+        }
+        other => panic!("{other:?}"),
+    }
+}
