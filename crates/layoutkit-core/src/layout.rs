@@ -75,6 +75,15 @@ impl Layout {
             input: name.to_string(),
             reason,
         };
+        for t in &tokens {
+            if let Token::Block { axis, .. } = *t {
+                if !tokens.contains(&Token::Axis(axis)) {
+                    return Err(err(format!(
+                        "block {t} has no axis {axis} (write {axis} somewhere in the format)"
+                    )));
+                }
+            }
+        }
         let tokens: Vec<Token> = tokens
             .into_iter()
             .filter(|t| !matches!(t, Token::Block { size: 1, .. }))
@@ -107,11 +116,6 @@ impl Layout {
             if let Token::Block { axis, size } = *t {
                 if size == 0 {
                     return Err(err(format!("block 0{} has size zero", axis.block_letter())));
-                }
-                if !axes.contains(&axis) {
-                    return Err(err(format!(
-                        "block {t} has no axis {axis} (write {axis} somewhere in the format)"
-                    )));
                 }
             }
         }

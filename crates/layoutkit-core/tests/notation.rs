@@ -105,6 +105,7 @@ fn bad_names_say_why() {
         ("NCHW8", "no letter"),
         ("NCHC", "twice"),
         ("NCHW8x", "has no axis X"),
+        ("kDHWC1w1o", "has no axis O"),
         ("NCHW0c", "zero"),
         ("NC-HW", "unexpected"),
         ("ABCDEFGHI", "at most 8"),

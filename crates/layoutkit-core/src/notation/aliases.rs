@@ -2,7 +2,7 @@
 
 use crate::{Layout, Result};
 
-/// `(accepted name, canonical form)`. Matching is exact, then ASCII case-insensitive.
+/// `(accepted name, canonical form, description)`. Matching is exact (case-sensitive).
 ///
 /// TensorRT's `kLINEAR` is row-major in the tensor's own axis order; for the 4-D activations it
 /// is used with that is NCHW (write `NCDHW` for 5-D tensors).
@@ -31,14 +31,9 @@ pub(super) fn parse(name: &str) -> Result<Option<Layout>> {
         .or_else(|| name.strip_prefix("TensorFormat::"))
         .or_else(|| name.strip_prefix("TensorFormat."))
         .unwrap_or(name);
-    let hit = ALIASES
-        .iter()
-        .find(|(alias, _, _)| *alias == bare)
-        .or_else(|| {
-            ALIASES
-                .iter()
-                .find(|(alias, _, _)| alias.eq_ignore_ascii_case(bare))
-        });
+    // Exact match only: a case-insensitive match would collide with canonical names
+    // (`KDHWC` is a canonical five-axis layout, not `kDHWC`).
+    let hit = ALIASES.iter().find(|(alias, _, _)| *alias == bare);
     match hit {
         Some((_, canonical, _)) => super::letters::parse(canonical).map(Some),
         None => Ok(None),
