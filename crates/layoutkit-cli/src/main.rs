@@ -1,1 +1,68 @@
-fn main() {}
+//! `layoutkit`: describe, locate and convert tensor memory layouts from the command line.
+//!
+//! Exit status: 0 on success, 2 for bad input (one `error:` line on stderr), 1 for an internal
+//! failure. With `--json`, stdout holds one JSON document and nothing else.
+
+mod args;
+mod commands;
+mod error;
+mod files;
+mod json;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::args::{Cli, Command};
+use crate::error::Internal;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return report_clap_error(e),
+    };
+    let json = cli.json;
+    let result = match cli.command {
+        None => commands::tour::run(),
+        Some(Command::Formats) => commands::formats::run(json),
+        Some(Command::Describe(a)) => commands::describe::run(&a, json),
+        Some(Command::Locate(a)) => commands::locate::run(&a, json),
+        Some(Command::Convert(a)) => commands::convert::run(&a, json),
+        Some(Command::Tour) => commands::tour::run(),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let line = format!("{e:#}").replace('\n', " ");
+            eprintln!("error: {line}");
+            if e.downcast_ref::<Internal>().is_some() {
+                ExitCode::from(1)
+            } else {
+                ExitCode::from(2)
+            }
+        }
+    }
+}
+
+/// Help and version go to stdout as clap prints them; usage errors become one `error:` line.
+fn report_clap_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            ExitCode::SUCCESS
+        }
+        _ => {
+            // clap spreads one message over several lines (the message, missing arguments,
+            // tips, usage); keep everything before the usage, on one line.
+            let text = e.to_string();
+            let message = text.split("Usage:").next().unwrap_or("invalid arguments");
+            let message = message.split_whitespace().collect::<Vec<_>>().join(" ");
+            let message = message.trim_start_matches("error: ");
+            eprintln!("error: {message} (run `layoutkit --help` for usage)");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -33,7 +33,9 @@ pub enum Error {
     },
 
     /// Two layouts with different logical axes.
-    #[error("{src} has axes {src_axes} but {dst} has axes {dst_axes}; a conversion needs the same axes")]
+    #[error(
+        "{src} has axes {src_axes} but {dst} has axes {dst_axes}; a conversion needs the same axes"
+    )]
     AxesDiffer {
         src: String,
         src_axes: String,

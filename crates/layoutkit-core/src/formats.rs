@@ -14,22 +14,37 @@ pub struct FormatEntry {
 
 /// Names of the canonical family, with descriptions.
 const CANONICAL: &[(&str, &str)] = &[
-    ("NCHW", "activations, channels first (PyTorch, cuDNN default)"),
-    ("NHWC", "activations, channels last (TensorFlow, TensorRT kHWC)"),
+    (
+        "NCHW",
+        "activations, channels first (PyTorch, cuDNN default)",
+    ),
+    (
+        "NHWC",
+        "activations, channels last (TensorFlow, TensorRT kHWC)",
+    ),
     ("NCHW4c", "C in blocks of 4, padded"),
     ("NCHW8c", "C in blocks of 8, padded"),
     ("NCHW16c", "C in blocks of 16, padded"),
     ("NCHW32c", "C in blocks of 32, padded (cuDNN NC/32HW32)"),
-    ("NHWC8c", "channels last with C padded to 8 (TensorRT kHWC8)"),
+    (
+        "NHWC8c",
+        "channels last with C padded to 8 (TensorRT kHWC8)",
+    ),
     ("NCDHW", "3-D activations, channels first"),
     ("NDHWC", "3-D activations, channels last"),
     ("OIHW", "filters, output channels outermost"),
     ("HWOI", "filters, spatial outermost (older MACE buffers)"),
     ("HWIO", "filters as TensorFlow stores them"),
     ("MIHW", "depthwise filters (M = depth multiplier)"),
-    ("HWIM", "depthwise filters, spatial outermost (older MACE buffers)"),
+    (
+        "HWIM",
+        "depthwise filters, spatial outermost (older MACE buffers)",
+    ),
     ("OIHW16i16o", "filters in 16x16 blocks of I and O, padded"),
-    ("OIHW4i16o4i", "I blocked twice (I/16, 4, 4) around 16o, padded"),
+    (
+        "OIHW4i16o4i",
+        "I blocked twice (I/16, 4, 4) around 16o, padded",
+    ),
     ("GOIHW", "grouped filters"),
     ("W", "1-D tensor (bias, scale)"),
 ];
@@ -52,8 +67,14 @@ const CUDNN: &[(&str, &str)] = &[
     ("NC/4HW4", "cuDNN NC/xHWx with x=4 (any x is accepted)"),
     ("NC/32HW32", "cuDNN NC/xHWx with x=32"),
     ("NC/1HW1", "cuDNN NC/xHWx with x=1: plain NCHW"),
-    ("NCHW_VECT_C:int8x4", "cuDNN CUDNN_TENSOR_NCHW_VECT_C with CUDNN_DATA_INT8x4"),
-    ("NCHW_VECT_C:int8x32", "cuDNN CUDNN_TENSOR_NCHW_VECT_C with CUDNN_DATA_INT8x32"),
+    (
+        "NCHW_VECT_C:int8x4",
+        "cuDNN CUDNN_TENSOR_NCHW_VECT_C with CUDNN_DATA_INT8x4",
+    ),
+    (
+        "NCHW_VECT_C:int8x32",
+        "cuDNN CUDNN_TENSOR_NCHW_VECT_C with CUDNN_DATA_INT8x32",
+    ),
 ];
 
 /// Every catalogued name, grouped by family. Contract: every name parses.

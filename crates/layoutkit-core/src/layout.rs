@@ -182,9 +182,7 @@ impl Layout {
 
     /// Whether any axis is blocked (and so may be padded).
     pub fn is_blocked(&self) -> bool {
-        self.tokens
-            .iter()
-            .any(|t| matches!(t, Token::Block { .. }))
+        self.tokens.iter().any(|t| matches!(t, Token::Block { .. }))
     }
 
     /// Whether both layouts have the same set of logical axes.

@@ -41,7 +41,7 @@ pub use dims::Dims;
 pub use dtype::DType;
 pub use error::Error;
 pub use layout::{Layout, Token, MAX_RANK, MAX_TOKENS};
-pub use notation::parse_format;
+pub use notation::{is_reserved_name, parse_format};
 pub use shaped::{PhysDim, ShapedLayout};
 
 /// Result type of this crate.

@@ -51,7 +51,9 @@ fn bad(reason: impl Into<String>) -> Error {
 /// Parses the header at the start of `bytes` (the data need not follow).
 pub fn read_header(bytes: &[u8]) -> Result<NpyHeader> {
     if bytes.len() < 10 || &bytes[..6] != MAGIC {
-        return Err(bad("not a .npy file (the magic string \\x93NUMPY is missing)"));
+        return Err(bad(
+            "not a .npy file (the magic string \\x93NUMPY is missing)",
+        ));
     }
     let (major, minor) = (bytes[6], bytes[7]);
     let (len_size, utf8) = match (major, minor) {
@@ -282,7 +284,10 @@ mod header_dict {
         fn string(&mut self) -> Result<String> {
             let quote = self.peek().ok_or_else(|| bad("header ends early"))?;
             if quote != b'\'' && quote != b'"' {
-                return Err(bad(format!("header: expected a string at byte {}", self.pos)));
+                return Err(bad(format!(
+                    "header: expected a string at byte {}",
+                    self.pos
+                )));
             }
             self.pos += 1;
             let start = self.pos;
@@ -313,8 +318,8 @@ mod header_dict {
                                 while self.pos < self.s.len() && self.s[self.pos].is_ascii_digit() {
                                     self.pos += 1;
                                 }
-                                let text = std::str::from_utf8(&self.s[start..self.pos])
-                                    .unwrap_or("");
+                                let text =
+                                    std::str::from_utf8(&self.s[start..self.pos]).unwrap_or("");
                                 let n: usize = text.parse().map_err(|_| {
                                     bad(format!("header: dimension {text} is too large"))
                                 })?;
@@ -343,7 +348,10 @@ mod header_dict {
                     Ok(Value::Bool(false))
                 }
                 Some(b'[') => Ok(Value::Other),
-                _ => Err(bad(format!("header: unexpected value at byte {}", self.pos))),
+                _ => Err(bad(format!(
+                    "header: unexpected value at byte {}",
+                    self.pos
+                ))),
             }
         }
     }
@@ -365,9 +373,7 @@ mod header_dict {
             let value = c.value()?;
             match (key.as_str(), value) {
                 ("descr", Value::Str(s)) => descr = Some(s),
-                ("descr", _) => {
-                    return Err(bad("structured (record) arrays are not supported"))
-                }
+                ("descr", _) => return Err(bad("structured (record) arrays are not supported")),
                 ("fortran_order", Value::Bool(b)) => fortran = Some(b),
                 ("shape", Value::Tuple(t)) => shape = Some(t),
                 (k @ ("fortran_order" | "shape"), _) => {

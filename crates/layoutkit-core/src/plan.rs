@@ -254,7 +254,14 @@ fn decompose(lo: usize, hi: usize, weights: &[usize]) -> Vec<AxisBox> {
         if first_full > last_full {
             let digit = lo / w;
             fixed.push((digit, 1));
-            rec(lo - digit * w, hi - digit * w, level - 1, weights, fixed, out);
+            rec(
+                lo - digit * w,
+                hi - digit * w,
+                level - 1,
+                weights,
+                fixed,
+                out,
+            );
             fixed.pop();
             return;
         }
@@ -274,7 +281,14 @@ fn decompose(lo: usize, hi: usize, weights: &[usize]) -> Vec<AxisBox> {
         }
     }
     let mut out = Vec::new();
-    rec(lo, hi, weights.len() - 1, weights, &mut Vec::new(), &mut out);
+    rec(
+        lo,
+        hi,
+        weights.len() - 1,
+        weights,
+        &mut Vec::new(),
+        &mut out,
+    );
     out
 }
 

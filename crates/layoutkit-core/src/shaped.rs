@@ -202,8 +202,14 @@ impl ShapedLayout {
 
     /// The logical dims, in layout order.
     pub fn dims(&self) -> Dims {
-        Dims::new(self.axes().iter().copied().zip(self.extents.iter().copied()).collect())
-            .unwrap_or_default()
+        Dims::new(
+            self.axes()
+                .iter()
+                .copied()
+                .zip(self.extents.iter().copied())
+                .collect(),
+        )
+        .unwrap_or_default()
     }
 
     /// The extent of `axis`, if the layout has it.

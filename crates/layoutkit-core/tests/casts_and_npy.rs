@@ -135,7 +135,10 @@ fn npy_rejects_what_it_does_not_read() {
         .to_string()
         .contains("Fortran"));
     let object = make("{'descr': '|O', 'fortran_order': False, 'shape': (2,), }");
-    assert!(npy::decode(&object).unwrap_err().to_string().contains("object"));
+    assert!(npy::decode(&object)
+        .unwrap_err()
+        .to_string()
+        .contains("object"));
     let int64 = make("{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }");
     assert!(npy::decode(&int64).unwrap_err().to_string().contains("<i8"));
     let record = make("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }");
@@ -150,5 +153,8 @@ fn npy_rejects_what_it_does_not_read() {
     // Trailing bytes are reported.
     let mut long = make("{'descr': '|u1', 'fortran_order': False, 'shape': (1,), }");
     long.extend_from_slice(&[1, 2]);
-    assert!(npy::decode(&long).unwrap_err().to_string().contains("trailing"));
+    assert!(npy::decode(&long)
+        .unwrap_err()
+        .to_string()
+        .contains("trailing"));
 }

@@ -12,8 +12,22 @@ fn canonical(name: &str) -> String {
 #[test]
 fn canonical_names_print_themselves() {
     for name in [
-        "NCHW", "NHWC", "NCHW4c", "NCHW32c", "NHWC8c", "OIHW", "HWOI", "HWIO", "MIHW", "HWIM",
-        "OIHW16i16o", "OIHW4i16o4i", "NCDHW", "NDHWC", "W", "GOIHW",
+        "NCHW",
+        "NHWC",
+        "NCHW4c",
+        "NCHW32c",
+        "NHWC8c",
+        "OIHW",
+        "HWOI",
+        "HWIO",
+        "MIHW",
+        "HWIM",
+        "OIHW16i16o",
+        "OIHW4i16o4i",
+        "NCDHW",
+        "NDHWC",
+        "W",
+        "GOIHW",
     ] {
         assert_eq!(canonical(name), name);
     }
@@ -84,7 +98,13 @@ fn pytorch_names() {
 #[test]
 fn two_names_of_one_layout_print_the_same() {
     let groups: &[&[&str]] = &[
-        &["NCHW32c", "NC/32HW32", "kCHW32", "nChw32c", "NCHW_VECT_C:int8x32"],
+        &[
+            "NCHW32c",
+            "NC/32HW32",
+            "kCHW32",
+            "nChw32c",
+            "NCHW_VECT_C:int8x32",
+        ],
         &["NHWC", "kHWC", "channels_last", "nhwc", "NHWC1c"],
         &["NCHW", "contiguous", "kLINEAR", "nchw", "NC/1HW1"],
         &["OIHW16i16o", "OIhw16i16o"],
@@ -120,7 +140,11 @@ fn bad_names_say_why() {
 
 #[test]
 fn mace_names_are_recognised_but_not_yet_supported() {
-    for name in ["mace:in_out_channel", "IN_OUT_CHANNEL", "mace:winograd_filter:2"] {
+    for name in [
+        "mace:in_out_channel",
+        "IN_OUT_CHANNEL",
+        "mace:winograd_filter:2",
+    ] {
         assert!(matches!(
             parse_format(name),
             Err(Error::FormatNotSupported { .. })

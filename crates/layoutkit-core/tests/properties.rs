@@ -116,9 +116,15 @@ fn non_nesting_blocks_plan_per_element() {
 fn plans_need_the_same_axes_and_dims() {
     let d4 = layoutkit_core::Dims::parse("N=1,C=2,H=3,W=4").unwrap();
     let a = parse_format("NCHW").unwrap().shaped(&d4).unwrap();
-    let b = parse_format("OIHW").unwrap().shaped(&layoutkit_core::Dims::parse("O=1,I=2,H=3,W=4").unwrap()).unwrap();
+    let b = parse_format("OIHW")
+        .unwrap()
+        .shaped(&layoutkit_core::Dims::parse("O=1,I=2,H=3,W=4").unwrap())
+        .unwrap();
     let err = ConversionPlan::new(&a, &b).unwrap_err().to_string();
     assert!(err.contains("NCHW") && err.contains("OIHW"), "{err}");
-    let c = parse_format("NHWC").unwrap().shaped(&layoutkit_core::Dims::parse("N=1,C=3,H=3,W=4").unwrap()).unwrap();
+    let c = parse_format("NHWC")
+        .unwrap()
+        .shaped(&layoutkit_core::Dims::parse("N=1,C=3,H=3,W=4").unwrap())
+        .unwrap();
     assert!(ConversionPlan::new(&a, &c).is_err());
 }

@@ -68,7 +68,8 @@ fn double_blocking_decomposes_outer_to_inner() {
     // OIHW4i16o4i: i = (i_outer*4 + i_mid)*4 + i_inner.
     let s = shaped("OIHW4i16o4i", "O=16,I=32,H=1,W=1");
     assert_eq!(s.physical_shape(), vec![1, 2, 1, 1, 4, 16, 4]);
-    let i = (1 * 4 + 2) * 4 + 3; // i_outer=1, i_mid=2, i_inner=3
+    let (i_outer, i_mid, i_inner) = (1, 2, 3);
+    let i = (i_outer * 4 + i_mid) * 4 + i_inner;
     let o = 5;
     let off = s.forward(&[o, i, 0, 0]).unwrap();
     assert_eq!(s.physical_index(off).unwrap(), vec![0, 1, 0, 0, 2, 5, 3]);
@@ -110,11 +111,17 @@ fn sizes_that_overflow_are_errors() {
 fn dims_must_name_exactly_the_layout_axes() {
     let l = parse_format("NCHW").unwrap();
     let missing = l.shaped(&Dims::parse("N=1,C=2,H=3").unwrap()).unwrap_err();
-    assert!(missing.to_string().contains("axis W has no extent"), "{missing}");
+    assert!(
+        missing.to_string().contains("axis W has no extent"),
+        "{missing}"
+    );
     let extra = l
         .shaped(&Dims::parse("N=1,C=2,H=3,W=4,D=5").unwrap())
         .unwrap_err();
-    assert!(extra.to_string().contains("axis D is not in the format"), "{extra}");
+    assert!(
+        extra.to_string().contains("axis D is not in the format"),
+        "{extra}"
+    );
     assert!(Dims::parse("N=1,N=2").is_err());
     assert!(Dims::parse("N=x").is_err());
     assert!(Dims::parse("NC=1").is_err());

@@ -68,7 +68,10 @@ fn strided<const N: usize>(src: &[u8], s: usize, dst: &mut [u8], d: usize, inner
 }
 
 fn cast_run(src: &[u8], s: usize, dst: &mut [u8], d: usize, inner: LoopDim, cast: &CastSpec) {
-    let (ss, ds) = (cast.src.size_bytes() as isize, cast.dst.size_bytes() as isize);
+    let (ss, ds) = (
+        cast.src.size_bytes() as isize,
+        cast.dst.size_bytes() as isize,
+    );
     let (mut s, mut d) = (s as isize, d as isize);
     for _ in 0..inner.extent {
         let v = Scalar::read(cast.src, &src[(s * ss) as usize..]);

@@ -14,7 +14,11 @@ fn arb_cast() -> impl Strategy<Value = CastSpec> {
     (arb_dtype(), arb_dtype(), 0.05f32..4.0, -5i32..5).prop_map(|(s, d, scale, zp)| {
         let quant = (s.is_float() != d.is_float()).then_some(Quantization {
             scale,
-            zero_point: if d == DType::U8 || s == DType::U8 { zp.abs() } else { zp },
+            zero_point: if d == DType::U8 || s == DType::U8 {
+                zp.abs()
+            } else {
+                zp
+            },
         });
         CastSpec::new(s, d, quant).expect("valid cast")
     })
@@ -85,8 +89,14 @@ proptest! {
 #[test]
 fn buffers_of_the_wrong_size_are_errors() {
     let dims = layoutkit_core::Dims::parse("N=1,C=3,H=2,W=2").unwrap();
-    let a = layoutkit_core::parse_format("NCHW").unwrap().shaped(&dims).unwrap();
-    let b = layoutkit_core::parse_format("NHWC8c").unwrap().shaped(&dims).unwrap();
+    let a = layoutkit_core::parse_format("NCHW")
+        .unwrap()
+        .shaped(&dims)
+        .unwrap();
+    let b = layoutkit_core::parse_format("NHWC8c")
+        .unwrap()
+        .shaped(&dims)
+        .unwrap();
     let id = CastSpec::identity(DType::F32);
     let err = convert(&a, &[0u8; 47], &b, &id).unwrap_err().to_string();
     assert!(err.contains("47") && err.contains("48"), "{err}");
@@ -98,7 +108,10 @@ fn buffers_of_the_wrong_size_are_errors() {
 fn long_runs_become_single_copies() {
     // NCHW -> NCHW16c with C a multiple of 16 is one region; NCHW -> NCHW is one run.
     let dims = layoutkit_core::Dims::parse("N=2,C=32,H=4,W=4").unwrap();
-    let a = layoutkit_core::parse_format("NCHW").unwrap().shaped(&dims).unwrap();
+    let a = layoutkit_core::parse_format("NCHW")
+        .unwrap()
+        .shaped(&dims)
+        .unwrap();
     let plan = ConversionPlan::new(&a, &a).unwrap();
     match plan.strategy() {
         layoutkit_core::plan::Strategy::Regions { copies, fills } => {

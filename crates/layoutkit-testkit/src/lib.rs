@@ -31,7 +31,11 @@ pub fn arb_layout(axes: Vec<Axis>) -> impl Strategy<Value = Layout> {
     (
         Just(axes).prop_shuffle(),
         prop::collection::vec(
-            (0..n, prop::sample::select(BLOCK_SIZES), any::<prop::sample::Index>()),
+            (
+                0..n,
+                prop::sample::select(BLOCK_SIZES),
+                any::<prop::sample::Index>(),
+            ),
             0..=4,
         ),
     )
@@ -54,9 +58,8 @@ pub fn arb_layout(axes: Vec<Axis>) -> impl Strategy<Value = Layout> {
 /// Random extents for `axes`, each in `0..=max` (zero rarely), small enough to enumerate.
 pub fn arb_dims(axes: Vec<Axis>, max: usize) -> impl Strategy<Value = Dims> {
     let n = axes.len();
-    prop::collection::vec(prop_oneof![1 => Just(0usize), 12 => 1..=max], n).prop_map(move |e| {
-        Dims::new(axes.iter().copied().zip(e).collect()).expect("distinct axes")
-    })
+    prop::collection::vec(prop_oneof![1 => Just(0usize), 12 => 1..=max], n)
+        .prop_map(move |e| Dims::new(axes.iter().copied().zip(e).collect()).expect("distinct axes"))
 }
 
 /// Two layouts over the same random axes, and dims for them.

@@ -10,18 +10,46 @@ pub(crate) const ALIASES: &[(&str, &str, &str)] = &[
     ("kLINEAR", "NCHW", "TensorRT row-major (4-D: NCHW)"),
     ("kCHW2", "NCHW2c", "TensorRT: C in blocks of 2, zero padded"),
     ("kCHW4", "NCHW4c", "TensorRT: C in blocks of 4, zero padded"),
-    ("kCHW16", "NCHW16c", "TensorRT: C in blocks of 16, zero padded"),
-    ("kCHW32", "NCHW32c", "TensorRT: C in blocks of 32, zero padded"),
+    (
+        "kCHW16",
+        "NCHW16c",
+        "TensorRT: C in blocks of 16, zero padded",
+    ),
+    (
+        "kCHW32",
+        "NCHW32c",
+        "TensorRT: C in blocks of 32, zero padded",
+    ),
     ("kHWC", "NHWC", "TensorRT: channels last, no padding"),
     ("kHWC4", "NHWC4c", "TensorRT: channels last, C padded to 4"),
-    ("kHWC8", "NHWC8c", "TensorRT: channels last, C padded to 8 (f16)"),
-    ("kHWC16", "NHWC16c", "TensorRT: channels last, C padded to 16"),
+    (
+        "kHWC8",
+        "NHWC8c",
+        "TensorRT: channels last, C padded to 8 (f16)",
+    ),
+    (
+        "kHWC16",
+        "NHWC16c",
+        "TensorRT: channels last, C padded to 16",
+    ),
     ("kDHWC", "NDHWC", "TensorRT 3-D channels last"),
-    ("kDHWC8", "NDHWC8c", "TensorRT 3-D channels last, C padded to 8"),
+    (
+        "kDHWC8",
+        "NDHWC8c",
+        "TensorRT 3-D channels last, C padded to 8",
+    ),
     ("kCDHW32", "NCDHW32c", "TensorRT 3-D, C in blocks of 32"),
-    ("contiguous", "NCHW", "PyTorch torch.contiguous_format (4-D)"),
+    (
+        "contiguous",
+        "NCHW",
+        "PyTorch torch.contiguous_format (4-D)",
+    ),
     ("channels_last", "NHWC", "PyTorch torch.channels_last"),
-    ("channels_last_3d", "NDHWC", "PyTorch torch.channels_last_3d"),
+    (
+        "channels_last_3d",
+        "NDHWC",
+        "PyTorch torch.channels_last_3d",
+    ),
 ];
 
 /// `Ok(None)` when `name` is not an alias.

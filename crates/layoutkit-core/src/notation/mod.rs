@@ -64,6 +64,13 @@ const MACE_ENUM_NAMES: [&str; 9] = [
     "WEIGHT_WIDTH",
 ];
 
+/// Whether `name` is claimed by a named family (MACE enum names, aliases) before the letter
+/// grammar sees it. One canonical string collides: the 8-axis layout `ARGUMENT` reads as MACE's
+/// `ARGUMENT` buffer type; write those axes in another order.
+pub fn is_reserved_name(name: &str) -> bool {
+    is_mace_name(name) || aliases::ALIASES.iter().any(|(a, _, _)| *a == name)
+}
+
 fn is_mace_name(name: &str) -> bool {
     name.to_ascii_lowercase().starts_with("mace:")
         || MACE_ENUM_NAMES

@@ -1,0 +1,146 @@
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+const ABOUT: &str = "Where every element of a tensor lives, and how to move it between layouts.";
+
+const LONG_ABOUT: &str = "\
+Where every element of a tensor lives, and how to move it between layouts.
+
+layoutkit understands NCHW, NHWC, blocked and padded layouts (NCHW32c, OIHW16i16o, OIHW4i16o4i),
+cuDNN (NC/32HW32, NCHW_VECT_C), TensorRT (kHWC8, kCHW32, ...), oneDNN tags (nChw16c, OIhw16i16o)
+and PyTorch memory formats (channels_last). Run with no command for a one-screen tour.";
+
+const EXAMPLES: &str = "\
+Examples:
+  layoutkit                                   # the tour: one tensor in several layouts
+  layoutkit formats                           # every accepted name and its canonical form
+  layoutkit describe kHWC8 --dims N=16,C=3,H=224,W=224 --dtype f16
+  layoutkit locate NC/32HW32 --dims N=2,C=40,H=7,W=7 --coord N=1,C=35,H=2,W=3
+  layoutkit locate NC/32HW32 --dims N=2,C=40,H=7,W=7 --offset 4000
+  layoutkit convert x.npy y.npy --from NCHW --to kHWC8
+  layoutkit convert y.npy x2.npy --from kHWC8 --to NCHW --dims N=16,C=3,H=224,W=224
+  layoutkit convert w.npy w8.npy --from OIHW --to OIHW4i16o4i --to-dtype f16";
+
+#[derive(Parser, Debug)]
+#[command(name = "layoutkit", version, about = ABOUT, long_about = LONG_ABOUT, after_help = EXAMPLES)]
+pub struct Cli {
+    /// Print one JSON document on stdout and nothing else there.
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// List every accepted format name, its canonical form and what it means.
+    Formats,
+    /// Physical shape, strides, element count and bytes of a layout with given dims.
+    #[command(after_help = "\
+Examples:
+  layoutkit describe kHWC8 --dims N=16,C=3,H=224,W=224 --dtype f16
+  layoutkit describe OIHW4i16o4i --dims O=64,I=30,H=3,W=3 --json
+
+The physical shape is the shape of the row-major array the layout stores (padding included);
+strides are in elements. `elements` counts padding; `logical_elements` does not.")]
+    Describe(DescribeArgs),
+    /// Map a logical coordinate to its physical offset, or an offset back to its coordinate.
+    #[command(after_help = "\
+Examples:
+  layoutkit locate NCHW8c --dims N=1,C=10,H=4,W=4 --coord N=0,C=9,H=1,W=2
+  layoutkit locate NCHW8c --dims N=1,C=10,H=4,W=4 --offset 150     # may be padding")]
+    Locate(LocateArgs),
+    /// Convert a .npy array from one layout to another (padding written with the fill value).
+    #[command(after_help = "\
+IN.npy holds the physical array of --from (C order); OUT.npy gets the physical array of --to.
+--dims may be left out when IN has no padding: the dims then follow from its shape.
+
+Casts (--to-dtype): f32 <-> f16/bf16 round to nearest even; float -> i8/u8/i32 computes
+round_half_even(x / scale) + zero_point and saturates; integer -> float computes
+(q - zero_point) * scale. bf16 is stored in .npy files as <u2 bit patterns.
+
+Examples:
+  layoutkit convert x.npy y.npy --from NCHW --to NC/32HW32
+  layoutkit convert y.npy x.npy --from NC/32HW32 --to NCHW --dims N=8,C=3,H=32,W=32
+  layoutkit convert x.npy q.npy --from NCHW --to NCHW32c --to-dtype i8 --scale 0.05 --zero-point 0")]
+    Convert(ConvertArgs),
+    /// The built-in example (what `layoutkit` with no command runs).
+    Tour,
+}
+
+#[derive(Args, Debug)]
+pub struct DescribeArgs {
+    /// Format name (canonical, cuDNN, TensorRT, oneDNN or PyTorch; see `layoutkit formats`).
+    pub format: String,
+    /// Logical extents, e.g. N=16,C=3,H=224,W=224 (every axis of the format).
+    #[arg(long)]
+    pub dims: String,
+    /// Element type for the byte count: f32 f16 bf16 f64 i8 u8 i32.
+    #[arg(long, default_value = "f32")]
+    pub dtype: String,
+}
+
+#[derive(Args, Debug)]
+pub struct LocateArgs {
+    /// Format name.
+    pub format: String,
+    /// Logical extents, e.g. N=2,C=40,H=7,W=7.
+    #[arg(long)]
+    pub dims: String,
+    /// A logical coordinate, e.g. N=1,C=35,H=2,W=3.
+    #[arg(long, conflicts_with = "offset", required_unless_present = "offset")]
+    pub coord: Option<String>,
+    /// A physical offset in elements.
+    #[arg(long)]
+    pub offset: Option<usize>,
+}
+
+#[derive(Args, Debug)]
+pub struct ConvertArgs {
+    /// Input .npy file: the physical array of --from.
+    pub input: PathBuf,
+    /// Output .npy file (written atomically: a temporary file, then a rename).
+    pub output: PathBuf,
+    /// Layout of the input.
+    #[arg(long)]
+    pub from: String,
+    /// Layout to write.
+    #[arg(long)]
+    pub to: String,
+    /// Logical extents; needed when the input is padded.
+    #[arg(long)]
+    pub dims: Option<String>,
+    /// Element type to write (default: the input's).
+    #[arg(long)]
+    pub to_dtype: Option<String>,
+    /// Quantisation scale for float <-> integer casts.
+    #[arg(long)]
+    pub scale: Option<f32>,
+    /// Quantisation zero point for float <-> integer casts.
+    #[arg(long, allow_hyphen_values = true)]
+    pub zero_point: Option<i32>,
+    /// Value written into the output's padding (default 0).
+    #[arg(long, allow_hyphen_values = true)]
+    pub fill: Option<f64>,
+    /// Where to convert.
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub device: Device,
+    /// CPU engine: the planned converter, or the per-element reference (the oracle).
+    #[arg(long, value_enum, default_value = "planned")]
+    pub engine: Engine,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum Device {
+    Cpu,
+    Cuda,
+    Opencl,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum Engine {
+    Planned,
+    Reference,
+}

@@ -1,0 +1,121 @@
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use layoutkit_core::plan::ConversionPlan;
+use layoutkit_core::{npy, parse_format, CastSpec, DType, Dims, Quantization, ShapedLayout};
+use serde_json::json;
+
+use super::list;
+use crate::args::{ConvertArgs, Device, Engine};
+use crate::files::{read_input, write_atomic};
+
+pub fn run(a: &ConvertArgs, json_out: bool) -> Result<()> {
+    if a.device != Device::Cpu {
+        bail!(
+            "--device {} is not available in this version of layoutkit (only cpu)",
+            format!("{:?}", a.device).to_lowercase()
+        );
+    }
+    let from = parse_format(&a.from)?;
+    let to = parse_format(&a.to)?.with_fill(a.fill.unwrap_or(0.0));
+    if !from.same_axes(&to) {
+        return Err(layoutkit_core::Error::AxesDiffer {
+            src: a.from.clone(),
+            src_axes: from.axes_string(),
+            dst: a.to.clone(),
+            dst_axes: to.axes_string(),
+        }
+        .into());
+    }
+    let dst_dtype: Option<DType> = a.to_dtype.as_deref().map(str::parse).transpose()?;
+
+    let file = read_input(&a.input)?;
+    let array = npy::decode(&file).with_context(|| format!("{}", a.input.display()))?;
+    let shape = &array.header.shape;
+    let src_dtype = array.header.dtype;
+    let dst_dtype = dst_dtype.unwrap_or(src_dtype);
+
+    let dims = match &a.dims {
+        Some(d) => Dims::parse(d)?,
+        None => ShapedLayout::infer_dims(&from, shape).with_context(|| {
+            format!(
+                "{} has shape {}; pass --dims",
+                a.input.display(),
+                list(shape)
+            )
+        })?,
+    };
+    let src = from.shaped(&dims)?;
+    if &src.physical_shape() != shape {
+        bail!(
+            "{} has shape {} but {} with dims {} has physical shape {}",
+            a.input.display(),
+            list(shape),
+            from,
+            dims,
+            list(&src.physical_shape())
+        );
+    }
+    if a.dims.is_none() && from.is_blocked() {
+        eprintln!(
+            "note: --dims not given; took {dims} from the shape of {} (its padding, if any, is treated as data)",
+            a.input.display()
+        );
+    }
+    let dst = to.shaped(&dims)?;
+    let quant = match (a.scale, a.zero_point) {
+        (None, None) => None,
+        (scale, zero_point) => Some(Quantization {
+            scale: scale.unwrap_or(1.0),
+            zero_point: zero_point.unwrap_or(0),
+        }),
+    };
+    let cast = CastSpec::new(src_dtype, dst_dtype, quant)?;
+    let plan = ConversionPlan::new(&src, &dst)?;
+    let header = npy::header_bytes(dst_dtype, &dst.physical_shape());
+    let mut out = vec![0u8; dst.bytes(dst_dtype)?];
+
+    let start = Instant::now();
+    match a.engine {
+        Engine::Planned => layoutkit_cpu::convert_planned(&plan, &array.data, &mut out, &cast)?,
+        Engine::Reference => {
+            layoutkit_cpu::convert_reference(&src, &array.data, &dst, &mut out, &cast)?
+        }
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    write_atomic(&a.output, &[&header, &out])?;
+
+    if json_out {
+        crate::json::print(&json!({
+            "input": a.input.display().to_string(),
+            "output": a.output.display().to_string(),
+            "from": from.to_string(),
+            "to": to.to_string(),
+            "dims": crate::json::dims(&dims),
+            "src_shape": shape,
+            "dst_shape": dst.physical_shape(),
+            "src_dtype": src_dtype.name(),
+            "dst_dtype": dst_dtype.name(),
+            "bytes_read": array.data.len(),
+            "bytes_written": out.len(),
+            "engine": format!("{:?}", a.engine).to_lowercase(),
+            "convert_seconds": seconds,
+        }));
+    } else {
+        println!(
+            "{} {} {} {}  ->  {} {} {} {}  ({} -> {} bytes, {:.3} ms)",
+            a.input.display(),
+            from,
+            list(shape),
+            src_dtype,
+            a.output.display(),
+            to,
+            list(&dst.physical_shape()),
+            dst_dtype,
+            array.data.len(),
+            out.len(),
+            seconds * 1e3
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs every test of layoutkit on a fresh machine: installs what the tests need, then the Rust
+# test suites (unit, property, CLI) and the numpy cross-check of every format name.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# System packages (python3 + pip for the numpy cross-check).
+if ! python3 -m pip --version >/dev/null 2>&1; then
+  need_root apt-get update
+  need_root apt-get install -y --no-install-recommends python3 python3-pip
+fi
+if ! python3 -c "import numpy" >/dev/null 2>&1; then
+  python3 -m pip install --quiet numpy || python3 -m pip install --quiet --break-system-packages numpy
+fi
+
+echo "== cargo test (workspace: unit, property and CLI tests)"
+cargo test --workspace --all-targets
+cargo test --workspace --doc
+
+echo "== numpy cross-check of every format name"
+cargo build --quiet -p layoutkit-cli
+python3 tests/numpy_crosscheck.py target/debug/layoutkit
+
+echo "== all tests passed"
