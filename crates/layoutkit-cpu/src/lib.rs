@@ -20,6 +20,11 @@
 //! ```
 #![forbid(unsafe_code)]
 
+// The README's Rust examples are compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+mod readme_examples {}
+
 mod error;
 mod planned;
 mod reference;

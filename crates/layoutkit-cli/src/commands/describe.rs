@@ -7,6 +7,8 @@ use crate::args::DescribeArgs;
 
 pub fn run(a: &DescribeArgs, json_out: bool) -> Result<()> {
     let s = shaped(&a.format, &a.dims)?;
+    // Report dims in the order the user gave them.
+    let user_dims = layoutkit_core::Dims::parse(&a.dims)?;
     let dtype: DType = a.dtype.parse()?;
     let bytes = s.bytes(dtype)?;
     let logical = s.logical_elements();
@@ -14,7 +16,7 @@ pub fn run(a: &DescribeArgs, json_out: bool) -> Result<()> {
         crate::json::print(&json!({
             "name": a.format,
             "canonical": s.layout().to_string(),
-            "dims": crate::json::dims(&s.dims()),
+            "dims": crate::json::dims(&user_dims),
             "physical_axes": token_names(s.layout()),
             "physical_shape": s.physical_shape(),
             "strides": s.strides(),
@@ -29,7 +31,7 @@ pub fn run(a: &DescribeArgs, json_out: bool) -> Result<()> {
     }
     let padding = s.elements() - logical;
     println!("format          {} (canonical {})", a.format, s.layout());
-    println!("dims            {}", s.dims());
+    println!("dims            {user_dims}");
     println!(
         "physical shape  {}  axes {}",
         list(&s.physical_shape()),

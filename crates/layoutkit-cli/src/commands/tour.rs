@@ -28,32 +28,39 @@ pub fn run() -> Result<()> {
     for name in FORMATS {
         let dst = parse_format(name)?.shaped(&dims)?;
         let out = layoutkit_cpu::convert(&nchw, &src, &dst, &id)?;
-        let mut cells = Vec::new();
-        for o in 0..dst.elements() {
-            let v =
-                i32::from_le_bytes([out[4 * o], out[4 * o + 1], out[4 * o + 2], out[4 * o + 3]]);
-            cells.push(match dst.inverse(o)? {
-                Some(_) => v.to_string(),
-                None => ".".into(),
-            });
-        }
         let perm = nchw.axis_permutation_to(&dst);
         let mut coord = vec![0; 4];
         for (i, &c) in probe.iter().enumerate() {
             coord[perm[i]] = c;
         }
         println!(
-            "{:9} = {:8} shape {:16} {}",
-            name,
-            dst.layout().to_string(),
+            "{name} = {}, physical array {}, element 210 at offset {}:",
+            dst.layout(),
             super::list(&dst.physical_shape()),
-            cells.join(" ")
-        );
-        println!(
-            "{:30} element (c=2,h=1,w=0) = 210 is at offset {}",
-            "",
             dst.forward(&coord)?
         );
+        // Rows: the innermost dimensions, at least 4 elements wide.
+        let mut row = 1;
+        for &n in dst.physical_shape().iter().rev() {
+            if row >= 4 {
+                break;
+            }
+            row *= n;
+        }
+        let mut line = String::from("   ");
+        for o in 0..dst.elements() {
+            let v =
+                i32::from_le_bytes([out[4 * o], out[4 * o + 1], out[4 * o + 2], out[4 * o + 3]]);
+            let cell = match dst.inverse(o)? {
+                Some(_) => v.to_string(),
+                None => ".".into(),
+            };
+            line.push_str(&format!(" {cell:>3}"));
+            if (o + 1) % row == 0 {
+                println!("{line}");
+                line = String::from("   ");
+            }
+        }
     }
 
     let khwc8 = parse_format("kHWC8")?.shaped(&Dims::parse("N=16,C=3,H=224,W=224")?)?;
