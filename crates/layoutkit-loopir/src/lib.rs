@@ -28,6 +28,7 @@ pub mod ir;
 mod lexer;
 mod parser;
 mod printer;
+pub mod random;
 
 pub use error::Error;
 pub use parser::parse;

@@ -21,6 +21,7 @@ pub fn parse(text: &str) -> Result<Program, Error> {
         free: HashMap::new(),
         next_id: 0,
         depth: 0,
+        expr_depth: 0,
     };
     let body = p.parse_seq(false)?;
     let mut free: Vec<Var> = p.free.into_values().collect();
@@ -32,8 +33,10 @@ pub fn parse(text: &str) -> Result<Program, Error> {
     })
 }
 
-/// Nesting limit, so that hostile input cannot overflow the stack.
-const MAX_DEPTH: usize = 200;
+/// Nesting limits, so that hostile input cannot overflow the stack (recursion in the parser,
+/// the extractor and the printer): statement blocks and expression levels.
+const MAX_STMT_DEPTH: usize = 64;
+const MAX_EXPR_DEPTH: usize = 128;
 
 struct Parser {
     tokens: Vec<Token>,
@@ -42,6 +45,7 @@ struct Parser {
     free: HashMap<String, Var>,
     next_id: u32,
     depth: usize,
+    expr_depth: usize,
 }
 
 impl Parser {
@@ -121,13 +125,20 @@ impl Parser {
 
     fn enter(&mut self) -> Result<(), Error> {
         self.depth += 1;
-        if self.depth > MAX_DEPTH {
+        if self.depth > MAX_STMT_DEPTH {
             let (line, col) = self.here();
-            return Err(Error::at(
-                line,
-                col,
-                format!("nesting deeper than {MAX_DEPTH}"),
-            ));
+            let message = format!("statements nested deeper than {MAX_STMT_DEPTH}");
+            return Err(Error::at(line, col, message));
+        }
+        Ok(())
+    }
+
+    fn enter_expr(&mut self) -> Result<(), Error> {
+        self.expr_depth += 1;
+        if self.expr_depth > MAX_EXPR_DEPTH {
+            let (line, col) = self.here();
+            let message = format!("expression nested deeper than {MAX_EXPR_DEPTH}");
+            return Err(Error::at(line, col, message));
         }
         Ok(())
     }
@@ -242,6 +253,7 @@ impl Parser {
             free: std::mem::take(&mut self.free),
             next_id: self.next_id,
             depth: self.depth,
+            expr_depth: 0,
         };
         let header = sub.parse_attr_header();
         self.scopes = std::mem::take(&mut sub.scopes);
@@ -435,7 +447,6 @@ impl Parser {
     }
 
     fn parse_binary(&mut self, min_prec: u8) -> Result<Expr, Error> {
-        self.enter()?;
         let mut lhs = self.parse_unary()?;
         loop {
             let op = match self.peek() {
@@ -454,12 +465,11 @@ impl Parser {
                 b: Box::new(rhs),
             };
         }
-        self.depth -= 1;
         Ok(lhs)
     }
 
     fn parse_unary(&mut self) -> Result<Expr, Error> {
-        self.enter()?;
+        self.enter_expr()?;
         let e = match self.peek().clone() {
             Tok::Punct("!") => {
                 self.bump();
@@ -489,7 +499,7 @@ impl Parser {
             }
             _ => self.parse_primary()?,
         };
-        self.depth -= 1;
+        self.expr_depth -= 1;
         Ok(e)
     }
 
