@@ -66,8 +66,50 @@ Examples:
   layoutkit convert y.npy x.npy --from NC/32HW32 --to NCHW --dims N=8,C=3,H=32,W=32
   layoutkit convert x.npy q.npy --from NCHW --to NCHW32c --to-dtype i8 --scale 0.05 --zero-point 0")]
     Convert(ConvertArgs),
+    /// AutoTVM itervar features of a loop nest written in the IR text form.
+    #[command(after_help = "\
+The IR text form is TVM's old printer style (see the README): `for (x, 0, 128) { ... }`,
+`parallel`/`unrolled`/`vectorized` loops, `// attr [iter_var(threadIdx.x, ...)] thread_extent = 8`,
+stores `C[((x*128) + y)] = ...`, `let`, `if`, `allocate`, `evaluate(...)`, `#` comments.
+
+Output: one block per itervar (outermost first) as TVM's get_itervar_feature prints it: `_attr_`
+(length, nest level, top-down, bottom-up, 11-entry annotation one-hot), `_arith_` (float add,
+mul, div counts) and one touch pattern (stride, mod, count, reuse, T_count, T_reuse) per access.
+
+Examples:
+  layoutkit features gemm.ir
+  layoutkit features gemm.ir --take-log --flatten --json
+  layoutkit features gemm.ir --flatten --names
+  layoutkit features gemm.ir --curve --sample-n 20
+  layoutkit features conv.ir --dtype data=float16 --dtype kernel=float16")]
+    Features(FeaturesArgs),
     /// The built-in example (what `layoutkit` with no command runs).
     Tour,
+}
+
+#[derive(Args, Debug)]
+pub struct FeaturesArgs {
+    /// IR file (text form); `-` reads standard input.
+    pub file: PathBuf,
+    /// Apply TVM's take_log transform (log2(x+1), sign-symmetric) to every value but nest level
+    /// and the one-hot.
+    #[arg(long)]
+    pub take_log: bool,
+    /// Print the flat float32 vector (TVM's get_itervar_feature_flatten).
+    #[arg(long)]
+    pub flatten: bool,
+    /// Print the name of every flat value (TVM's get_flatten_name).
+    #[arg(long)]
+    pub names: bool,
+    /// Print the curve-sample feature (TVM's get_buffer_curve_sample_flatten).
+    #[arg(long)]
+    pub curve: bool,
+    /// Samples per curve for --curve.
+    #[arg(long, default_value_t = 30, requires = "curve")]
+    pub sample_n: usize,
+    /// Element type of a buffer, e.g. A=float16 (default float32). Repeatable.
+    #[arg(long = "dtype", value_name = "NAME=T")]
+    pub dtypes: Vec<String>,
 }
 
 #[derive(Args, Debug)]

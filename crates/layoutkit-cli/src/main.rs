@@ -28,6 +28,7 @@ fn main() -> ExitCode {
         Some(Command::Describe(a)) => commands::describe::run(&a, json),
         Some(Command::Locate(a)) => commands::locate::run(&a, json),
         Some(Command::Convert(a)) => commands::convert::run(&a, json),
+        Some(Command::Features(a)) => commands::features::run(&a, json),
         Some(Command::Tour) => commands::tour::run(),
     };
     match result {

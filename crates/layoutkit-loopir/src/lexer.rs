@@ -1,185 +1,134 @@
-//! Tokens of the IR text form, with line and column (1-based, in characters).
+//! Tokens of the IR text form, with line and column (1-based; columns count characters).
+//! The grammar is ASCII; other characters may appear only in comments and strings.
 
 use crate::Error;
 
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Tok {
-    Ident(String),
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Tok<'a> {
+    Ident(&'a str),
     /// A non-negative integer literal (the parser folds a leading minus into it).
     Int(u64),
     /// Value and suffix (`f`, `h` or `d`).
     Float(f64, char),
-    Str(String),
+    Str(&'a str),
     /// `// attr ...`: the rest of the line (after `attr`), and the column where it starts.
-    Attr(String, usize),
+    Attr(&'a str, usize),
     Punct(&'static str),
     Newline,
     Eof,
 }
 
-#[derive(Clone, Debug)]
-pub(crate) struct Token {
-    pub tok: Tok,
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Token<'a> {
+    pub tok: Tok<'a>,
     pub line: usize,
     pub col: usize,
 }
 
-const PUNCTS: [&str; 23] = [
-    "<=", ">=", "==", "!=", "&&", "||", "(", ")", "[", "]", "{", "}", ",", "=", "+", "-", "*", "/",
-    "%", "<", ">", "!", ":",
+const PUNCT2: [&str; 6] = ["<=", ">=", "==", "!=", "&&", "||"];
+const PUNCT1: [&str; 17] = [
+    "(", ")", "[", "]", "{", "}", ",", "=", "+", "-", "*", "/", "%", "<", ">", "!", ":",
 ];
 
+fn is_ident_char(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'.'
+}
+
 /// Tokenises `text`; `line0`/`col0` give the position of its first character (for attr lines).
-pub(crate) fn lex(text: &str, line0: usize, col0: usize) -> Result<Vec<Token>, Error> {
-    let chars: Vec<char> = text.chars().collect();
-    let mut out = Vec::new();
+pub(crate) fn lex(text: &str, line0: usize, col0: usize) -> Result<Vec<Token<'_>>, Error> {
+    let b = text.as_bytes();
+    let mut out = Vec::with_capacity(b.len() / 3);
     let (mut i, mut line, mut col) = (0usize, line0, col0);
-    while i < chars.len() {
-        let c = chars[i];
+    while i < b.len() {
+        let c = b[i];
         let (tline, tcol) = (line, col);
-        let push = |out: &mut Vec<Token>, tok: Tok| {
+        let mut push = |tok| {
             out.push(Token {
                 tok,
                 line: tline,
                 col: tcol,
             })
         };
-        if c == '\n' {
-            push(&mut out, Tok::Newline);
-            i += 1;
-            line += 1;
-            col = 1;
-            continue;
-        }
-        if c.is_whitespace() {
-            i += 1;
-            col += 1;
-            continue;
-        }
-        if c == '#' || (c == '/' && chars.get(i + 1) == Some(&'/')) {
-            let start = i;
-            while i < chars.len() && chars[i] != '\n' {
+        match c {
+            b'\n' => {
+                push(Tok::Newline);
                 i += 1;
+                line += 1;
+                col = 1;
             }
-            let comment: String = chars[start..i].iter().collect();
-            if let Some(rest) = comment.strip_prefix("//") {
-                let trimmed = rest.trim_start();
-                if let Some(after) = trimmed.strip_prefix("attr") {
-                    if after.is_empty() || after.starts_with(char::is_whitespace) {
-                        let lead = comment.chars().count() - after.chars().count();
-                        push(&mut out, Tok::Attr(after.to_string(), tcol + lead));
-                    }
-                }
-            }
-            col += i - start;
-            continue;
-        }
-        if c.is_ascii_alphabetic() || c == '_' {
-            let start = i;
-            while i < chars.len()
-                && (chars[i].is_ascii_alphanumeric() || chars[i] == '_' || chars[i] == '.')
-            {
+            b' ' | b'\t' | b'\r' => {
                 i += 1;
+                col += 1;
             }
-            // A name never ends with a dot.
-            while i > start + 1 && chars[i - 1] == '.' {
-                i -= 1;
-            }
-            push(&mut out, Tok::Ident(chars[start..i].iter().collect()));
-            col += i - start;
-            continue;
-        }
-        if c.is_ascii_digit() {
-            let start = i;
-            while i < chars.len() && chars[i].is_ascii_digit() {
-                i += 1;
-            }
-            let mut is_float = false;
-            if i < chars.len()
-                && chars[i] == '.'
-                && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit())
-            {
-                is_float = true;
-                i += 1;
-                while i < chars.len() && chars[i].is_ascii_digit() {
+            b'#' | b'/' if c == b'#' || b.get(i + 1) == Some(&b'/') => {
+                let start = i;
+                while i < b.len() && b[i] != b'\n' {
                     i += 1;
                 }
-            }
-            if i < chars.len() && (chars[i] == 'e' || chars[i] == 'E') {
-                let mut j = i + 1;
-                if j < chars.len() && (chars[j] == '+' || chars[j] == '-') {
-                    j += 1;
-                }
-                if j < chars.len() && chars[j].is_ascii_digit() {
-                    is_float = true;
-                    i = j;
-                    while i < chars.len() && chars[i].is_ascii_digit() {
-                        i += 1;
+                let comment = &text[start..i];
+                if let Some(rest) = comment.strip_prefix("//") {
+                    let trimmed = rest.trim_start();
+                    if let Some(after) = trimmed.strip_prefix("attr") {
+                        if after.is_empty() || after.starts_with(char::is_whitespace) {
+                            let lead = comment.chars().count() - after.chars().count();
+                            push(Tok::Attr(after, tcol + lead));
+                        }
                     }
                 }
+                col += comment.chars().count();
             }
-            let digits: String = chars[start..i].iter().collect();
-            let suffix = chars
-                .get(i)
-                .copied()
-                .filter(|s| matches!(s, 'f' | 'h' | 'd'));
-            let suffix = suffix.filter(|_| {
-                !chars
-                    .get(i + 1)
-                    .is_some_and(|n| n.is_ascii_alphanumeric() || *n == '_')
-            });
-            match suffix {
-                Some(s) => {
-                    let v: f64 = digits
-                        .parse()
-                        .map_err(|_| Error::at(tline, tcol, format!("bad number `{digits}`")))?;
+            b'a'..=b'z' | b'A'..=b'Z' | b'_' => {
+                let start = i;
+                while i < b.len() && is_ident_char(b[i]) {
                     i += 1;
-                    push(&mut out, Tok::Float(v, s));
                 }
-                None if is_float => {
-                    return Err(Error::at(
-                        tline,
-                        tcol,
-                        format!("float literal `{digits}` needs a type suffix: {digits}f (float32), {digits}h (float16) or {digits}d (float64)"),
-                    ))
+                // A name never ends with a dot.
+                while i > start + 1 && b[i - 1] == b'.' {
+                    i -= 1;
                 }
-                None => {
-                    let v: u64 = digits.parse().map_err(|_| {
-                        Error::at(tline, tcol, format!("integer `{digits}` is too large"))
-                    })?;
-                    push(&mut out, Tok::Int(v));
-                }
+                push(Tok::Ident(&text[start..i]));
+                col += i - start;
             }
-            col += i - start;
-            continue;
-        }
-        if c == '"' {
-            let start = i;
-            i += 1;
-            while i < chars.len() && chars[i] != '"' && chars[i] != '\n' {
+            b'0'..=b'9' => {
+                let start = i;
+                let tok = number(text, &mut i).map_err(|m| Error::at(tline, tcol, m))?;
+                push(tok);
+                col += i - start;
+            }
+            b'"' => {
+                let start = i;
                 i += 1;
+                while i < b.len() && b[i] != b'"' && b[i] != b'\n' {
+                    i += 1;
+                }
+                if i >= b.len() || b[i] != b'"' {
+                    return Err(Error::at(tline, tcol, "unterminated string"));
+                }
+                i += 1;
+                push(Tok::Str(&text[start + 1..i - 1]));
+                col += text[start..i].chars().count();
             }
-            if i >= chars.len() || chars[i] != '"' {
-                return Err(Error::at(tline, tcol, "unterminated string"));
-            }
-            i += 1;
-            push(&mut out, Tok::Str(chars[start + 1..i - 1].iter().collect()));
-            col += i - start;
-            continue;
-        }
-        let rest: String = chars[i..(i + 2).min(chars.len())].iter().collect();
-        match PUNCTS.iter().find(|p| rest.starts_with(**p)) {
-            Some(p) => {
-                push(&mut out, Tok::Punct(p));
-                i += p.len();
-                col += p.len();
-            }
-            None => {
-                return Err(Error::at(
-                    tline,
-                    tcol,
-                    format!("unexpected character `{c}`"),
-                ))
+            _ => {
+                let two = text.get(i..i + 2).unwrap_or("");
+                let p = PUNCT2
+                    .iter()
+                    .find(|p| **p == two)
+                    .or_else(|| PUNCT1.iter().find(|p| p.as_bytes()[0] == c));
+                match p {
+                    Some(p) => {
+                        push(Tok::Punct(p));
+                        i += p.len();
+                        col += p.len();
+                    }
+                    None => {
+                        let ch = text[i..].chars().next().unwrap_or('?');
+                        return Err(Error::at(
+                            tline,
+                            tcol,
+                            format!("unexpected character `{ch}`"),
+                        ));
+                    }
+                }
             }
         }
     }
@@ -191,7 +140,59 @@ pub(crate) fn lex(text: &str, line0: usize, col0: usize) -> Result<Vec<Token>, E
     Ok(out)
 }
 
-impl Tok {
+/// An integer or a suffixed float literal starting at `*i` (a digit); advances `*i`.
+fn number<'a>(text: &'a str, i: &mut usize) -> Result<Tok<'a>, String> {
+    let b = text.as_bytes();
+    let start = *i;
+    let digits = |i: &mut usize| {
+        while *i < b.len() && b[*i].is_ascii_digit() {
+            *i += 1;
+        }
+    };
+    digits(i);
+    let mut is_float = false;
+    if *i < b.len() && b[*i] == b'.' && b.get(*i + 1).is_some_and(u8::is_ascii_digit) {
+        is_float = true;
+        *i += 1;
+        digits(i);
+    }
+    if *i < b.len() && (b[*i] == b'e' || b[*i] == b'E') {
+        let mut j = *i + 1;
+        if j < b.len() && (b[j] == b'+' || b[j] == b'-') {
+            j += 1;
+        }
+        if j < b.len() && b[j].is_ascii_digit() {
+            is_float = true;
+            *i = j;
+            digits(i);
+        }
+    }
+    let lit = &text[start..*i];
+    let suffix = b
+        .get(*i)
+        .copied()
+        .filter(|s| matches!(s, b'f' | b'h' | b'd'))
+        .filter(|_| {
+            !b.get(*i + 1)
+                .is_some_and(|n| n.is_ascii_alphanumeric() || *n == b'_')
+        });
+    match suffix {
+        Some(s) => {
+            let v: f64 = lit.parse().map_err(|_| format!("bad number `{lit}`"))?;
+            *i += 1;
+            Ok(Tok::Float(v, s as char))
+        }
+        None if is_float => Err(format!(
+            "float literal `{lit}` needs a type suffix: {lit}f (float32), {lit}h (float16) or {lit}d (float64)"
+        )),
+        None => lit
+            .parse()
+            .map(Tok::Int)
+            .map_err(|_| format!("integer `{lit}` is too large")),
+    }
+}
+
+impl Tok<'_> {
     /// How the token reads in an error message.
     pub(crate) fn describe(&self) -> String {
         match self {

@@ -38,8 +38,8 @@ pub fn parse(text: &str) -> Result<Program, Error> {
 const MAX_STMT_DEPTH: usize = 64;
 const MAX_EXPR_DEPTH: usize = 128;
 
-struct Parser {
-    tokens: Vec<Token>,
+struct Parser<'a> {
+    tokens: Vec<Token<'a>>,
     pos: usize,
     scopes: Vec<Var>,
     free: HashMap<String, Var>,
@@ -48,12 +48,12 @@ struct Parser {
     expr_depth: usize,
 }
 
-impl Parser {
-    fn peek(&self) -> &Tok {
+impl<'a> Parser<'a> {
+    fn peek(&self) -> &Tok<'a> {
         &self.tokens[self.pos].tok
     }
 
-    fn peek_at(&self, k: usize) -> &Tok {
+    fn peek_at(&self, k: usize) -> &Tok<'a> {
         let i = (self.pos + k).min(self.tokens.len() - 1);
         &self.tokens[i].tok
     }
@@ -63,8 +63,8 @@ impl Parser {
         (t.line, t.col)
     }
 
-    fn bump(&mut self) -> Tok {
-        let t = self.tokens[self.pos].tok.clone();
+    fn bump(&mut self) -> Tok<'a> {
+        let t = self.tokens[self.pos].tok;
         if self.pos + 1 < self.tokens.len() {
             self.pos += 1;
         }
@@ -107,6 +107,7 @@ impl Parser {
     fn ident(&mut self, what: &str) -> Result<String, Error> {
         match self.peek().clone() {
             Tok::Ident(s) => {
+                let s = s.to_string();
                 self.bump();
                 Ok(s)
             }
@@ -286,7 +287,7 @@ impl Parser {
         let mut name = None;
         // Brackets and parentheses open: the `[` just read, and `iter_var(` if present.
         let mut depth = 1usize;
-        if *self.peek() == Tok::Ident("iter_var".into()) && *self.peek_at(1) == Tok::Punct("(") {
+        if *self.peek() == Tok::Ident("iter_var") && *self.peek_at(1) == Tok::Punct("(") {
             self.bump();
             self.bump();
             depth += 1;
@@ -354,7 +355,7 @@ impl Parser {
             Tok::Punct("{") => self.parse_block(),
             Tok::Ident(k) => {
                 let next = self.peek_at(1).clone();
-                match (k.as_str(), &next) {
+                match (k, &next) {
                     ("produce", Tok::Ident(_)) => {
                         self.bump();
                         let name = self.ident("a producer name")?;
@@ -366,7 +367,7 @@ impl Parser {
                     }
                     ("for" | "parallel" | "unrolled" | "vectorized", Tok::Punct("(")) => {
                         self.bump();
-                        let kind = match k.as_str() {
+                        let kind = match k {
                             "for" => ForKind::Serial,
                             "parallel" => ForKind::Parallel,
                             "unrolled" => ForKind::Unrolled,
@@ -397,9 +398,9 @@ impl Parser {
                         let then = Box::new(self.parse_block()?);
                         let save = self.pos;
                         self.skip_newlines();
-                        let otherwise = if *self.peek() == Tok::Ident("else".into()) {
+                        let otherwise = if *self.peek() == Tok::Ident("else") {
                             self.bump();
-                            if *self.peek() == Tok::Ident("if".into()) {
+                            if *self.peek() == Tok::Ident("if") {
                                 Some(Box::new(self.parse_stmt()?))
                             } else {
                                 Some(Box::new(self.parse_block()?))
@@ -429,7 +430,7 @@ impl Parser {
                         self.expect_punct("=")?;
                         let value = self.parse_expr()?;
                         Ok(Stmt::Store {
-                            buffer: k,
+                            buffer: k.to_string(),
                             index,
                             value,
                         })
@@ -551,13 +552,13 @@ impl Parser {
                         let index = self.parse_expr()?;
                         self.expect_punct("]")?;
                         Ok(Expr::Load {
-                            buffer: name,
+                            buffer: name.to_string(),
                             index: Box::new(index),
                         })
                     }
                     Tok::Punct("(") => {
                         let args = self.parse_args()?;
-                        self.call(name, args, line, col)
+                        self.call(name.to_string(), args, line, col)
                     }
                     _ => Ok(Expr::Var(self.lookup(name))),
                 }
@@ -624,15 +625,15 @@ impl Parser {
         Ok(Expr::Call { name, args })
     }
 
-    fn lookup(&mut self, name: String) -> Var {
+    fn lookup(&mut self, name: &str) -> Var {
         if let Some(v) = self.scopes.iter().rev().find(|v| v.name == name) {
             return v.clone();
         }
-        if let Some(v) = self.free.get(&name) {
+        if let Some(v) = self.free.get(name) {
             return v.clone();
         }
-        let v = self.new_var(name.clone());
-        self.free.insert(name, v.clone());
+        let v = self.new_var(name.to_string());
+        self.free.insert(name.to_string(), v.clone());
         v
     }
 }

@@ -2,6 +2,7 @@
 
 pub mod convert;
 pub mod describe;
+pub mod features;
 pub mod formats;
 pub mod locate;
 pub mod tour;

@@ -17,11 +17,15 @@ pub fn curve_sample(f: &Features, sample_n: usize) -> Result<Vec<f32>, Error> {
     let max_depth = f.rows.iter().map(|r| r.nest_level).max().unwrap_or(0);
     let mut seen_raw: Vec<String> = Vec::new();
     let mut innermost: BTreeSet<String> = BTreeSet::new();
-    for (ri, row) in f.rows.iter().enumerate().rev() {
+    for row in f.rows.iter().rev() {
         if row.nest_level != max_depth {
             continue;
         }
-        let inserted: Vec<&str> = f.insertion[ri].iter().map(|&a| f.key(a)).collect();
+        // A row's keys were inserted in access order (an itervar's accesses are numbered
+        // consecutively while it is open).
+        let mut ids: Vec<u32> = row.touch.iter().map(|&(a, _)| a).collect();
+        ids.sort_unstable();
+        let inserted: Vec<&str> = ids.iter().map(|&a| f.key(a)).collect();
         let order = libstdcxx_iteration_order(&inserted).ok_or_else(|| {
             Error::Invalid(format!(
                 "itervar `{}` touches {} accesses; the curve feature supports at most 20753",

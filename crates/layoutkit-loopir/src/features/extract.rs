@@ -1,10 +1,39 @@
 //! The traversal of spec section 4: enter/exit of itervars, memory accesses, arithmetic.
 
-use std::collections::HashMap;
-
 use super::index::IndexPattern;
 use super::{Annotation, Features, ItervarRow, Options, TouchPattern};
 use crate::ir::{BinOp, DataType, Expr, ForKind, Stmt, VarId};
+
+const NONE: u32 = u32::MAX;
+
+/// Access keys (`C_0`, `A.shared_3`, ...) in one string, to avoid an allocation per access.
+struct Keys {
+    text: String,
+    ends: Vec<u32>,
+}
+
+impl Keys {
+    fn push(&mut self, buffer: &str, n: u32) {
+        use std::fmt::Write;
+        self.text.push_str(buffer);
+        let _ = write!(self.text, "_{n}");
+        self.ends.push(self.text.len() as u32);
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn get(&self, i: u32) -> &str {
+        let end = self.ends[i as usize] as usize;
+        let start = if i == 0 {
+            0
+        } else {
+            self.ends[i as usize - 1] as usize
+        };
+        &self.text[start..end]
+    }
+}
 use crate::parser::thread_ann;
 use crate::{Error, Program};
 
@@ -20,15 +49,18 @@ use crate::{Error, Program};
 pub fn extract(program: &Program, options: &Options) -> Result<Features, Error> {
     let mut x = Extractor {
         options,
-        records: Vec::new(),
-        seen: HashMap::new(),
-        stack: Vec::new(),
+        records: Vec::with_capacity(program.var_count as usize),
+        seen: vec![NONE; program.var_count as usize],
+        stack: Vec::with_capacity(16),
         skip: Vec::new(),
         topdown: 1,
-        buffer_counter: HashMap::new(),
-        keys: Vec::new(),
+        buffer_counter: Vec::new(),
+        keys: Keys {
+            text: String::with_capacity(256),
+            ends: Vec::with_capacity(32),
+        },
         allocated: Vec::new(),
-        let_types: HashMap::new(),
+        let_types: Vec::new(),
         index: IndexPattern::default(),
     };
     x.stmt(&program.body)?;
@@ -47,30 +79,33 @@ struct Record {
     bottomup: i64,
     arith: [i64; 3],
     first_access: usize,
-    touch: Vec<TouchPattern>,
+    /// (access number, pattern), in access order.
+    touch: Vec<(u32, TouchPattern)>,
 }
 
-struct Extractor<'a> {
+struct Extractor<'a, 'p> {
     options: &'a Options,
     /// In entry order, which is the output order.
     records: Vec<Record>,
-    /// Variable -> its live record (every variable ever entered).
-    seen: HashMap<VarId, usize>,
+    /// Variable id -> its live record (every variable ever entered), or NONE.
+    seen: Vec<u32>,
     /// Open records, outermost first.
     stack: Vec<usize>,
     /// Stack depths of skipped duplicate virtual threads.
     skip: Vec<usize>,
     topdown: i64,
-    buffer_counter: HashMap<String, u32>,
-    keys: Vec<String>,
+    /// Next access number per buffer name (few distinct names: a linear map).
+    buffer_counter: Vec<(&'p str, u32)>,
+    keys: Keys,
     /// `allocate` scopes: buffer -> element type, innermost last.
     allocated: Vec<(String, DataType)>,
-    let_types: HashMap<VarId, DataType>,
+    /// Variable id -> type of a let-bound variable.
+    let_types: Vec<Option<DataType>>,
     index: IndexPattern,
 }
 
-impl Extractor<'_> {
-    fn stmt(&mut self, s: &Stmt) -> Result<(), Error> {
+impl<'p> Extractor<'_, 'p> {
+    fn stmt(&mut self, s: &'p Stmt) -> Result<(), Error> {
         match s {
             Stmt::Seq(items) => {
                 for item in items {
@@ -151,7 +186,11 @@ impl Extractor<'_> {
             }
             Stmt::Let { var, value, body } => {
                 let t = self.expr(value);
-                self.let_types.insert(var.id, t);
+                let i = var.id.0 as usize;
+                if self.let_types.len() <= i {
+                    self.let_types.resize(i + 1, None);
+                }
+                self.let_types[i] = Some(t);
                 self.stmt(body)?;
             }
             Stmt::If {
@@ -173,14 +212,15 @@ impl Extractor<'_> {
     }
 
     /// Visits an expression (TVM's order) and returns its type.
-    fn expr(&mut self, e: &Expr) -> DataType {
+    fn expr(&mut self, e: &'p Expr) -> DataType {
         match e {
             Expr::Int(_) => DataType::INT32,
             Expr::Float(_, t) => *t,
             Expr::Var(v) => self
                 .let_types
-                .get(&v.id)
+                .get(v.id.0 as usize)
                 .copied()
+                .flatten()
                 .unwrap_or(DataType::INT32),
             Expr::Load { buffer, index } => {
                 self.mem(buffer, index);
@@ -258,7 +298,11 @@ impl Extractor<'_> {
     }
 
     fn enter(&mut self, var: VarId, name: &str, length: i64, ann: Annotation) -> Result<(), Error> {
-        if ann == Annotation::VirtualThread && self.seen.contains_key(&var) {
+        let slot = var.0 as usize;
+        if self.seen.len() <= slot {
+            self.seen.resize(slot + 1, NONE);
+        }
+        if ann == Annotation::VirtualThread && self.seen[slot] != NONE {
             self.skip.push(self.stack.len());
             return Ok(());
         }
@@ -270,7 +314,7 @@ impl Extractor<'_> {
         self.topdown = self.topdown.wrapping_mul(length);
         let idx = self.records.len();
         // A variable entered again gets a fresh record; the old one stays as a frozen row.
-        self.seen.insert(var, idx);
+        self.seen[slot] = idx as u32;
         self.records.push(Record {
             var,
             name: name.to_string(),
@@ -287,15 +331,22 @@ impl Extractor<'_> {
         Ok(())
     }
 
-    fn mem(&mut self, buffer: &str, index: &Expr) {
-        let n = self.buffer_counter.entry(buffer.to_string()).or_insert(0);
-        self.keys.push(format!("{buffer}_{n}"));
+    fn mem(&mut self, buffer: &'p str, index: &Expr) {
+        let n = match self.buffer_counter.iter_mut().find(|(b, _)| *b == buffer) {
+            Some((_, n)) => n,
+            None => {
+                self.buffer_counter.push((buffer, 0));
+                &mut self.buffer_counter.last_mut().expect("just pushed").1
+            }
+        };
+        self.keys.push(buffer, *n);
         *n += 1;
         self.index.parse(index);
+        let access = self.keys.len() as u32 - 1;
         for &r in &self.stack {
             let rec = &mut self.records[r];
             let stride = self.index.stride_of(rec.var);
-            rec.touch.push(TouchPattern::new(stride));
+            rec.touch.push((access, TouchPattern::new(stride)));
         }
     }
 
@@ -311,11 +362,11 @@ impl Extractor<'_> {
         };
         // (a) count / reuse for this itervar and every enclosing one, by this itervar's strides.
         for k in 0..n {
-            let nonzero = self.records[fi].touch[k].stride != 0;
+            let nonzero = self.records[fi].touch[k].1.stride != 0;
             let access = first + k;
             for &s in &self.stack {
                 let rec = &mut self.records[s];
-                let q = &mut rec.touch[access - rec.first_access];
+                let q = &mut rec.touch[access - rec.first_access].1;
                 if nonzero {
                     q.count = q.count.wrapping_mul(length);
                 } else {
@@ -333,7 +384,7 @@ impl Extractor<'_> {
         f.bottomup = f
             .touch
             .iter()
-            .map(|p| p.count.wrapping_mul(p.reuse))
+            .map(|(_, p)| p.count.wrapping_mul(p.reuse))
             .fold(-1, i64::max);
         // (d) push the bases to every open itervar one parallel level up, if the parent is one.
         let level = f.ann.parallel_level();
@@ -342,7 +393,7 @@ impl Extractor<'_> {
                 let bases: Vec<(i64, i64)> = self.records[fi]
                     .touch
                     .iter()
-                    .map(|p| (p.count, p.reuse))
+                    .map(|(_, p)| (p.count, p.reuse))
                     .collect();
                 for &s in &self.stack {
                     let rec = &mut self.records[s];
@@ -350,7 +401,7 @@ impl Extractor<'_> {
                         continue;
                     }
                     for (k, &(count, reuse)) in bases.iter().enumerate() {
-                        let q = &mut rec.touch[first + k - rec.first_access];
+                        let q = &mut rec.touch[first + k - rec.first_access].1;
                         q.thread_reuse = reuse.wrapping_neg();
                         q.thread_count = count.wrapping_neg();
                     }
@@ -358,7 +409,7 @@ impl Extractor<'_> {
             }
         }
         // (e) resolve this itervar's own bases.
-        for p in &mut self.records[fi].touch {
+        for (_, p) in &mut self.records[fi].touch {
             if p.thread_count < 0 {
                 p.thread_count = p.count.wrapping_div(p.thread_count.wrapping_neg());
                 let base = p.thread_reuse.wrapping_neg();
@@ -375,22 +426,14 @@ impl Extractor<'_> {
     fn finish(self) -> Features {
         // Rank of each key in byte-wise order, so rows sort integers, not strings.
         let mut order: Vec<u32> = (0..self.keys.len() as u32).collect();
-        order.sort_by(|&a, &b| self.keys[a as usize].cmp(&self.keys[b as usize]));
+        order.sort_by(|&a, &b| self.keys.get(a).cmp(self.keys.get(b)));
         let mut rank = vec![0u32; self.keys.len()];
         for (r, &a) in order.iter().enumerate() {
             rank[a as usize] = r as u32;
         }
         let mut rows = Vec::with_capacity(self.records.len());
-        let mut insertion = Vec::with_capacity(self.records.len());
         for rec in self.records {
-            let first = rec.first_access as u32;
-            let mut touch: Vec<(u32, TouchPattern)> = rec
-                .touch
-                .into_iter()
-                .enumerate()
-                .map(|(k, p)| (first + k as u32, p))
-                .collect();
-            insertion.push(touch.iter().map(|&(a, _)| a).collect());
+            let mut touch = rec.touch;
             touch.sort_unstable_by_key(|&(a, _)| rank[a as usize]);
             rows.push(ItervarRow {
                 name: rec.name,
@@ -405,8 +448,8 @@ impl Extractor<'_> {
         }
         Features {
             rows,
-            keys: self.keys,
-            insertion,
+            key_text: self.keys.text,
+            key_ends: self.keys.ends,
         }
     }
 }

@@ -133,8 +133,8 @@ pub struct ItervarRow {
     pub ann: Annotation,
     /// Floating add/sub, mul, div/mod nodes directly under this itervar (static counts).
     pub arith: [i64; 3],
-    /// Buffer accesses in scope: index into [`Features::keys`] and pattern, sorted byte-wise
-    /// by key.
+    /// Buffer accesses in scope: access number (see [`Features::key`]) and pattern, sorted
+    /// byte-wise by key.
     pub touch: Vec<(u32, TouchPattern)>,
 }
 
@@ -155,16 +155,25 @@ impl ItervarRow {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Features {
     pub rows: Vec<ItervarRow>,
-    /// Access keys by access number: `C_0`, `A.shared_3`, ...
-    pub keys: Vec<String>,
-    /// For each row, its touch keys in the order they were first inserted (access order); the
-    /// curve feature needs it.
-    pub(crate) insertion: Vec<Vec<u32>>,
+    /// Access keys by access number (`C_0`, `A.shared_3`, ...), concatenated; see
+    /// [`Features::key`].
+    pub(crate) key_text: String,
+    pub(crate) key_ends: Vec<u32>,
 }
 
 impl Features {
-    /// The key of an access index.
+    /// The key of an access number: the buffer name, `_`, and its per-name counter.
     pub fn key(&self, access: u32) -> &str {
-        &self.keys[access as usize]
+        let end = self.key_ends[access as usize] as usize;
+        let start = match access {
+            0 => 0,
+            a => self.key_ends[a as usize - 1] as usize,
+        };
+        &self.key_text[start..end]
+    }
+
+    /// Number of buffer accesses in the program (outside loops included).
+    pub fn access_count(&self) -> usize {
+        self.key_ends.len()
     }
 }

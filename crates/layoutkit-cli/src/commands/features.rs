@@ -1,0 +1,195 @@
+use std::io::Read;
+
+use anyhow::{anyhow, bail, Context, Result};
+use layoutkit_loopir::features::{
+    curve_sample, extract, flatten_f32, flatten_names, take_log, Features, Options,
+};
+use layoutkit_loopir::ir::DataType;
+use serde_json::{json, Map, Value};
+
+use crate::args::FeaturesArgs;
+
+pub fn run(a: &FeaturesArgs, json_out: bool) -> Result<()> {
+    let text = if a.file.as_os_str() == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .context("cannot read standard input")?;
+        s
+    } else {
+        std::fs::read_to_string(&a.file)
+            .with_context(|| format!("cannot read {}", a.file.display()))?
+    };
+    let mut options = Options::default();
+    for d in &a.dtypes {
+        let (name, t) = d
+            .split_once('=')
+            .ok_or_else(|| anyhow!("--dtype `{d}` is not NAME=TYPE (e.g. A=float16)"))?;
+        let dtype = DataType::parse(t.trim()).ok_or_else(|| {
+            anyhow!("--dtype {d}: `{t}` is not an element type (float32, float16, int8, ...)")
+        })?;
+        options.buffer_types.insert(name.trim().to_string(), dtype);
+    }
+    // Parse errors read `LINE:COL: what was expected`.
+    let program = layoutkit_loopir::parse(&text)?;
+    let f = extract(&program, &options)?;
+
+    let mut outputs: Vec<(&str, Value, String)> = Vec::new();
+    if a.flatten {
+        let v = flatten_f32(&f, a.take_log);
+        let text = join_floats(v.iter().map(|&x| x as f64));
+        outputs.push(("flatten", floats_json(v.iter().map(|&x| x as f64)), text));
+    }
+    if a.names {
+        let names = flatten_names(&f);
+        let text = names.join("\n");
+        outputs.push(("names", json!(names), text));
+    }
+    if a.curve {
+        if a.sample_n == 0 {
+            bail!("--sample-n must be at least 1");
+        }
+        let v = curve_sample(&f, a.sample_n)?;
+        let text = join_floats(v.iter().map(|&x| x as f64));
+        outputs.push(("curve", floats_json(v.iter().map(|&x| x as f64)), text));
+    }
+    if outputs.is_empty() {
+        if json_out {
+            crate::json::print(&rows_json(&f, a.take_log));
+        } else {
+            print!("{}", rows_text(&f, a.take_log));
+        }
+        return Ok(());
+    }
+    if json_out {
+        if outputs.len() == 1 {
+            crate::json::print(&outputs.remove(0).1);
+        } else {
+            let mut m = Map::new();
+            for (k, v, _) in outputs {
+                m.insert(k.to_string(), v);
+            }
+            crate::json::print(&Value::Object(m));
+        }
+    } else if a.flatten && a.names && !a.curve {
+        // Side by side: name and value.
+        let v = flatten_f32(&f, a.take_log);
+        for (n, x) in flatten_names(&f).iter().zip(v) {
+            println!("{n} {}", fmt_float(x as f64));
+        }
+    } else {
+        for (k, _, text) in outputs {
+            if a.flatten as u8 + a.names as u8 + a.curve as u8 > 1 {
+                println!("# {k}");
+            }
+            println!("{text}");
+        }
+    }
+    Ok(())
+}
+
+fn fmt_float(x: f64) -> String {
+    if x.is_nan() {
+        "nan".into()
+    } else if x.is_infinite() {
+        if x > 0.0 {
+            "inf".into()
+        } else {
+            "-inf".into()
+        }
+    } else if x == x.trunc() && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        format!("{x}")
+    }
+}
+
+fn join_floats(v: impl Iterator<Item = f64>) -> String {
+    v.map(fmt_float).collect::<Vec<_>>().join(" ")
+}
+
+fn floats_json(v: impl Iterator<Item = f64>) -> Value {
+    Value::Array(v.map(crate::json::float).collect())
+}
+
+/// A transformed value: the integer itself, or take_log of it.
+fn value(x: i64, log: bool) -> (Value, String) {
+    if log {
+        let t = take_log(x);
+        (crate::json::float(t), fmt_log(t))
+    } else {
+        (json!(x), x.to_string())
+    }
+}
+
+fn fmt_log(t: f64) -> String {
+    if t == t.trunc() && t.is_finite() {
+        format!("{t:.1}")
+    } else {
+        format!("{t}")
+    }
+}
+
+fn rows_json(f: &Features, log: bool) -> Value {
+    let rows: Vec<Value> = f
+        .rows
+        .iter()
+        .map(|r| {
+            let attr = r.attr();
+            let attr_json: Vec<Value> = attr
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| {
+                    if i == 1 || i >= 4 {
+                        json!(v)
+                    } else {
+                        value(v, log).0
+                    }
+                })
+                .collect();
+            let arith: Vec<Value> = r.arith.iter().map(|&v| value(v, log).0).collect();
+            let touch: Vec<Value> = r
+                .touch
+                .iter()
+                .map(|(acc, p)| {
+                    let vals: Vec<Value> = p.values().iter().map(|&v| value(v, log).0).collect();
+                    json!([f.key(*acc), vals])
+                })
+                .collect();
+            json!({"itervar": r.name, "attr": attr_json, "arith": arith, "touch": touch})
+        })
+        .collect();
+    Value::Array(rows)
+}
+
+fn rows_text(f: &Features, log: bool) -> String {
+    let mut out = String::new();
+    for r in &f.rows {
+        let attr = r.attr();
+        let attr: Vec<String> = attr
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| {
+                if i == 1 || i >= 4 {
+                    v.to_string()
+                } else {
+                    value(v, log).1
+                }
+            })
+            .collect();
+        let list = |v: &[i64]| -> String {
+            v.iter()
+                .map(|&x| value(x, log).1)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        out.push_str("---------------------------\n");
+        out.push_str(&format!("{:<10} [{}]\n", "_itervar_", r.name));
+        out.push_str(&format!("{:<10} [{}]\n", "_attr_", attr.join(", ")));
+        out.push_str(&format!("{:<10} [{}]\n", "_arith_", list(&r.arith)));
+        for (acc, p) in &r.touch {
+            out.push_str(&format!("{:<10} [{}]\n", f.key(*acc), list(&p.values())));
+        }
+    }
+    out
+}
