@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 SECONDS_EACH="${SECONDS_EACH:-600}"
-for target in "${@:-parse_format read_npy}"; do
+for target in "${@:-parse_format read_npy parse_ir}"; do
   for t in $target; do
     mkdir -p "corpus/$t"
     echo "== fuzzing $t for ${SECONDS_EACH}s"
