@@ -358,18 +358,40 @@ fn features_rows_json_and_flat_outputs() {
         serde_json::json!([128, 1, 128, 2097152, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0])
     );
     assert_eq!(rows[2]["arith"], serde_json::json!([1, 1, 0]));
-    assert_eq!(rows[0]["touch"][2], serde_json::json!(["C_0", [128, -1, 16384, 1, 0, 0]]));
+    assert_eq!(
+        rows[0]["touch"][2],
+        serde_json::json!(["C_0", [128, -1, 16384, 1, 0, 0]])
+    );
 
     let logged = json(&["features", &example("seed_gemm.ir"), "--json", "--take-log"]);
     assert_eq!(logged[0]["attr"][0], 7.011227255423254);
     assert_eq!(logged[0]["attr"][1], 1);
 
-    let flat = json(&["features", &example("cpu_schedule.ir"), "--flatten", "--take-log", "--json"]);
+    let flat = json(&[
+        "features",
+        &example("cpu_schedule.ir"),
+        "--flatten",
+        "--take-log",
+        "--json",
+    ]);
     assert_eq!(flat.as_array().unwrap().len(), 210);
-    let both = json(&["features", &example("cpu_schedule.ir"), "--flatten", "--names", "--json"]);
+    let both = json(&[
+        "features",
+        &example("cpu_schedule.ir"),
+        "--flatten",
+        "--names",
+        "--json",
+    ]);
     assert_eq!(both["names"][0], "f0.y_outer._attr_.length");
     assert_eq!(both["flatten"][0], 8.0);
-    let curve = json(&["features", &example("seed_gemm.ir"), "--curve", "--sample-n", "5", "--json"]);
+    let curve = json(&[
+        "features",
+        &example("seed_gemm.ir"),
+        "--curve",
+        "--sample-n",
+        "5",
+        "--json",
+    ]);
     assert_eq!(curve.as_array().unwrap().len(), 120);
 }
 
@@ -385,7 +407,10 @@ fn features_errors_are_line_col_and_status_2() {
         "// attr [iter_var(tx, range(min=0, ext=4), tx)] thread_extent = 4\nC[tx] = 1f\n",
     )
     .unwrap();
-    assert_bad_input(&["features", threads.to_str().unwrap()], "1:49: invalid thread itervar `tx`");
+    assert_bad_input(
+        &["features", threads.to_str().unwrap()],
+        "1:49: invalid thread itervar `tx`",
+    );
     assert_bad_input(&["features", "/nonexistent.ir"], "cannot read");
     assert_bad_input(
         &["features", &example("seed_gemm.ir"), "--dtype", "A=float12"],

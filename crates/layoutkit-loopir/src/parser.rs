@@ -105,7 +105,7 @@ impl<'a> Parser<'a> {
     }
 
     fn ident(&mut self, what: &str) -> Result<String, Error> {
-        match self.peek().clone() {
+        match *self.peek() {
             Tok::Ident(s) => {
                 let s = s.to_string();
                 self.bump();
@@ -178,11 +178,11 @@ impl<'a> Parser<'a> {
 
     /// attr / let / allocate: parse the header, then the rest of the sequence as the body.
     fn parse_scoped(&mut self, in_braces: bool) -> Result<Option<Stmt>, Error> {
-        match self.peek().clone() {
+        match *self.peek() {
             Tok::Attr(text, col) => {
                 let line = self.tokens[self.pos].line;
                 self.bump();
-                Ok(Some(self.parse_attr(&text, line, col, in_braces)?))
+                Ok(Some(self.parse_attr(text, line, col, in_braces)?))
             }
             Tok::Ident(k) if k == "let" && matches!(self.peek_at(1), Tok::Ident(_)) => {
                 self.bump();
@@ -350,11 +350,11 @@ impl<'a> Parser<'a> {
     }
 
     fn parse_stmt(&mut self) -> Result<Stmt, Error> {
-        let tok = self.peek().clone();
+        let tok = *self.peek();
         match tok {
             Tok::Punct("{") => self.parse_block(),
             Tok::Ident(k) => {
-                let next = self.peek_at(1).clone();
+                let next = *self.peek_at(1);
                 match (k, &next) {
                     ("produce", Tok::Ident(_)) => {
                         self.bump();
@@ -471,14 +471,14 @@ impl<'a> Parser<'a> {
 
     fn parse_unary(&mut self) -> Result<Expr, Error> {
         self.enter_expr()?;
-        let e = match self.peek().clone() {
+        let e = match *self.peek() {
             Tok::Punct("!") => {
                 self.bump();
                 Expr::Not(Box::new(self.parse_unary()?))
             }
             Tok::Punct("-") => {
                 self.bump();
-                match self.peek().clone() {
+                match *self.peek() {
                     Tok::Int(v) => {
                         self.bump();
                         if v > 1u64 << 63 {
@@ -523,7 +523,7 @@ impl<'a> Parser<'a> {
     }
 
     fn parse_primary(&mut self) -> Result<Expr, Error> {
-        match self.peek().clone() {
+        match *self.peek() {
             Tok::Int(v) => {
                 self.bump();
                 if v > i64::MAX as u64 {

@@ -56,7 +56,7 @@ pub fn curve_sample(f: &Features, sample_n: usize) -> Result<Vec<f32>, Error> {
         for c in [&mut count, &mut reuse, &mut topdown] {
             c.sort_by(|a, b| a.total_cmp(b).then(std::cmp::Ordering::Equal));
             // total_cmp puts negative NaN first; move every NaN to the end.
-            c.sort_by(|a, b| a.is_nan().cmp(&b.is_nan()));
+            c.sort_by_key(|a| a.is_nan());
         }
         sample(&count, &reuse, sample_n, &mut out);
         sample(&reuse, &count, sample_n, &mut out);
