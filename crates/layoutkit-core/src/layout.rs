@@ -58,11 +58,37 @@ pub struct Layout {
     tokens: Vec<Token>,
     axes: Vec<Axis>,
     fill: f64,
+    image: Option<ImageGroups>,
+    transform: Option<Transform>,
 }
+
+/// How the tokens of an image layout form an OpenCL 2-D RGBA image: the first `rows` tokens
+/// are the rows (y), the last token (a block of 4) the lanes, the tokens between the columns
+/// (x). The physical array is `[height, width, 4]`, a reshape of the row-major token array.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ImageGroups {
+    pub rows: usize,
+}
+
+/// A numeric transform applied before the layout (the logical axes then describe the
+/// transformed tensor, not the source).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Transform {
+    /// MACE's Winograd filter transform `U = G g G^T` of 3x3 OIHW filters, for output tiles of
+    /// `block` x `block` (2 or 4). The layout's axes are `T` (the `(block+2)^2` tile positions,
+    /// row-major), `O` and `I`.
+    WinogradFilter { block: u8 },
+}
+
+/// Lanes per pixel of an RGBA image.
+pub const IMAGE_LANES: usize = 4;
 
 impl PartialEq for Layout {
     fn eq(&self, other: &Self) -> bool {
-        self.tokens == other.tokens && self.fill.to_bits() == other.fill.to_bits()
+        self.tokens == other.tokens
+            && self.fill.to_bits() == other.fill.to_bits()
+            && self.image == other.image
+            && self.transform == other.transform
     }
 }
 impl Eq for Layout {}
@@ -123,6 +149,8 @@ impl Layout {
             tokens,
             axes,
             fill: 0.0,
+            image: None,
+            transform: None,
         };
         for &a in &layout.axes {
             layout
@@ -132,6 +160,67 @@ impl Layout {
                 .ok_or_else(|| err(format!("the blocks of axis {a} overflow")))?;
         }
         Ok(layout)
+    }
+
+    /// An image layout: `rows`, `columns` and the `lanes` token (a block of 4), as
+    /// [`ImageGroups`] describes. Blocks of 1 are dropped from each group.
+    ///
+    /// ```
+    /// use layoutkit_core::parse_format;
+    /// let l = parse_format("mace:in_out_channel").unwrap();
+    /// assert_eq!(l.to_string(), "NH|CW|4c");
+    /// assert_eq!(l.image().unwrap().rows, 2);
+    /// ```
+    pub fn image_layout(
+        name: &str,
+        rows: Vec<Token>,
+        columns: Vec<Token>,
+        lanes: Token,
+    ) -> Result<Layout> {
+        let err = |reason: String| Error::Format {
+            input: name.to_string(),
+            reason,
+        };
+        if !matches!(
+            lanes,
+            Token::Block {
+                size: IMAGE_LANES,
+                ..
+            }
+        ) {
+            return Err(err(format!(
+                "the lanes of an image must be one block of {IMAGE_LANES} (e.g. 4c), not {lanes}"
+            )));
+        }
+        let drop_ones = |v: Vec<Token>| -> Vec<Token> {
+            v.into_iter()
+                .filter(|t| !matches!(t, Token::Block { size: 1, .. }))
+                .collect()
+        };
+        let rows = drop_ones(rows);
+        let n_rows = rows.len();
+        let mut tokens = rows;
+        tokens.extend(drop_ones(columns));
+        tokens.push(lanes);
+        let mut layout = Layout::new(name, tokens)?;
+        layout.image = Some(ImageGroups { rows: n_rows });
+        Ok(layout)
+    }
+
+    /// The image grouping, for image layouts.
+    pub fn image(&self) -> Option<ImageGroups> {
+        self.image
+    }
+
+    /// The numeric transform applied before the layout, if any.
+    pub fn transform(&self) -> Option<Transform> {
+        self.transform
+    }
+
+    /// The same layout, marked as holding the result of `transform`.
+    pub fn with_transform(mut self, transform: Transform) -> Layout {
+        self.transform = Some(transform);
+        self
     }
 
     /// The same layout with padding holding `fill` instead of zero.
@@ -200,15 +289,59 @@ impl Layout {
     }
 
     /// This layout with extents: see [`ShapedLayout::new`].
+    ///
+    /// A Winograd filter layout (axes `T, O, I`) also accepts the dims of the filter it
+    /// transforms, `O, I, H=3, W=3`, and takes `T = (block + 2)^2`.
     pub fn shaped(&self, dims: &Dims) -> Result<ShapedLayout> {
-        ShapedLayout::new(self.clone(), dims)
+        ShapedLayout::new(self.clone(), &self.transformed_dims(dims)?)
+    }
+
+    /// The dims of the transformed tensor for the dims of the source (unchanged without a
+    /// transform, or when they already name the transformed axes).
+    pub fn transformed_dims(&self, dims: &Dims) -> Result<Dims> {
+        let Some(Transform::WinogradFilter { block }) = self.transform else {
+            return Ok(dims.clone());
+        };
+        let axis = |c| crate::Axis::from_letter(c).expect("a letter");
+        if dims.get(axis('T')).is_some() {
+            return Ok(dims.clone());
+        }
+        let (h, w) = (dims.get(axis('H')), dims.get(axis('W')));
+        if h != Some(3) || w != Some(3) {
+            return Err(Error::DimsMismatch {
+                format: self.to_string(),
+                dims: dims.to_string(),
+                reason: "the Winograd filter transform takes 3x3 filters (H=3, W=3)".into(),
+            });
+        }
+        let get = |c| {
+            dims.get(axis(c)).ok_or_else(|| Error::DimsMismatch {
+                format: self.to_string(),
+                dims: dims.to_string(),
+                reason: format!("axis {c} has no extent"),
+            })
+        };
+        let t = (block as usize + 2) * (block as usize + 2);
+        Dims::new(vec![
+            (axis('T'), t),
+            (axis('O'), get('O')?),
+            (axis('I'), get('I')?),
+        ])
     }
 }
 
 /// Prints the canonical (TVM-style) form: `NCHW8c`, `OIHW4i16o4i`.
 impl fmt::Display for Layout {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for t in &self.tokens {
+        if let Some(Transform::WinogradFilter { block }) = self.transform {
+            write!(f, "winograd{block}:")?;
+        }
+        for (i, t) in self.tokens.iter().enumerate() {
+            if let Some(g) = self.image {
+                if i == g.rows || i + 1 == self.tokens.len() {
+                    write!(f, "|")?;
+                }
+            }
             write!(f, "{t}")?;
         }
         Ok(())

@@ -34,13 +34,14 @@ mod notation;
 pub mod npy;
 pub mod plan;
 mod shaped;
+pub mod winograd;
 
 pub use axis::Axis;
 pub use cast::{CastSpec, Quantization};
 pub use dims::Dims;
 pub use dtype::DType;
 pub use error::Error;
-pub use layout::{Layout, Token, MAX_RANK, MAX_TOKENS};
+pub use layout::{ImageGroups, Layout, Token, Transform, IMAGE_LANES, MAX_RANK, MAX_TOKENS};
 pub use notation::{is_reserved_name, parse_format};
 pub use shaped::{PhysDim, ShapedLayout};
 

@@ -262,6 +262,63 @@ impl ShapedLayout {
             })
     }
 
+    /// `(width, height)` of an image layout: the products of its column and row extents.
+    pub fn image_size(&self) -> Option<(usize, usize)> {
+        let g = self.layout.image()?;
+        let n = self.phys.len();
+        let height = self.phys[..g.rows].iter().map(|d| d.extent).product();
+        let width = self.phys[g.rows..n - 1].iter().map(|d| d.extent).product();
+        Some((width, height))
+    }
+
+    /// Shape of the array a file or device buffer holds: `[height, width, 4]` for an image
+    /// layout, the physical shape otherwise.
+    pub fn array_shape(&self) -> Vec<usize> {
+        match self.image_size() {
+            Some((w, h)) => vec![h, w, crate::IMAGE_LANES],
+            None => self.physical_shape(),
+        }
+    }
+
+    /// Row-major strides of [`ShapedLayout::array_shape`], in elements.
+    pub fn array_strides(&self) -> Vec<isize> {
+        let shape = self.array_shape();
+        let mut strides = vec![1isize; shape.len()];
+        for k in (0..shape.len().saturating_sub(1)).rev() {
+            strides[k] = strides[k + 1] * shape[k + 1] as isize;
+        }
+        strides
+    }
+
+    /// The pixel `(x, y, lane)` holding physical offset `offset` of an image layout.
+    pub fn pixel_of(&self, offset: usize) -> Result<Option<(usize, usize, usize)>> {
+        self.check_offset(offset)?;
+        Ok(self.image_size().map(|(w, _)| {
+            let p = offset / crate::IMAGE_LANES;
+            (p % w, p / w, offset % crate::IMAGE_LANES)
+        }))
+    }
+
+    /// The physical offset of pixel `(x, y)`, lane `lane`, of an image layout.
+    pub fn offset_of_pixel(&self, x: usize, y: usize, lane: usize) -> Result<usize> {
+        let Some((w, h)) = self.image_size() else {
+            return Err(Error::CoordOutOfRange {
+                coord: format!("pixel ({x}, {y}) lane {lane}"),
+                dims: format!("{} (not an image layout)", self.dims()),
+            });
+        };
+        if x >= w || y >= h || lane >= crate::IMAGE_LANES {
+            return Err(Error::CoordOutOfRange {
+                coord: format!("pixel ({x}, {y}) lane {lane}"),
+                dims: format!(
+                    "an image of width {w}, height {h}, {} lanes",
+                    crate::IMAGE_LANES
+                ),
+            });
+        }
+        Ok((y * w + x) * crate::IMAGE_LANES + lane)
+    }
+
     /// Whether `other` has the same axes with the same extents (in any order).
     pub fn same_dims(&self, other: &ShapedLayout) -> bool {
         self.layout.same_axes(&other.layout)

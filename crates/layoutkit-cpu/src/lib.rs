@@ -28,10 +28,12 @@ mod readme_examples {}
 mod error;
 mod planned;
 mod reference;
+mod winograd;
 
 pub use error::Error;
 pub use planned::convert_planned;
 pub use reference::convert_reference;
+pub use winograd::{winograd_filter_to_image, winograd_image_to_filter};
 
 use layoutkit_core::plan::ConversionPlan;
 use layoutkit_core::{CastSpec, ShapedLayout};

@@ -71,7 +71,11 @@ fn s8_3_flat_vector_unit_gemm_take_log() {
     let v = flatten_f32(&f, true);
     assert_eq!(v.len(), 126);
     // The spec prints the float32 values as doubles; they convert to f32 exactly.
-    let (a, b, c) = (7.011227130889893f64 as f32, 14.00008773803711f64 as f32, 21.0f32);
+    let (a, b, c) = (
+        7.011227130889893f64 as f32,
+        14.00008773803711f64 as f32,
+        21.0f32,
+    );
     let oh = [0., 0., 0., 0., 0., 0., 0., 0., 0., 1., 0.];
     let mut want: Vec<f32> = Vec::new();
     let mut row = |head: [f32; 4], arith: [f32; 3], touches: [[f32; 6]; 4]| {

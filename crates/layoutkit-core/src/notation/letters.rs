@@ -8,10 +8,16 @@
 use crate::{Axis, Error, Layout, Result, Token};
 
 pub(super) fn parse(name: &str) -> Result<Layout> {
-    let err = |reason: String| Error::Format {
+    let tokens = tokens(name).map_err(|reason| Error::Format {
         input: name.to_string(),
         reason,
-    };
+    })?;
+    Layout::new(name, tokens)
+}
+
+/// The tokens of `name`, or the reason they do not parse.
+pub(super) fn tokens(name: &str) -> std::result::Result<Vec<Token>, String> {
+    let err = |reason: String| reason;
     let mut tokens = Vec::new();
     let mut digits = String::new();
     for (pos, ch) in name.char_indices() {
@@ -24,7 +30,9 @@ pub(super) fn parse(name: &str) -> Result<Layout> {
                 "unexpected `{ch}` at position {pos} (run `layoutkit formats` for the accepted names)"
             )));
         }
-        let axis = Axis::from_letter(ch).ok_or_else(|| err(format!("`{ch}` is not an axis")))?;
+        let Some(axis) = Axis::from_letter(ch) else {
+            return Err(err(format!("`{ch}` is not an axis")));
+        };
         if digits.is_empty() {
             tokens.push(Token::Axis(axis));
         } else {
@@ -46,5 +54,5 @@ pub(super) fn parse(name: &str) -> Result<Layout> {
             "block size `{digits}` at the end has no letter (write e.g. `{digits}c`)"
         )));
     }
-    Layout::new(name, tokens)
+    Ok(tokens)
 }

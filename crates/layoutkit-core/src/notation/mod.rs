@@ -3,6 +3,7 @@
 pub(crate) mod aliases;
 mod cudnn;
 mod letters;
+pub(crate) mod mace;
 
 use crate::{Error, Layout, Result};
 
@@ -16,6 +17,8 @@ use crate::{Error, Layout, Result};
 /// * TensorRT: `kLINEAR`, `kCHW2`, `kCHW4`, `kCHW16`, `kCHW32`, `kHWC`, `kHWC4`, `kHWC8`,
 ///   `kHWC16`, `kDHWC`, `kDHWC8`, `kCDHW32`
 /// * PyTorch memory formats: `contiguous`, `channels_last`, `channels_last_3d`
+/// * MACE OpenCL image buffer types: `mace:in_out_channel`, `IN_OUT_CHANNEL`, ... and the image
+///   notation they print as, `ROWS|COLUMNS|LANES` (`NH|CW|4c`)
 ///
 /// The result prints (`Display`) in canonical form; two names of one layout print the same.
 ///
@@ -35,13 +38,11 @@ pub fn parse_format(input: &str) -> Result<Layout> {
             reason: "empty format name".into(),
         });
     }
-    if is_mace_name(name) {
-        // MACE image layouts need the image (rows, columns, lanes) extension of the model;
-        // they arrive with their own issue and plug in here.
-        return Err(Error::FormatNotSupported {
-            input: name.to_string(),
-            reason: "MACE OpenCL image layouts are not implemented in this version".into(),
-        });
+    if mace::is_mace_name(name) {
+        return mace::parse(name);
+    }
+    if name.contains('|') {
+        return mace::parse_image(name);
     }
     if let Some(layout) = aliases::parse(name)? {
         return Ok(layout);
@@ -52,28 +53,9 @@ pub fn parse_format(input: &str) -> Result<Layout> {
     letters::parse(name)
 }
 
-const MACE_ENUM_NAMES: [&str; 9] = [
-    "CONV2D_FILTER",
-    "IN_OUT_CHANNEL",
-    "ARGUMENT",
-    "IN_OUT_HEIGHT",
-    "IN_OUT_WIDTH",
-    "WINOGRAD_FILTER",
-    "DW_CONV2D_FILTER",
-    "WEIGHT_HEIGHT",
-    "WEIGHT_WIDTH",
-];
-
 /// Whether `name` is claimed by a named family (MACE enum names, aliases) before the letter
 /// grammar sees it. One canonical string collides: the 8-axis layout `ARGUMENT` reads as MACE's
 /// `ARGUMENT` buffer type; write those axes in another order.
 pub fn is_reserved_name(name: &str) -> bool {
-    is_mace_name(name) || aliases::ALIASES.iter().any(|(a, _, _)| *a == name)
-}
-
-fn is_mace_name(name: &str) -> bool {
-    name.to_ascii_lowercase().starts_with("mace:")
-        || MACE_ENUM_NAMES
-            .iter()
-            .any(|m| name.split(':').next() == Some(*m))
+    mace::is_mace_name(name) || aliases::ALIASES.iter().any(|(a, _, _)| *a == name)
 }
