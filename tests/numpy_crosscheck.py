@@ -44,13 +44,23 @@ CASES = [
     # PyTorch
     ("contiguous", "NCHW", "NCHW"), ("channels_last", "NHWC", "NCHW"),
     ("channels_last_3d", "NDHWC", "NCDHW"),
+    # MACE OpenCL images (ROWS|COLUMNS|LANES; the array is [height, width, 4])
+    ("mace:in_out_channel", "NH|CW|4c", "NHWC"), ("IN_OUT_CHANNEL", "NH|CW|4c", "NCHW"),
+    ("mace:in_out_height", "NH|CW|4h", "NHWC"), ("mace:in_out_width", "NH|CW|4w", "NHWC"),
+    ("mace:conv2d_filter", "OHW|I|4o", "OIHW"), ("mace:conv2d_filter:v0.6", "OHW|I4i|4o", "HWOI"),
+    ("mace:dw_conv2d_filter", "I|MHW|4i", "MIHW"), ("DW_CONV2D_FILTER", "I|MHW|4i", "HWIM"),
+    ("mace:argument", "|W|4w", "W"), ("mace:weight_height", "O|HWI|4o", "OIHW"),
+    ("mace:weight_width", "O|HWI|4i", "OIHW"),
 ]
 
 # Extents that are not multiples of any block above.
 DIMS = {
     "NCHW": dict(N=2, C=5, H=3, W=7),
+    "NHWC": dict(N=2, H=5, W=3, C=6),
+    "HWOI": dict(H=3, W=2, O=19, I=13),
+    "HWIM": dict(H=3, W=3, I=7, M=2),
     "OIHW": dict(O=19, I=13, H=3, W=2),
-    "MIHW": dict(M=1, I=7, H=3, W=3),
+    "MIHW": dict(M=2, I=7, H=3, W=3),
     "NCDHW": dict(N=2, C=7, D=3, H=2, W=5),
     "GOIHW": dict(G=2, O=3, I=5, H=3, W=3),
     "W": dict(W=11),
@@ -69,7 +79,13 @@ def tokens(canonical):
 
 
 def numpy_layout(x, src_axes, canonical):
-    """pad + reshape + transpose: the physical array of `canonical` for logical array x."""
+    """pad + reshape + transpose: the physical array of `canonical` for logical array x; for an
+    image layout ROWS|COLUMNS|LANES, then reshaped to [height, width, 4]."""
+    if "|" in canonical:
+        rows, cols, _ = canonical.split("|")
+        y = numpy_layout(x, src_axes, canonical.replace("|", ""))
+        nr, nc = len(tokens(rows)), len(tokens(cols))
+        return y.reshape(int(np.prod(y.shape[:nr])), int(np.prod(y.shape[nr:nr + nc])), 4)
     toks = tokens(canonical)
     blocks = {a: [s for s, b in toks if s is not None and b == a] for a in src_axes}
     pads, split_shape, names = [], [], []
@@ -125,13 +141,15 @@ def main():
                 inp, out, back, want = (os.path.join(tmp, f) for f in ("in.npy", "out.npy", "back.npy", "want.npy"))
                 np.save(inp, x)
                 engine = "reference" if checked % 5 == 0 else "planned"
-                doc = json.loads(run([exe, "convert", inp, out, "--from", src, "--to", name, "--engine", engine, "--json"]))
+                doc = json.loads(run([exe, "convert", inp, out, "--from", src, "--to", name, "--engine", engine, "--dims", dims_arg, "--json"]))
                 if doc["to"] != canonical:
                     raise SystemExit(f"{name}: canonical {doc['to']}, expected {canonical}")
                 np.save(want, numpy_layout(x, src, canonical))
+                # Images need --dims; so do sources whose axes are not the logical order.
                 if open(out, "rb").read() != open(want, "rb").read():
                     got = np.load(out)
                     raise SystemExit(f"{name} {dtype}: output differs from numpy (shape {got.shape} vs {np.load(want).shape})")
+                # Layouts with the same axes in another order read their dims from --dims too.
                 run([exe, "convert", out, back, "--from", name, "--to", src, "--dims", dims_arg])
                 if open(back, "rb").read() != open(inp, "rb").read():
                     raise SystemExit(f"{name} {dtype}: converting back does not return the input")

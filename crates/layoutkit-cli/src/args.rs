@@ -42,6 +42,7 @@ pub enum Command {
 Examples:
   layoutkit describe kHWC8 --dims N=16,C=3,H=224,W=224 --dtype f16
   layoutkit describe OIHW4i16o4i --dims O=64,I=30,H=3,W=3 --json
+  layoutkit describe mace:in_out_channel --dims N=2,H=5,W=3,C=6 --pixels
 
 The physical shape is the shape of the row-major array the layout stores (padding included);
 strides are in elements. `elements` counts padding; `logical_elements` does not.")]
@@ -50,12 +51,16 @@ strides are in elements. `elements` counts padding; `logical_elements` does not.
     #[command(after_help = "\
 Examples:
   layoutkit locate NCHW8c --dims N=1,C=10,H=4,W=4 --coord N=0,C=9,H=1,W=2
-  layoutkit locate NCHW8c --dims N=1,C=10,H=4,W=4 --offset 150     # may be padding")]
+  layoutkit locate NCHW8c --dims N=1,C=10,H=4,W=4 --offset 150     # may be padding
+  layoutkit locate mace:conv2d_filter --dims O=6,I=3,H=2,W=2 --pixel 1,4,1")]
     Locate(LocateArgs),
     /// Convert a .npy array from one layout to another (padding written with the fill value).
     #[command(after_help = "\
 IN.npy holds the physical array of --from (C order); OUT.npy gets the physical array of --to.
 --dims may be left out when IN has no padding: the dims then follow from its shape.
+Image layouts (mace:*) are read and written as [height, width, 4] arrays and need --dims.
+mace:winograd_filter:2|4 applies the Winograd transform U = G g G^T to a 3x3 filter (and
+inverts it, to rounding, on the way back).
 
 Casts (--to-dtype): f32 <-> f16/bf16 round to nearest even; float -> i8/u8/i32 computes
 round_half_even(x / scale) + zero_point and saturates; integer -> float computes
@@ -64,7 +69,9 @@ round_half_even(x / scale) + zero_point and saturates; integer -> float computes
 Examples:
   layoutkit convert x.npy y.npy --from NCHW --to NC/32HW32
   layoutkit convert y.npy x.npy --from NC/32HW32 --to NCHW --dims N=8,C=3,H=32,W=32
-  layoutkit convert x.npy q.npy --from NCHW --to NCHW32c --to-dtype i8 --scale 0.05 --zero-point 0")]
+  layoutkit convert x.npy q.npy --from NCHW --to NCHW32c --to-dtype i8 --scale 0.05 --zero-point 0
+  layoutkit convert x.npy img.npy --from NHWC --to mace:in_out_channel --to-dtype f16
+  layoutkit convert w.npy wino.npy --from OIHW --to mace:winograd_filter:2")]
     Convert(ConvertArgs),
     /// AutoTVM itervar features of a loop nest written in the IR text form.
     #[command(after_help = "\
@@ -122,6 +129,9 @@ pub struct DescribeArgs {
     /// Element type for the byte count: f32 f16 bf16 f64 i8 u8 i32.
     #[arg(long, default_value = "f32")]
     pub dtype: String,
+    /// For an image layout: print every pixel with the elements its lanes hold.
+    #[arg(long)]
+    pub pixels: bool,
 }
 
 #[derive(Args, Debug)]
@@ -132,11 +142,14 @@ pub struct LocateArgs {
     #[arg(long)]
     pub dims: String,
     /// A logical coordinate, e.g. N=1,C=35,H=2,W=3.
-    #[arg(long, conflicts_with = "offset", required_unless_present = "offset")]
+    #[arg(long, conflicts_with = "offset", required_unless_present_any = ["offset", "pixel"])]
     pub coord: Option<String>,
     /// A physical offset in elements.
     #[arg(long)]
     pub offset: Option<usize>,
+    /// For an image layout: a pixel and lane, X,Y,LANE (e.g. 3,0,1).
+    #[arg(long, conflicts_with_all = ["coord", "offset"])]
+    pub pixel: Option<String>,
 }
 
 #[derive(Args, Debug)]

@@ -23,7 +23,7 @@ pub fn float(x: f64) -> Value {
 
 /// Prints one JSON document on stdout.
 pub fn print(v: &Value) {
-    println!(
+    outln!(
         "{}",
         serde_json::to_string_pretty(v).unwrap_or_else(|_| "null".into())
     );

@@ -3,6 +3,26 @@
 //! Exit status: 0 on success, 2 for bad input (one `error:` line on stderr), 1 for an internal
 //! failure. With `--json`, stdout holds one JSON document and nothing else.
 
+/// `println!` that ends the process quietly when stdout is closed (e.g. piped into `head`).
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if let Err(e) = writeln!(std::io::stdout(), $($arg)*) {
+            $crate::exit_on_stdout_error(e);
+        }
+    }};
+}
+
+/// `print!` with the same treatment as [`outln!`].
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if let Err(e) = write!(std::io::stdout(), $($arg)*) {
+            $crate::exit_on_stdout_error(e);
+        }
+    }};
+}
+
 mod args;
 mod commands;
 mod error;
@@ -43,6 +63,15 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// A closed stdout (broken pipe) ends the process with success; other write errors with 1.
+pub(crate) fn exit_on_stdout_error(e: std::io::Error) -> ! {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(0);
+    }
+    eprintln!("error: cannot write to standard output: {e}");
+    std::process::exit(1);
 }
 
 /// Help and version go to stdout as clap prints them; usage errors become one `error:` line.

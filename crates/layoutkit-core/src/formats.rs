@@ -106,6 +106,9 @@ pub fn catalogue() -> Result<Vec<FormatEntry>> {
     for (name, d) in ONEDNN {
         add("onednn", name, d)?;
     }
+    for (_, name, _, d) in crate::notation::mace::MACE_TYPES {
+        add("mace", name, d)?;
+    }
     Ok(out)
 }
 
@@ -115,4 +118,7 @@ Any canonical name is accepted: upper-case letters are axes (outermost first), `
 inner block of k of that axis (padded up to a multiple of the block product, padding = fill value).
 An axis may be blocked several times: OIHW4i16o4i splits I as I/16, 4, 4.
 oneDNN tags: lower case = plain axis, upper case = blocked axis (nChw16c = NCHW16c).
-cuDNN: any NC/xHWx (= NCHWxc) or NC/xDHWx. TensorRT k* names and PyTorch memory formats are aliases.";
+cuDNN: any NC/xHWx (= NCHWxc) or NC/xDHWx. TensorRT k* names and PyTorch memory formats are aliases.
+Images (OpenCL RGBA, as MACE stores tensors): ROWS|COLUMNS|LANES, e.g. NH|CW|4c: the physical array
+is [height, width, 4] with height = product of the row extents, width = product of the columns.
+MACE enum names (IN_OUT_CHANNEL, ...) are accepted too.";

@@ -18,7 +18,11 @@ pub fn run(a: &ConvertArgs, json_out: bool) -> Result<()> {
     }
     let from = parse_format(&a.from)?;
     let to = parse_format(&a.to)?.with_fill(a.fill.unwrap_or(0.0));
-    if !from.same_axes(&to) {
+    let winograd = from.transform().is_some() || to.transform().is_some();
+    if from.transform().is_some() && to.transform().is_some() {
+        bail!("both --from and --to are Winograd filter images; convert one of them to a filter");
+    }
+    if !winograd && !from.same_axes(&to) {
         return Err(layoutkit_core::Error::AxesDiffer {
             src: a.from.clone(),
             src_axes: from.axes_string(),
@@ -37,6 +41,11 @@ pub fn run(a: &ConvertArgs, json_out: bool) -> Result<()> {
 
     let dims = match &a.dims {
         Some(d) => Dims::parse(d)?,
+        None if from.image().is_some() => bail!(
+            "{} is an image ({}); pass --dims (an image's shape does not determine them)",
+            a.input.display(),
+            list(shape)
+        ),
         None => ShapedLayout::infer_dims(&from, shape).with_context(|| {
             format!(
                 "{} has shape {}; pass --dims",
@@ -46,14 +55,14 @@ pub fn run(a: &ConvertArgs, json_out: bool) -> Result<()> {
         })?,
     };
     let src = from.shaped(&dims)?;
-    if &src.physical_shape() != shape {
+    if &src.array_shape() != shape {
         bail!(
-            "{} has shape {} but {} with dims {} has physical shape {}",
+            "{} has shape {} but {} with dims {} has array shape {}",
             a.input.display(),
             list(shape),
             from,
             dims,
-            list(&src.physical_shape())
+            list(&src.array_shape())
         );
     }
     if a.dims.is_none() && from.is_blocked() {
@@ -62,7 +71,6 @@ pub fn run(a: &ConvertArgs, json_out: bool) -> Result<()> {
             a.input.display()
         );
     }
-    let dst = to.shaped(&dims)?;
     let quant = match (a.scale, a.zero_point) {
         (None, None) => None,
         (scale, zero_point) => Some(Quantization {
@@ -70,19 +78,39 @@ pub fn run(a: &ConvertArgs, json_out: bool) -> Result<()> {
             zero_point: zero_point.unwrap_or(0),
         }),
     };
-    let cast = CastSpec::new(src_dtype, dst_dtype, quant)?;
-    let plan = ConversionPlan::new(&src, &dst)?;
-    let header = npy::header_bytes(dst_dtype, &dst.physical_shape());
-    let mut out = vec![0u8; dst.bytes(dst_dtype)?];
-
     let start = Instant::now();
-    match a.engine {
-        Engine::Planned => layoutkit_cpu::convert_planned(&plan, &array.data, &mut out, &cast)?,
-        Engine::Reference => {
-            layoutkit_cpu::convert_reference(&src, &array.data, &dst, &mut out, &cast)?
+    let (dst, out) = if winograd {
+        if quant.is_some() {
+            bail!("--scale/--zero-point do not apply to the Winograd filter transform");
         }
-    }
+        if to.transform().is_some() {
+            layoutkit_cpu::winograd_filter_to_image(&src, &array.data, src_dtype, &to, dst_dtype)?
+        } else {
+            let dst = to.shaped(&dims_for_filter(&from, &dims)?)?;
+            let out = layoutkit_cpu::winograd_image_to_filter(
+                &src,
+                &array.data,
+                src_dtype,
+                &dst,
+                dst_dtype,
+            )?;
+            (dst, out)
+        }
+    } else {
+        let dst = to.shaped(&dims)?;
+        let cast = CastSpec::new(src_dtype, dst_dtype, quant)?;
+        let plan = ConversionPlan::new(&src, &dst)?;
+        let mut out = vec![0u8; dst.bytes(dst_dtype)?];
+        match a.engine {
+            Engine::Planned => layoutkit_cpu::convert_planned(&plan, &array.data, &mut out, &cast)?,
+            Engine::Reference => {
+                layoutkit_cpu::convert_reference(&src, &array.data, &dst, &mut out, &cast)?
+            }
+        }
+        (dst, out)
+    };
     let seconds = start.elapsed().as_secs_f64();
+    let header = npy::header_bytes(dst_dtype, &dst.array_shape());
     write_atomic(&a.output, &[&header, &out])?;
 
     if json_out {
@@ -93,7 +121,7 @@ pub fn run(a: &ConvertArgs, json_out: bool) -> Result<()> {
             "to": to.to_string(),
             "dims": crate::json::dims(&dims),
             "src_shape": shape,
-            "dst_shape": dst.physical_shape(),
+            "dst_shape": dst.array_shape(),
             "src_dtype": src_dtype.name(),
             "dst_dtype": dst_dtype.name(),
             "bytes_read": array.data.len(),
@@ -102,7 +130,7 @@ pub fn run(a: &ConvertArgs, json_out: bool) -> Result<()> {
             "convert_seconds": seconds,
         }));
     } else {
-        println!(
+        outln!(
             "{} {} {} {}  ->  {} {} {} {}  ({} -> {} bytes, {:.3} ms)",
             a.input.display(),
             from,
@@ -110,7 +138,7 @@ pub fn run(a: &ConvertArgs, json_out: bool) -> Result<()> {
             src_dtype,
             a.output.display(),
             to,
-            list(&dst.physical_shape()),
+            list(&dst.array_shape()),
             dst_dtype,
             array.data.len(),
             out.len(),
@@ -118,4 +146,23 @@ pub fn run(a: &ConvertArgs, json_out: bool) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The filter dims (O, I, H=3, W=3) for a Winograd image's dims: given as O,I,H,W, or as
+/// T,O,I (then H and W are 3).
+fn dims_for_filter(image: &layoutkit_core::Layout, dims: &Dims) -> Result<Dims> {
+    let axis = |c| layoutkit_core::Axis::from_letter(c).expect("a letter");
+    if dims.get(axis('H')).is_some() {
+        return Ok(dims.clone());
+    }
+    let get = |c| {
+        dims.get(axis(c))
+            .ok_or_else(|| anyhow::anyhow!("--dims {dims} lacks {c} for {image}"))
+    };
+    Ok(Dims::new(vec![
+        (axis('O'), get('O')?),
+        (axis('I'), get('I')?),
+        (axis('H'), 3),
+        (axis('W'), 3),
+    ])?)
 }

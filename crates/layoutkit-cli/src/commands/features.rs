@@ -57,7 +57,7 @@ pub fn run(a: &FeaturesArgs, json_out: bool) -> Result<()> {
         if json_out {
             crate::json::print(&rows_json(&f, a.take_log));
         } else {
-            print!("{}", rows_text(&f, a.take_log));
+            out!("{}", rows_text(&f, a.take_log));
         }
         return Ok(());
     }
@@ -75,14 +75,14 @@ pub fn run(a: &FeaturesArgs, json_out: bool) -> Result<()> {
         // Side by side: name and value.
         let v = flatten_f32(&f, a.take_log);
         for (n, x) in flatten_names(&f).iter().zip(v) {
-            println!("{n} {}", fmt_float(x as f64));
+            outln!("{n} {}", fmt_float(x as f64));
         }
     } else {
         for (k, _, text) in outputs {
             if a.flatten as u8 + a.names as u8 + a.curve as u8 > 1 {
-                println!("# {k}");
+                outln!("# {k}");
             }
-            println!("{text}");
+            outln!("{text}");
         }
     }
     Ok(())

@@ -35,17 +35,17 @@ pub fn run(json_out: bool) -> Result<()> {
     for e in &entries {
         if e.family != family {
             family = e.family;
-            println!("\n{family}:");
-            println!("  {:width$}  {:cwidth$}  meaning", "name", "canonical");
+            outln!("\n{family}:");
+            outln!("  {:width$}  {:cwidth$}  meaning", "name", "canonical");
         }
-        println!(
+        outln!(
             "  {:width$}  {:cwidth$}  {}",
-            e.name, e.canonical, e.description
+            e.name,
+            e.canonical,
+            e.description
         );
     }
-    println!(
-        "\nmace: mace:in_out_channel and the other MACE image layouts come in a later version."
-    );
-    println!("\n{GRAMMAR}");
+    outln!("\nmace: mace:in_out_channel and the other MACE image layouts come in a later version.");
+    outln!("\n{GRAMMAR}");
     Ok(())
 }

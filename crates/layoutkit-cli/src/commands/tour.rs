@@ -20,10 +20,8 @@ pub fn run() -> Result<()> {
     let src: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
     let id = CastSpec::identity(DType::I32);
 
-    println!("layoutkit: where every element of a tensor lives, and how to move it.\n");
-    println!(
-        "A tensor with dims {dims}; element (c, h, w) holds 100c + 10h + w; `.` is padding.\n"
-    );
+    outln!("layoutkit: where every element of a tensor lives, and how to move it.\n");
+    outln!("A tensor with dims {dims}; element (c, h, w) holds 100c + 10h + w; `.` is padding.\n");
     let probe = [0usize, 2, 1, 0]; // n, c, h, w in NCHW order
     for name in FORMATS {
         let dst = parse_format(name)?.shaped(&dims)?;
@@ -33,7 +31,7 @@ pub fn run() -> Result<()> {
         for (i, &c) in probe.iter().enumerate() {
             coord[perm[i]] = c;
         }
-        println!(
+        outln!(
             "{name} = {}, physical array {}, element 210 at offset {}:",
             dst.layout(),
             super::list(&dst.physical_shape()),
@@ -57,14 +55,14 @@ pub fn run() -> Result<()> {
             };
             line.push_str(&format!(" {cell:>3}"));
             if (o + 1) % row == 0 {
-                println!("{line}");
+                outln!("{line}");
                 line = String::from("   ");
             }
         }
     }
 
     let khwc8 = parse_format("kHWC8")?.shaped(&Dims::parse("N=16,C=3,H=224,W=224")?)?;
-    println!(
+    outln!(
         "\nTensorRT kHWC8 for a 16x3x224x224 f16 input: {} elements, {} bytes ({:.2}x the logical size).",
         khwc8.elements(),
         khwc8.bytes(DType::F16)?,
@@ -72,10 +70,10 @@ pub fn run() -> Result<()> {
     );
 
     let checked = self_check(&nchw, &src)?;
-    println!(
+    outln!(
         "Self-check: NCHW -> {checked} formats -> NCHW on this tensor: planned == reference, round trips exact."
     );
-    println!(
+    outln!(
         "\nNext: layoutkit formats | layoutkit describe kHWC8 --dims N=16,C=3,H=224,W=224 --dtype f16\n      layoutkit locate NC/32HW32 --dims N=2,C=40,H=7,W=7 --coord N=1,C=35,H=2,W=3\n      layoutkit convert in.npy out.npy --from NCHW --to NC/32HW32      (layoutkit --help for more)"
     );
     Ok(())
