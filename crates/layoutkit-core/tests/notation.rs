@@ -139,15 +139,21 @@ fn bad_names_say_why() {
 }
 
 #[test]
-fn mace_names_are_recognised_but_not_yet_supported() {
-    for name in [
-        "mace:in_out_channel",
-        "IN_OUT_CHANNEL",
-        "mace:winograd_filter:2",
+fn mace_names_parse_to_image_layouts() {
+    for (name, canonical) in [
+        ("mace:in_out_channel", "NH|CW|4c"),
+        ("IN_OUT_CHANNEL", "NH|CW|4c"),
+        ("mace:winograd_filter:2", "winograd2:TO|I|4i"),
+        ("mace:dw_conv2d_filter", "I|MHW|4i"),
     ] {
-        assert!(matches!(
-            parse_format(name),
-            Err(Error::FormatNotSupported { .. })
-        ));
+        assert_eq!(canonical_of(name), canonical);
     }
+    assert!(matches!(
+        parse_format("mace:in_out_depth"),
+        Err(Error::Format { .. })
+    ));
+}
+
+fn canonical_of(name: &str) -> String {
+    canonical(name)
 }

@@ -146,7 +146,7 @@ pub(crate) fn parse_image(name: &str) -> Result<Layout> {
         if part.is_empty() {
             return Ok(Vec::new());
         }
-        super::letters::tokens(part).map_err(|reason| err(reason))
+        super::letters::tokens(part).map_err(&err)
     };
     let lanes_tokens = tokens(lanes)?;
     let [lane] = lanes_tokens[..] else {
