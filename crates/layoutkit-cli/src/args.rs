@@ -90,8 +90,48 @@ Examples:
   layoutkit features gemm.ir --curve --sample-n 20
   layoutkit features conv.ir --dtype data=float16 --dtype kernel=float16")]
     Features(FeaturesArgs),
+    /// Time conversions: GB/s (bytes read + written over the median time) and the ratio to a
+    /// plain copy of the same bytes timed in the same run.
+    #[command(after_help = "\
+With no --from/--to it runs the standard set (NCHW<->NHWC, NCHW->NCHW32c, NCHW->kHWC8,
+OIHW->OIHW16i16o, NHWC->mace:in_out_channel; f32 and f16; tensors of 64 MiB and more) and prints a
+table. The CPU engine is the single-threaded planned converter in this version.
+
+Examples:
+  layoutkit bench
+  layoutkit bench --from NCHW --to NHWC --dims N=16,C=256,H=56,W=56 --dtype f16 --json
+  layoutkit bench --device opencl --from NHWC --to mace:in_out_channel --dims N=8,H=224,W=224,C=32")]
+    Bench(BenchArgs),
     /// The built-in example (what `layoutkit` with no command runs).
     Tour,
+}
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Source layout (with --to and --dims; leave all three out for the standard set).
+    #[arg(long, requires_all = ["to", "dims"])]
+    pub from: Option<String>,
+    /// Destination layout.
+    #[arg(long, requires = "from")]
+    pub to: Option<String>,
+    /// Logical extents.
+    #[arg(long, requires = "from")]
+    pub dims: Option<String>,
+    /// Element type of the source.
+    #[arg(long, default_value = "f32")]
+    pub dtype: String,
+    /// Element type of the destination (default: the source's).
+    #[arg(long)]
+    pub to_dtype: Option<String>,
+    /// Where to run.
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub device: Device,
+    /// Timed repetitions (after one warm-up); the median is reported.
+    #[arg(long, default_value_t = 10)]
+    pub repeats: usize,
+    /// CPU threads (this version's CPU engine is single-threaded: only 1 is accepted).
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
 }
 
 #[derive(Args, Debug)]
@@ -179,7 +219,8 @@ pub struct ConvertArgs {
     /// Value written into the output's padding (default 0).
     #[arg(long, allow_hyphen_values = true)]
     pub fill: Option<f64>,
-    /// Where to convert.
+    /// Where to convert: cpu, or opencl (the device named by LAYOUTKIT_OPENCL_DEVICE, else the
+    /// first GPU, else the first OpenCL device).
     #[arg(long, value_enum, default_value = "cpu")]
     pub device: Device,
     /// CPU engine: the planned converter, or the per-element reference (the oracle).

@@ -49,6 +49,7 @@ fn main() -> ExitCode {
         Some(Command::Locate(a)) => commands::locate::run(&a, json),
         Some(Command::Convert(a)) => commands::convert::run(&a, json),
         Some(Command::Features(a)) => commands::features::run(&a, json),
+        Some(Command::Bench(a)) => commands::bench::run(&a, json),
         Some(Command::Tour) => commands::tour::run(),
     };
     match result {

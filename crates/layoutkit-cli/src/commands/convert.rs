@@ -10,11 +10,8 @@ use crate::args::{ConvertArgs, Device, Engine};
 use crate::files::{read_input, write_atomic};
 
 pub fn run(a: &ConvertArgs, json_out: bool) -> Result<()> {
-    if a.device != Device::Cpu {
-        bail!(
-            "--device {} is not available in this version of layoutkit (only cpu)",
-            format!("{:?}", a.device).to_lowercase()
-        );
+    if a.device == Device::Cuda {
+        bail!("--device cuda is not available in this version of layoutkit (cpu and opencl are)");
     }
     let from = parse_format(&a.from)?;
     let to = parse_format(&a.to)?.with_fill(a.fill.unwrap_or(0.0));
@@ -80,6 +77,9 @@ pub fn run(a: &ConvertArgs, json_out: bool) -> Result<()> {
     };
     let start = Instant::now();
     let (dst, out) = if winograd {
+        if a.device != Device::Cpu {
+            bail!("the Winograd filter transform runs on the CPU; drop --device");
+        }
         if quant.is_some() {
             bail!("--scale/--zero-point do not apply to the Winograd filter transform");
         }
@@ -96,6 +96,14 @@ pub fn run(a: &ConvertArgs, json_out: bool) -> Result<()> {
             )?;
             (dst, out)
         }
+    } else if a.device == Device::Opencl {
+        if quant.is_some() {
+            bail!("--scale/--zero-point casts run on the CPU only; drop --device opencl");
+        }
+        let dst = to.shaped(&dims)?;
+        let cl = layoutkit_opencl::OpenCl::new(None)?;
+        let out = cl.convert(&src, &array.data, src_dtype, &dst, dst_dtype)?;
+        (dst, out)
     } else {
         let dst = to.shaped(&dims)?;
         let cast = CastSpec::new(src_dtype, dst_dtype, quant)?;
@@ -127,6 +135,7 @@ pub fn run(a: &ConvertArgs, json_out: bool) -> Result<()> {
             "bytes_read": array.data.len(),
             "bytes_written": out.len(),
             "engine": format!("{:?}", a.engine).to_lowercase(),
+            "device": format!("{:?}", a.device).to_lowercase(),
             "convert_seconds": seconds,
         }));
     } else {

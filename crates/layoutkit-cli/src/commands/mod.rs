@@ -1,5 +1,6 @@
 //! One module per subcommand; shared argument parsing here.
 
+pub mod bench;
 pub mod convert;
 pub mod describe;
 pub mod features;

@@ -1,0 +1,219 @@
+//! `layoutkit bench`: conversion bandwidth against a plain copy of the same bytes, timed in the
+//! same run.
+
+use std::io::IsTerminal;
+use std::time::Instant;
+
+use anyhow::{bail, Result};
+use layoutkit_core::plan::ConversionPlan;
+use layoutkit_core::{parse_format, CastSpec, DType, Dims};
+use serde_json::{json, Value};
+
+use crate::args::{BenchArgs, Device};
+
+/// The standard set: (from, to, dims). Every tensor is 64 MiB or more in f16.
+const STANDARD: &[(&str, &str, &str)] = &[
+    ("NCHW", "NHWC", "N=16,C=256,H=96,W=96"),
+    ("NHWC", "NCHW", "N=16,C=256,H=96,W=96"),
+    ("NCHW", "NCHW32c", "N=16,C=256,H=96,W=96"),
+    ("NCHW", "kHWC8", "N=16,C=3,H=1024,W=1024"),
+    ("OIHW", "OIHW16i16o", "O=1024,I=1024,H=3,W=3"),
+    ("NHWC", "mace:in_out_channel", "N=16,H=96,W=96,C=250"),
+];
+
+struct Row {
+    from: String,
+    to: String,
+    dims: String,
+    dtype: DType,
+    to_dtype: DType,
+    bytes_moved: usize,
+    median_s: f64,
+    copy_median_s: f64,
+    threads: usize,
+    device: String,
+}
+
+impl Row {
+    fn gbps(&self) -> f64 {
+        self.bytes_moved as f64 / self.median_s / 1e9
+    }
+    fn copy_gbps(&self) -> f64 {
+        self.bytes_moved as f64 / self.copy_median_s / 1e9
+    }
+    fn json(&self) -> Value {
+        json!({
+            "from": self.from, "to": self.to, "dims": self.dims,
+            "dtype": self.dtype.name(), "to_dtype": self.to_dtype.name(),
+            "device": self.device, "threads": self.threads,
+            "bytes_moved": self.bytes_moved, "median_s": self.median_s,
+            "gbps": self.gbps(), "copy_gbps": self.copy_gbps(),
+            "ratio_to_copy": self.gbps() / self.copy_gbps(),
+        })
+    }
+}
+
+pub fn run(a: &BenchArgs, json_out: bool) -> Result<()> {
+    if a.threads != 1 {
+        bail!(
+            "--threads {}: this version's CPU engine is single-threaded",
+            a.threads
+        );
+    }
+    if a.device == Device::Cuda {
+        bail!("--device cuda is not available in this version of layoutkit (cpu and opencl are)");
+    }
+    let dtype: DType = a.dtype.parse()?;
+    let to_dtype: DType = a
+        .to_dtype
+        .as_deref()
+        .map(str::parse)
+        .transpose()?
+        .unwrap_or(dtype);
+    let mut jobs: Vec<(String, String, String, DType, DType)> = Vec::new();
+    match (&a.from, &a.to, &a.dims) {
+        (Some(f), Some(t), Some(d)) => {
+            jobs.push((f.clone(), t.clone(), d.clone(), dtype, to_dtype))
+        }
+        _ => {
+            for t in [DType::F32, DType::F16] {
+                for (f, to, d) in STANDARD {
+                    jobs.push((f.to_string(), to.to_string(), d.to_string(), t, t));
+                }
+            }
+        }
+    }
+    let cl = match a.device {
+        Device::Opencl => Some(layoutkit_opencl::OpenCl::new(None)?),
+        _ => None,
+    };
+    let progress = std::io::stderr().is_terminal() && jobs.len() > 1;
+    let mut rows = Vec::new();
+    for (k, (f, t, d, st, dt)) in jobs.iter().enumerate() {
+        if progress {
+            eprint!("\r[{}/{}] {f} -> {t} {st} ...{:20}", k + 1, jobs.len(), "");
+        }
+        rows.push(bench_one(f, t, d, *st, *dt, a.repeats.max(1), cl.as_ref())?);
+    }
+    if progress {
+        eprintln!("\r{:70}", "");
+    }
+    if json_out {
+        let list: Vec<Value> = rows.iter().map(Row::json).collect();
+        crate::json::print(&if list.len() == 1 {
+            list[0].clone()
+        } else {
+            Value::Array(list)
+        });
+        return Ok(());
+    }
+    if let Some(cl) = &cl {
+        outln!(
+            "device: {} ({}, {})",
+            cl.info().name,
+            cl.info().platform,
+            cl.info().version
+        );
+    }
+    outln!(
+        "{:7} {:>4} {:20} {:32} {:>9} {:>9} {:>9} {:>7}",
+        "device",
+        "type",
+        "conversion",
+        "dims",
+        "MiB",
+        "GB/s",
+        "copy GB/s",
+        "ratio"
+    );
+    for r in &rows {
+        outln!(
+            "{:7} {:>4} {:20} {:32} {:>9.1} {:>9.2} {:>9.2} {:>6.0}%",
+            r.device,
+            if r.dtype == r.to_dtype {
+                r.dtype.to_string()
+            } else {
+                format!("{}>{}", r.dtype, r.to_dtype)
+            },
+            format!("{}->{}", r.from, r.to),
+            r.dims,
+            r.bytes_moved as f64 / 2.0 / (1 << 20) as f64,
+            r.gbps(),
+            r.copy_gbps(),
+            100.0 * r.gbps() / r.copy_gbps()
+        );
+    }
+    Ok(())
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn bench_one(
+    from: &str,
+    to: &str,
+    dims: &str,
+    st: DType,
+    dt: DType,
+    repeats: usize,
+    cl: Option<&layoutkit_opencl::OpenCl>,
+) -> Result<Row> {
+    let dims_parsed = Dims::parse(dims)?;
+    let src = parse_format(from)?.shaped(&dims_parsed)?;
+    let dst = parse_format(to)?.shaped(&dims_parsed)?;
+    let src_bytes = src.bytes(st)?;
+    let dst_bytes = dst.bytes(dt)?;
+    let bytes_moved = src_bytes + dst_bytes;
+    // Deterministic data (the values do not matter for identity copies or f32 <-> f16).
+    let data: Vec<u8> = (0..src_bytes)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8 & 0x3f)
+        .collect();
+    let (median_s, copy_median_s, device) = match cl {
+        Some(cl) => {
+            let (_, t) = cl.convert_timed(&src, &data, st, &dst, dt, repeats)?;
+            let c = cl.copy_timed(bytes_moved / 2, repeats)?;
+            (t.median(), c.median(), "opencl".to_string())
+        }
+        None => {
+            let plan = ConversionPlan::new(&src, &dst)?;
+            let cast = CastSpec::new(st, dt, None)?;
+            let mut out = vec![0u8; dst_bytes];
+            let mut times = Vec::new();
+            for rep in 0..=repeats {
+                let t0 = Instant::now();
+                layoutkit_cpu::convert_planned(&plan, &data, &mut out, &cast)?;
+                if rep > 0 {
+                    times.push(t0.elapsed().as_secs_f64());
+                }
+            }
+            // The same number of bytes through a plain copy.
+            let n = bytes_moved / 2;
+            let a = vec![1u8; n];
+            let mut b = vec![0u8; n];
+            let mut copies = Vec::new();
+            for rep in 0..=repeats {
+                let t0 = Instant::now();
+                b.copy_from_slice(std::hint::black_box(&a));
+                std::hint::black_box(&mut b);
+                if rep > 0 {
+                    copies.push(t0.elapsed().as_secs_f64());
+                }
+            }
+            (median(times), median(copies), "cpu".to_string())
+        }
+    };
+    Ok(Row {
+        from: from.to_string(),
+        to: to.to_string(),
+        dims: dims.to_string(),
+        dtype: st,
+        to_dtype: dt,
+        bytes_moved,
+        median_s,
+        copy_median_s,
+        threads: 1,
+        device,
+    })
+}
