@@ -6,11 +6,17 @@ cd "$(dirname "$0")/.."
 
 need_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
-# System packages (python3 + pip for the numpy cross-check).
-if ! python3 -m pip --version >/dev/null 2>&1; then
+# System packages: PoCL (an OpenCL CPU device, with the ICD loader) for the OpenCL tests, and
+# python3 + pip for the numpy cross-check.
+packages=()
+[ -e /etc/OpenCL/vendors/pocl.icd ] || packages+=(pocl-opencl-icd ocl-icd-libopencl1)
+python3 -m pip --version >/dev/null 2>&1 || packages+=(python3 python3-pip)
+if [ ${#packages[@]} -gt 0 ]; then
   need_root apt-get update
-  need_root apt-get install -y --no-install-recommends python3 python3-pip
+  DEBIAN_FRONTEND=noninteractive need_root apt-get install -y --no-install-recommends "${packages[@]}"
 fi
+# With PoCL installed, the OpenCL tests must run rather than report themselves skipped.
+export LAYOUTKIT_REQUIRE_OPENCL=1
 if ! python3 -c "import numpy" >/dev/null 2>&1; then
   python3 -m pip install --quiet numpy || python3 -m pip install --quiet --break-system-packages numpy
 fi

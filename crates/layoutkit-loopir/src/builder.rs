@@ -8,7 +8,7 @@
 //! let x = b.var("x");
 //! let body = b.store("C", b.v(&x), b.load("A", b.mul(b.v(&x), b.int(4))));
 //! let program = b.finish(b.for_(&x, 8, ForKind::Serial, body));
-//! assert_eq!(layoutkit_loopir::print(&program), "for (x, 0, 8) {\n  C[x] = A[(x*4)]\n}\n");
+//! assert_eq!(layoutkit_loopir::print(&program), "for (x, 0, 8) {\n  C[x] = A[x*4]\n}\n");
 //! ```
 
 use crate::ir::{BinOp, DataType, Expr, ForKind, Stmt, Var, VarId};

@@ -5,8 +5,9 @@ use std::fmt::Write;
 use crate::ir::{BinOp, DataType, Expr, ScalarKind, Stmt};
 use crate::Program;
 
-/// Prints a program in the text form (two-space indentation, binary operations parenthesised
-/// as TVM prints them).
+/// Prints a program in the text form: TVM's statement syntax with two-space indentation;
+/// expressions with only the parentheses C precedence needs (`((x*128) + y)` prints as
+/// `x*128 + y`, the same tree).
 ///
 /// Contract: for programs whose variable references all resolve to the innermost binding of
 /// their name (always true of parsed programs), `parse(&print(p))` has the same tree up to
@@ -14,7 +15,7 @@ use crate::Program;
 /// the last of their sequence are wrapped in a `{ ... }` block so that their scope ends there.
 ///
 /// ```
-/// let text = "for (x, 0, 8) {\n  C[(x*4)] = (A[x] + 1.0f)\n}\n";
+/// let text = "for (x, 0, 8) {\n  C[x*4 + 1] = A[x]*(B[x] + 1.0f)\n}\n";
 /// let p = layoutkit_loopir::parse(text).unwrap();
 /// assert_eq!(layoutkit_loopir::print(&p), text);
 /// ```
@@ -180,27 +181,24 @@ fn expr(out: &mut String, e: &Expr) {
             out.push(']');
         }
         Expr::Binary { op, a, b } => {
-            // As TVM prints: `*` and `/` tight, every other operator spaced.
-            out.push('(');
-            expr(out, a);
+            // Parentheses only where the tree needs them (left-associative C precedence), so
+            // the text never nests deeper than the parser allows for the tree. `*` and `/`
+            // print tight, every other operator spaced, as TVM prints them.
+            let p = op.precedence();
+            let paren_left = matches!(**a, Expr::Binary { op: o, .. } if o.precedence() < p);
+            let paren_right = matches!(**b, Expr::Binary { op: o, .. } if o.precedence() <= p);
+            wrapped(out, a, paren_left);
             if matches!(op, BinOp::Mul | BinOp::Div) {
                 out.push_str(op.symbol());
             } else {
                 let _ = write!(out, " {} ", op.symbol());
             }
-            expr(out, b);
-            out.push(')');
+            wrapped(out, b, paren_right);
         }
         Expr::Not(a) => {
+            // `!` binds tighter than every binary operator.
             out.push('!');
-            let needs = !matches!(**a, Expr::Binary { .. });
-            if needs {
-                out.push('(');
-            }
-            expr(out, a);
-            if needs {
-                out.push(')');
-            }
+            wrapped(out, a, matches!(**a, Expr::Binary { .. }));
         }
         Expr::Call { name, args } => {
             out.push_str(name);
@@ -227,6 +225,16 @@ fn expr(out: &mut String, e: &Expr) {
             expr(out, value);
             out.push(')');
         }
+    }
+}
+
+fn wrapped(out: &mut String, e: &Expr, paren: bool) {
+    if paren {
+        out.push('(');
+    }
+    expr(out, e);
+    if paren {
+        out.push(')');
     }
 }
 
