@@ -95,7 +95,7 @@ Examples:
     #[command(after_help = "\
 With no --from/--to it runs the standard set (NCHW<->NHWC, NCHW->NCHW32c, NCHW->kHWC8,
 OIHW->OIHW16i16o, NHWC->mace:in_out_channel; f32 and f16; tensors of 64 MiB and more) and prints a
-table. The CPU engine is the single-threaded planned converter in this version.
+table. The CPU engine is the fast engine (tiles, SIMD chosen at run time, --threads).
 
 Examples:
   layoutkit bench
@@ -129,7 +129,7 @@ pub struct BenchArgs {
     /// Timed repetitions (after one warm-up); the median is reported.
     #[arg(long, default_value_t = 10)]
     pub repeats: usize,
-    /// CPU threads (this version's CPU engine is single-threaded: only 1 is accepted).
+    /// CPU threads for the conversion and for the copy it is compared with.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
 }
@@ -223,9 +223,13 @@ pub struct ConvertArgs {
     /// first GPU, else the first OpenCL device).
     #[arg(long, value_enum, default_value = "cpu")]
     pub device: Device,
-    /// CPU engine: the planned converter, or the per-element reference (the oracle).
-    #[arg(long, value_enum, default_value = "planned")]
+    /// CPU engine: fast (tiled, SIMD, threads), planned (single-threaded runs), or the
+    /// per-element reference (the oracle).
+    #[arg(long, value_enum, default_value = "fast")]
     pub engine: Engine,
+    /// CPU threads for the fast engine (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -237,6 +241,7 @@ pub enum Device {
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub enum Engine {
+    Fast,
     Planned,
     Reference,
 }

@@ -3,9 +3,41 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-/// Reads a whole input file, naming it in the error.
-pub fn read_input(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
+/// An input file's bytes: memory-mapped, so converting a large tensor needs little more
+/// memory than the output (the kernel pages the input in and out as it is read).
+pub enum Input {
+    Mapped(memmap2::Mmap),
+    Empty,
+}
+
+impl std::ops::Deref for Input {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Input::Mapped(m) => m,
+            Input::Empty => &[],
+        }
+    }
+}
+
+/// Maps an input file read-only, naming it in the error.
+pub fn read_input(path: &Path) -> Result<Input> {
+    let file =
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let len = file
+        .metadata()
+        .with_context(|| format!("cannot read {}", path.display()))?
+        .len();
+    if len == 0 {
+        return Ok(Input::Empty);
+    }
+    // SAFETY: the map is read-only and lives as long as the returned value. If another process
+    // truncates or rewrites the file while we read it, the bytes we see may change (or reading
+    // past a truncated end faults); that is the documented caveat of mapping files, the same
+    // as any tool that maps its input.
+    let map = unsafe { memmap2::Mmap::map(&file) }
+        .with_context(|| format!("cannot map {}", path.display()))?;
+    Ok(Input::Mapped(map))
 }
 
 /// Writes `parts` to `path` through a temporary file in the same folder and a rename, so a

@@ -7,6 +7,8 @@
 //!   CPU, CUDA, OpenCL) is tested against.
 //! * [`convert_planned`]: executes a [`ConversionPlan`]: strided boxes with the loops contiguous
 //!   in both layouts merged, whole runs copied at once, padding filled, casts on the way.
+//! * [`convert_fast`]: the fast engine: the same plan with whole runs as slice copies/casts,
+//!   cache-sized transposition tiles (AVX2 where the CPU has it) and threads.
 //! * [`convert`]: plans and runs in one call, allocating the destination.
 //!
 //! ```
@@ -18,7 +20,9 @@
 //! let out = layoutkit_cpu::convert(&nchw, &src, &khwc8, &CastSpec::identity(DType::U8)).unwrap();
 //! assert_eq!(out, vec![0, 2, 4, 0, 0, 0, 0, 0, 1, 3, 5, 0, 0, 0, 0, 0]);
 //! ```
-#![forbid(unsafe_code)]
+// `unsafe` lives only in the fast engine (SIMD kernels and the shared destination), each block
+// with a `// SAFETY:` line.
+#![deny(unsafe_code)]
 
 // The README's Rust examples are compiled and run as doctests.
 #[cfg(doctest)]
@@ -26,11 +30,14 @@
 mod readme_examples {}
 
 mod error;
+#[allow(unsafe_code)]
+mod fast;
 mod planned;
 mod reference;
 mod winograd;
 
 pub use error::Error;
+pub use fast::convert_fast;
 pub use planned::convert_planned;
 pub use reference::convert_reference;
 pub use winograd::{winograd_filter_to_image, winograd_image_to_filter};

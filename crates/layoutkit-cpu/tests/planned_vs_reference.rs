@@ -4,11 +4,22 @@
 use layoutkit_core::cast::Scalar;
 use layoutkit_core::plan::ConversionPlan;
 use layoutkit_core::{CastSpec, DType, Quantization};
-use layoutkit_cpu::{convert, convert_planned, convert_reference};
+use layoutkit_cpu::{convert, convert_fast, convert_planned, convert_reference};
 use layoutkit_testkit::{arb_dtype, arb_pair, noise_bytes};
 use proptest::prelude::*;
 
 const MAX_ELEMENTS: usize = 30_000;
+
+/// The first byte where two buffers differ (and the lengths), for short failure messages.
+fn first_difference(a: &[u8], b: &[u8]) -> Option<(usize, usize, usize)> {
+    if a.len() != b.len() {
+        return Some((usize::MAX, a.len(), b.len()));
+    }
+    a.iter()
+        .zip(b)
+        .position(|(x, y)| x != y)
+        .map(|i| (i, a[i] as usize, b[i] as usize))
+}
 
 fn arb_cast() -> impl Strategy<Value = CastSpec> {
     (arb_dtype(), arb_dtype(), 0.05f32..4.0, -5i32..5).prop_map(|(s, d, scale, zp)| {
@@ -45,6 +56,26 @@ proptest! {
         let mut got = vec![0xA5u8; want.len()];
         convert_planned(&plan, &data, &mut got, &cast).unwrap();
         prop_assert_eq!(got, want);
+    }
+
+    #[test]
+    fn fast_engine_equals_reference_for_any_thread_count(
+        (a, b, dims) in arb_pair(9),
+        cast in arb_cast(),
+        fill in prop_oneof![Just(0.0f64), Just(-1.5), -300.0f64..300.0],
+        threads in 1usize..5,
+        seed in any::<u64>(),
+    ) {
+        let src = a.shaped(&dims).unwrap();
+        let dst = b.with_fill(fill).shaped(&dims).unwrap();
+        prop_assume!(src.elements() <= MAX_ELEMENTS && dst.elements() <= MAX_ELEMENTS);
+        let data = noise_bytes(src.bytes(cast.src).unwrap(), seed);
+        let mut want = vec![0u8; dst.bytes(cast.dst).unwrap()];
+        convert_reference(&src, &data, &dst, &mut want, &cast).unwrap();
+        let plan = ConversionPlan::new(&src, &dst).unwrap();
+        let mut got = vec![0x5Au8; want.len()];
+        convert_fast(&plan, &data, &mut got, &cast, threads).unwrap();
+        prop_assert!(first_difference(&got, &want).is_none(), "{} -> {} {} {:?}: first difference at byte {:?}", src.layout(), dst.layout(), dims, cast, first_difference(&got, &want));
     }
 
     #[test]
@@ -121,5 +152,73 @@ fn long_runs_become_single_copies() {
             assert!(fills.is_empty());
         }
         other => panic!("{other:?}"),
+    }
+}
+
+/// Large tiles and long runs (beyond what the random shapes reach): every kernel size with
+/// tails, against the reference.
+#[test]
+fn fast_engine_on_larger_transposes_and_casts() {
+    let cases = [
+        ("NCHW", "NHWC", "N=2,C=67,H=9,W=37"),
+        ("NHWC", "NCHW", "N=1,C=130,H=5,W=41"),
+        ("NCHW", "NCHW32c", "N=2,C=45,H=7,W=9"),
+        ("NCHW", "kHWC8", "N=2,C=3,H=33,W=35"),
+        ("OIHW", "OIHW16i16o", "O=33,I=18,H=3,W=3"),
+        ("NHWC", "mace:in_out_channel", "N=2,H=9,W=17,C=10"),
+        ("NCHW", "NCHW", "N=3,C=5,H=64,W=65"),
+    ];
+    let casts = [
+        CastSpec::identity(DType::F32),
+        CastSpec::identity(DType::F16),
+        CastSpec::identity(DType::U8),
+        CastSpec::identity(DType::F64),
+        CastSpec::new(DType::F32, DType::F16, None).unwrap(),
+        CastSpec::new(DType::F16, DType::F32, None).unwrap(),
+        CastSpec::new(DType::F32, DType::BF16, None).unwrap(),
+        CastSpec::new(
+            DType::F32,
+            DType::I8,
+            Some(Quantization {
+                scale: 0.01,
+                zero_point: 3,
+            }),
+        )
+        .unwrap(),
+        CastSpec::new(
+            DType::U8,
+            DType::F32,
+            Some(Quantization {
+                scale: 0.5,
+                zero_point: 128,
+            }),
+        )
+        .unwrap(),
+    ];
+    for (from, to, dims) in cases {
+        let dims = layoutkit_core::Dims::parse(dims).unwrap();
+        let src = layoutkit_core::parse_format(from)
+            .unwrap()
+            .shaped(&dims)
+            .unwrap();
+        let dst = layoutkit_core::parse_format(to)
+            .unwrap()
+            .shaped(&dims)
+            .unwrap();
+        let plan = ConversionPlan::new(&src, &dst).unwrap();
+        for cast in &casts {
+            let data = noise_bytes(src.bytes(cast.src).unwrap(), 11);
+            let mut want = vec![0u8; dst.bytes(cast.dst).unwrap()];
+            convert_reference(&src, &data, &dst, &mut want, cast).unwrap();
+            for threads in [1, 2, 3] {
+                let mut got = vec![0u8; want.len()];
+                convert_fast(&plan, &data, &mut got, cast, threads).unwrap();
+                assert!(
+                    first_difference(&got, &want).is_none(),
+                    "{from} -> {to} {cast:?} threads {threads}: first difference at byte {:?}",
+                    first_difference(&got, &want)
+                );
+            }
+        }
     }
 }

@@ -7,6 +7,7 @@ use std::time::Instant;
 use anyhow::{bail, Result};
 use layoutkit_core::plan::ConversionPlan;
 use layoutkit_core::{parse_format, CastSpec, DType, Dims};
+use rayon::prelude::*;
 use serde_json::{json, Value};
 
 use crate::args::{BenchArgs, Device};
@@ -54,11 +55,8 @@ impl Row {
 }
 
 pub fn run(a: &BenchArgs, json_out: bool) -> Result<()> {
-    if a.threads != 1 {
-        bail!(
-            "--threads {}: this version's CPU engine is single-threaded",
-            a.threads
-        );
+    if a.threads == 0 {
+        bail!("--threads must be at least 1");
     }
     if a.device == Device::Cuda {
         bail!("--device cuda is not available in this version of layoutkit (cpu and opencl are)");
@@ -93,7 +91,16 @@ pub fn run(a: &BenchArgs, json_out: bool) -> Result<()> {
         if progress {
             eprint!("\r[{}/{}] {f} -> {t} {st} ...{:20}", k + 1, jobs.len(), "");
         }
-        rows.push(bench_one(f, t, d, *st, *dt, a.repeats.max(1), cl.as_ref())?);
+        rows.push(bench_one(
+            f,
+            t,
+            d,
+            *st,
+            *dt,
+            a.repeats.max(1),
+            a.threads,
+            cl.as_ref(),
+        )?);
     }
     if progress {
         eprintln!("\r{:70}", "");
@@ -151,6 +158,7 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+#[allow(clippy::too_many_arguments)]
 fn bench_one(
     from: &str,
     to: &str,
@@ -158,6 +166,7 @@ fn bench_one(
     st: DType,
     dt: DType,
     repeats: usize,
+    threads: usize,
     cl: Option<&layoutkit_opencl::OpenCl>,
 ) -> Result<Row> {
     let dims_parsed = Dims::parse(dims)?;
@@ -183,19 +192,31 @@ fn bench_one(
             let mut times = Vec::new();
             for rep in 0..=repeats {
                 let t0 = Instant::now();
-                layoutkit_cpu::convert_planned(&plan, &data, &mut out, &cast)?;
+                layoutkit_cpu::convert_fast(&plan, &data, &mut out, &cast, threads)?;
                 if rep > 0 {
                     times.push(t0.elapsed().as_secs_f64());
                 }
             }
-            // The same number of bytes through a plain copy.
+            // The same number of bytes through a plain copy, on the same number of threads.
             let n = bytes_moved / 2;
             let a = vec![1u8; n];
             let mut b = vec![0u8; n];
             let mut copies = Vec::new();
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()?;
             for rep in 0..=repeats {
                 let t0 = Instant::now();
-                b.copy_from_slice(std::hint::black_box(&a));
+                if threads == 1 {
+                    b.copy_from_slice(std::hint::black_box(&a));
+                } else {
+                    let chunk = n.div_ceil(threads).max(1);
+                    pool.install(|| {
+                        b.par_chunks_mut(chunk)
+                            .zip(a.par_chunks(chunk))
+                            .for_each(|(d, s)| d.copy_from_slice(s));
+                    });
+                }
                 std::hint::black_box(&mut b);
                 if rep > 0 {
                     copies.push(t0.elapsed().as_secs_f64());
@@ -213,7 +234,7 @@ fn bench_one(
         bytes_moved,
         median_s,
         copy_median_s,
-        threads: 1,
+        threads: if cl.is_some() { 1 } else { threads },
         device,
     })
 }

@@ -109,7 +109,14 @@ pub fn run(a: &ConvertArgs, json_out: bool) -> Result<()> {
         let cast = CastSpec::new(src_dtype, dst_dtype, quant)?;
         let plan = ConversionPlan::new(&src, &dst)?;
         let mut out = vec![0u8; dst.bytes(dst_dtype)?];
+        let threads = a
+            .threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .max(1);
         match a.engine {
+            Engine::Fast => {
+                layoutkit_cpu::convert_fast(&plan, &array.data, &mut out, &cast, threads)?
+            }
             Engine::Planned => layoutkit_cpu::convert_planned(&plan, &array.data, &mut out, &cast)?,
             Engine::Reference => {
                 layoutkit_cpu::convert_reference(&src, &array.data, &dst, &mut out, &cast)?
