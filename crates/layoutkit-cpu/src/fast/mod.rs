@@ -102,15 +102,19 @@ struct Job<'a> {
     fill: [u8; 8],
 }
 
-/// A unit of work: a box of one region (loops outermost first, offsets in elements).
+/// A unit of work: a box of one region (loops outermost first, offsets in elements). The last
+/// one (run, strided, fill) or two (tile) loops are the kernel's; the item iterates the others.
 struct Item {
     src_offset: usize,
     dst_offset: usize,
     dims: Vec<LoopDim>,
     kind: Kind,
+    /// Elements moved together: a short innermost run contiguous in both layouts (e.g. the 4
+    /// lanes of an image pixel) is handled as one unit by the tile and strided kernels.
+    unit: usize,
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
     /// The innermost loop is contiguous in both layouts.
     Run,
@@ -123,13 +127,28 @@ enum Kind {
     Fill,
 }
 
-/// Elements per run item, and the tile edge by element size.
-const RUN_CHUNK_BYTES: usize = 256 << 10;
-fn tile_edge(size: usize) -> usize {
-    (128 / size).max(16)
+impl Kind {
+    fn kernel_loops(self) -> usize {
+        match self {
+            Kind::Tile | Kind::Fill => 2,
+            _ => 1,
+        }
+    }
 }
 
-/// Splits a region into items.
+/// Runs up to this many bytes that are contiguous in both layouts become units.
+const MAX_UNIT_BYTES: usize = 64;
+
+/// Elements per work item (about): big enough to amortise the item, small enough to balance
+/// threads.
+const ITEM_ELEMENTS: usize = 1 << 16;
+
+/// The tile edge in elements, by element size: 32 x 32 for 4 bytes.
+fn tile_edge(size: usize) -> usize {
+    (128 / size).clamp(4, 128)
+}
+
+/// Splits a region into items of about [`ITEM_ELEMENTS`] elements by chunking its outer loops.
 fn split(r: &Region, fill: bool, cast: &CastSpec, items: &mut Vec<Item>) {
     let mut dims = r.dims.clone();
     if dims.is_empty() {
@@ -139,16 +158,32 @@ fn split(r: &Region, fill: bool, cast: &CastSpec, items: &mut Vec<Item>) {
             dst_stride: 1,
         });
     }
+    let size = cast.src.size_bytes().max(cast.dst.size_bytes());
+    // A short innermost run contiguous in both layouts becomes the unit of the other loops.
+    let mut unit = 1;
+    {
+        let inner = dims[dims.len() - 1];
+        if !fill
+            && dims.len() >= 2
+            && inner.src_stride == 1
+            && inner.dst_stride == 1
+            && inner.extent * size <= MAX_UNIT_BYTES
+        {
+            unit = inner.extent;
+            dims.pop();
+        }
+    }
     let n = dims.len();
     let inner = dims[n - 1];
+    let u = unit as isize;
     let kind = if fill {
         Kind::Fill
-    } else if inner.src_stride == 1 && inner.dst_stride == 1 {
+    } else if inner.src_stride == u && inner.dst_stride == u {
         Kind::Run
     } else if let Some(a) = dims[..n - 1]
         .iter()
-        .rposition(|d| d.src_stride == 1)
-        .filter(|_| inner.dst_stride == 1)
+        .rposition(|d| d.src_stride == u)
+        .filter(|_| inner.dst_stride == u)
     {
         // Move the source-contiguous loop next to the innermost one: a tile.
         let d = dims.remove(a);
@@ -157,60 +192,67 @@ fn split(r: &Region, fill: bool, cast: &CastSpec, items: &mut Vec<Item>) {
     } else {
         Kind::Strided
     };
-    let size = cast.src.size_bytes().max(cast.dst.size_bytes());
-    // Chop the loops that the kernels iterate into pieces of a good size.
-    let mut pieces: Vec<(usize, usize)> = dims.iter().map(|d| (d.extent, d.extent)).collect();
-    match kind {
-        Kind::Run | Kind::Fill => {
-            let chunk = (RUN_CHUNK_BYTES / size).max(1);
-            pieces[n - 1].1 = chunk.min(dims[n - 1].extent);
-        }
-        Kind::Tile => {
-            let t = tile_edge(size);
-            pieces[n - 2].1 = t.min(dims[n - 2].extent);
-            pieces[n - 1].1 = t.min(dims[n - 1].extent);
-        }
-        Kind::Strided => {}
+    // A fill needs two loops for its kernel.
+    if kind == Kind::Fill && n == 1 {
+        dims.insert(
+            0,
+            LoopDim {
+                extent: 1,
+                src_stride: 0,
+                dst_stride: 0,
+            },
+        );
     }
-    // Loops the kernel does not iterate are split into single steps.
-    let kernel_loops = match kind {
-        Kind::Tile => 2,
-        _ => 1,
-    };
-    for p in pieces.iter_mut().take(n - kernel_loops) {
-        p.1 = 1;
+    let n = dims.len();
+    let total: usize = dims.iter().map(|d| d.extent).product();
+    let target = total.div_ceil(ITEM_ELEMENTS).max(1);
+    // Find the loop to chunk: loops before it give one item per index.
+    let mut before = 1usize;
+    let mut k = 0;
+    while k < n - 1 && before * dims[k].extent < target {
+        before *= dims[k].extent;
+        k += 1;
     }
-    // Odometer over piece starts.
-    let mut start = vec![0usize; n];
+    let pieces_k = target.div_ceil(before).clamp(1, dims[k].extent);
+    let chunk = dims[k].extent.div_ceil(pieces_k);
+    let mut start = vec![0usize; k + 1];
     loop {
         let mut it = Item {
             src_offset: r.src_offset,
             dst_offset: r.dst_offset,
-            dims: Vec::with_capacity(kernel_loops),
+            dims: dims[k..].to_vec(),
             kind,
+            unit,
         };
-        for (k, d) in dims.iter().enumerate() {
-            it.src_offset = (it.src_offset as isize + start[k] as isize * d.src_stride) as usize;
-            it.dst_offset = (it.dst_offset as isize + start[k] as isize * d.dst_stride) as usize;
-            if k >= n - kernel_loops {
-                it.dims.push(LoopDim {
-                    extent: pieces[k].1.min(d.extent - start[k]),
-                    ..*d
-                });
-            }
+        for (j, d) in dims[..=k].iter().enumerate() {
+            it.src_offset = (it.src_offset as isize + start[j] as isize * d.src_stride) as usize;
+            it.dst_offset = (it.dst_offset as isize + start[j] as isize * d.dst_stride) as usize;
+        }
+        it.dims[0].extent = chunk.min(dims[k].extent - start[k]);
+        // Keep the kernel's loop count: pad with unit loops if the chunked loop is inside it.
+        while it.dims.len() < kind.kernel_loops() {
+            it.dims.insert(
+                0,
+                LoopDim {
+                    extent: 1,
+                    src_stride: 0,
+                    dst_stride: 0,
+                },
+            );
         }
         items.push(it);
-        let mut k = n;
+        // Next start: loop k by `chunk`, loops before it by one.
+        let mut j = k + 1;
         loop {
-            if k == 0 {
+            if j == 0 {
                 return;
             }
-            k -= 1;
-            start[k] += pieces[k].1;
-            if start[k] < dims[k].extent {
+            j -= 1;
+            start[j] += if j == k { chunk } else { 1 };
+            if start[j] < dims[j].extent {
                 break;
             }
-            start[k] = 0;
+            start[j] = 0;
         }
     }
 }
@@ -218,51 +260,143 @@ fn split(r: &Region, fill: bool, cast: &CastSpec, items: &mut Vec<Item>) {
 impl Job<'_> {
     fn execute(&self, it: &Item) {
         let dst = self.dst.slice();
+        let m = it.kind.kernel_loops();
+        let outer = &it.dims[..it.dims.len() - m];
+        let kernel = &it.dims[it.dims.len() - m..];
+        // Odometer over the item's outer loops; the kernel does the rest.
+        let mut idx = vec![0usize; outer.len()];
+        let (mut so, mut d) = (it.src_offset as isize, it.dst_offset as isize);
+        loop {
+            self.kernel(it.kind, it.unit, so as usize, d as usize, kernel, dst);
+            let mut j = outer.len();
+            loop {
+                if j == 0 {
+                    transpose::store_fence();
+                    return;
+                }
+                j -= 1;
+                idx[j] += 1;
+                so += outer[j].src_stride;
+                d += outer[j].dst_stride;
+                if idx[j] < outer[j].extent {
+                    break;
+                }
+                so -= outer[j].src_stride * outer[j].extent as isize;
+                d -= outer[j].dst_stride * outer[j].extent as isize;
+                idx[j] = 0;
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn kernel(&self, kind: Kind, unit: usize, so: usize, d0: usize, k: &[LoopDim], dst: &mut [u8]) {
         let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
-        match it.kind {
+        match kind {
             Kind::Run => {
-                let n = it.dims[0].extent;
-                let s = &self.src[it.src_offset * ss..(it.src_offset + n) * ss];
-                let d = &mut dst[it.dst_offset * ds..(it.dst_offset + n) * ds];
+                let n = k[0].extent * unit;
+                let s = &self.src[so * ss..(so + n) * ss];
+                let d = &mut dst[d0 * ds..(d0 + n) * ds];
                 (self.run)(s, d, n, &self.cast);
             }
             Kind::Fill => {
-                let l = it.dims[0];
-                let f = &self.fill[..ds];
-                for k in 0..l.extent {
-                    let at = (it.dst_offset as isize + k as isize * l.dst_stride) as usize * ds;
-                    dst[at..at + ds].copy_from_slice(f);
+                let (o, l) = (k[0], k[1]);
+                match ds {
+                    1 => fill_plane::<1>(dst, d0, o, l, &self.fill),
+                    2 => fill_plane::<2>(dst, d0, o, l, &self.fill),
+                    4 => fill_plane::<4>(dst, d0, o, l, &self.fill),
+                    _ => fill_plane::<8>(dst, d0, o, l, &self.fill),
                 }
             }
             Kind::Strided => {
-                let l = it.dims[0];
-                for k in 0..l.extent {
-                    let so = (it.src_offset as isize + k as isize * l.src_stride) as usize;
-                    let d = (it.dst_offset as isize + k as isize * l.dst_stride) as usize;
+                let l = k[0];
+                for j in 0..l.extent {
+                    let s = (so as isize + j as isize * l.src_stride) as usize;
+                    let d = (d0 as isize + j as isize * l.dst_stride) as usize;
                     (self.run)(
-                        &self.src[so * ss..(so + 1) * ss],
-                        &mut dst[d * ds..(d + 1) * ds],
-                        1,
+                        &self.src[s * ss..(s + unit) * ss],
+                        &mut dst[d * ds..(d + unit) * ds],
+                        unit,
                         &self.cast,
                     );
                 }
             }
-            Kind::Tile => self.tile(it, dst),
+            Kind::Tile => {
+                // Tiles of the (a, b) plane of about t x t units; a short b gets a longer a.
+                let (a, b) = (k[0], k[1]);
+                let t = tile_edge(ss.max(ds) * unit);
+                let ta = t * (t / b.extent.min(t)).max(1);
+                let mut a0 = 0;
+                while a0 < a.extent {
+                    let na = ta.min(a.extent - a0);
+                    let mut b0 = 0;
+                    while b0 < b.extent {
+                        let nb = t.min(b.extent - b0);
+                        let s_off =
+                            (so as isize + a0 as isize * a.src_stride + b0 as isize * b.src_stride)
+                                as usize;
+                        let d_off =
+                            (d0 as isize + a0 as isize * a.dst_stride + b0 as isize * b.dst_stride)
+                                as usize;
+                        self.tile(s_off, d_off, a, b, na, nb, unit, dst);
+                        b0 += nb;
+                    }
+                    a0 += na;
+                }
+            }
         }
     }
 
-    /// `dims[0]` (a) is contiguous in the source, `dims[1]` (b) in the destination.
-    fn tile(&self, it: &Item, dst: &mut [u8]) {
-        let (a, b) = (it.dims[0], it.dims[1]);
+    /// One tile of `na x nb` units: `a` is contiguous in the source, `b` in the destination
+    /// (their strides are `unit`).
+    #[allow(clippy::too_many_arguments)]
+    fn tile(
+        &self,
+        so: usize,
+        d0: usize,
+        a: LoopDim,
+        b: LoopDim,
+        na: usize,
+        nb: usize,
+        unit: usize,
+        dst: &mut [u8],
+    ) {
         let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
-        let (na, nb) = (a.extent, b.extent);
         // Strides are positive in every plan (layouts have positive strides).
         let s_row = b.src_stride as usize;
         let d_row = a.dst_stride as usize;
-        let src_end = ((nb - 1) * s_row + na) * ss;
-        let dst_end = ((na - 1) * d_row + nb) * ds;
-        let src = &self.src[it.src_offset * ss..it.src_offset * ss + src_end];
-        let out = &mut dst[it.dst_offset * ds..it.dst_offset * ds + dst_end];
+        let src_end = ((nb - 1) * s_row + na * unit) * ss;
+        let dst_end = ((na - 1) * d_row + nb * unit) * ds;
+        let src = &self.src[so * ss..so * ss + src_end];
+        let out = &mut dst[d0 * ds..d0 * ds + dst_end];
+        if unit > 1 && self.cast.is_identity() {
+            // Units of several elements, copied whole (fixed sizes compile to plain moves).
+            let (sr, dr) = (s_row * ss, d_row * ss);
+            match unit * ss {
+                4 => unit_tile::<4>(src, sr, out, dr, na, nb),
+                8 => unit_tile::<8>(src, sr, out, dr, na, nb),
+                16 => unit_tile::<16>(src, sr, out, dr, na, nb),
+                32 => unit_tile::<32>(src, sr, out, dr, na, nb),
+                64 => unit_tile::<64>(src, sr, out, dr, na, nb),
+                bytes => unit_tile_any(src, sr, out, dr, na, nb, bytes),
+            }
+            return;
+        }
+        if unit > 1 {
+            // Units of several elements: move (and cast) one unit at a time.
+            for ia in 0..na {
+                for ib in 0..nb {
+                    let s = (ib * s_row + ia * unit) * ss;
+                    let d = (ia * d_row + ib * unit) * ds;
+                    (self.run)(
+                        &src[s..s + unit * ss],
+                        &mut out[d..d + unit * ds],
+                        unit,
+                        &self.cast,
+                    );
+                }
+            }
+            return;
+        }
         if self.cast.is_identity() {
             match ss {
                 1 => transpose::transpose_tile::<1>(src, s_row, out, d_row, na, nb),
@@ -273,8 +407,9 @@ impl Job<'_> {
             return;
         }
         // Casts: transpose into a small buffer of source elements, then cast its rows.
-        let mut tmp = [0u8; 16384];
-        let tmp = &mut tmp[..na * nb * ss];
+        // At most t x t source elements: (128 / size)^2 * ss <= 16 KiB.
+        let mut buf = [0u8; 16384];
+        let tmp = &mut buf[..na * nb * ss];
         match ss {
             1 => transpose::transpose_tile::<1>(src, s_row, tmp, nb, na, nb),
             2 => transpose::transpose_tile::<2>(src, s_row, tmp, nb, na, nb),
@@ -289,6 +424,59 @@ impl Job<'_> {
                 nb,
                 &self.cast,
             );
+        }
+    }
+}
+
+/// Fills an `o x l` plane of destination elements with the fill value (`N` bytes each).
+fn fill_plane<const N: usize>(dst: &mut [u8], d0: usize, o: LoopDim, l: LoopDim, fill: &[u8; 8]) {
+    let mut f = [0u8; N];
+    f.copy_from_slice(&fill[..N]);
+    for i in 0..o.extent {
+        let base = d0 as isize + i as isize * o.dst_stride;
+        for j in 0..l.extent {
+            let at = (base + j as isize * l.dst_stride) as usize * N;
+            dst[at..at + N].copy_from_slice(&f);
+        }
+    }
+}
+
+/// A tile of `B`-byte units: unit `(a, b)` moves from byte `b * s_row_b + a * B` of `src` to
+/// byte `a * d_row_b + b * B` of `dst` (row strides in bytes).
+fn unit_tile<const B: usize>(
+    src: &[u8],
+    s_row_b: usize,
+    dst: &mut [u8],
+    d_row_b: usize,
+    na: usize,
+    nb: usize,
+) {
+    for ia in 0..na {
+        for ib in 0..nb {
+            let s = ib * s_row_b + ia * B;
+            let d = ia * d_row_b + ib * B;
+            let mut u = [0u8; B];
+            u.copy_from_slice(&src[s..s + B]);
+            dst[d..d + B].copy_from_slice(&u);
+        }
+    }
+}
+
+/// [`unit_tile`] for unit sizes without a specialisation.
+fn unit_tile_any(
+    src: &[u8],
+    s_row_b: usize,
+    dst: &mut [u8],
+    d_row_b: usize,
+    na: usize,
+    nb: usize,
+    b: usize,
+) {
+    for ia in 0..na {
+        for ib in 0..nb {
+            let s = ib * s_row_b + ia * b;
+            let d = ia * d_row_b + ib * b;
+            dst[d..d + b].copy_from_slice(&src[s..s + b]);
         }
     }
 }

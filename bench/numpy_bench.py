@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Times numpy and `layoutkit bench` on the same conversions, in the same run, on this machine.
+
+numpy does each conversion the way its users do: pad (where the layout pads), reshape, transpose,
+`np.ascontiguousarray` (the generic pad + reshape + transpose of tests/numpy_crosscheck.py). Both
+report bytes read + written over the median time. Prints a Markdown table.
+
+Usage: bench/numpy_bench.py PATH/TO/layoutkit [--threads N] [--repeats R]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+from numpy_crosscheck import numpy_layout  # noqa: E402
+
+# (source layout, destination name, canonical destination for numpy, dims)
+SET = [
+    ("NCHW", "NHWC", "NHWC", "N=16,C=256,H=96,W=96"),
+    ("NHWC", "NCHW", "NCHW", "N=16,C=256,H=96,W=96"),
+    ("NCHW", "NCHW32c", "NCHW32c", "N=16,C=256,H=96,W=96"),
+    ("NCHW", "kHWC8", "NHWC8c", "N=16,C=3,H=1024,W=1024"),
+    ("OIHW", "OIHW16i16o", "OIHW16i16o", "O=1024,I=1024,H=3,W=3"),
+    ("NHWC", "mace:in_out_channel", "NH|CW|4c", "N=16,H=96,W=96,C=250"),
+]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("layoutkit")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--repeats", type=int, default=7)
+    args = ap.parse_args()
+    rows = []
+    for dtype in ["f32", "f16"]:
+        npt = {"f32": np.float32, "f16": np.float16}[dtype]
+        for src, dst, canonical, dims in SET:
+            d = dict(kv.split("=") for kv in dims.split(","))
+            shape = tuple(int(d[a]) for a in src)
+            x = np.random.default_rng(0).standard_normal(shape).astype(npt)
+            y = numpy_layout(x, src, canonical)  # warm-up, and the output size
+            times = []
+            for _ in range(args.repeats):
+                t0 = time.perf_counter()
+                y = numpy_layout(x, src, canonical)
+                times.append(time.perf_counter() - t0)
+            np_gbps = (x.nbytes + y.nbytes) / statistics.median(times) / 1e9
+            out = subprocess.run(
+                [args.layoutkit, "bench", "--from", src, "--to", dst, "--dims", dims, "--dtype", dtype,
+                 "--threads", str(args.threads), "--repeats", str(args.repeats), "--json"],
+                capture_output=True, text=True, check=True)
+            lk = json.loads(out.stdout)
+            rows.append((dtype, f"{src}->{dst}", dims, lk["bytes_moved"] / 2 / 2**20, lk["gbps"],
+                         lk["copy_gbps"], lk["ratio_to_copy"], np_gbps))
+            print(f"{dtype} {src}->{dst}: layoutkit {lk['gbps']:.2f} GB/s, numpy {np_gbps:.2f} GB/s",
+                  file=sys.stderr)
+    print(f"| type | conversion | dims | MiB | layoutkit GB/s | copy GB/s | layoutkit / copy | numpy GB/s | layoutkit / numpy |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for t, conv, dims, mib, g, c, r, n in rows:
+        print(f"| {t} | {conv} | {dims} | {mib:.0f} | {g:.2f} | {c:.2f} | {100 * r:.0f}% | {n:.2f} | {g / n:.1f}x |")
+
+
+if __name__ == "__main__":
+    main()
