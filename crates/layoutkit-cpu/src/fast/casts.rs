@@ -2,8 +2,8 @@
 //! semantics of `layoutkit_core::CastSpec::apply` (the reference), but on whole slices so the
 //! compiler (and `half`'s F16C code, detected at run time) can vectorise.
 
+use half::f16;
 use half::slice::HalfFloatSliceExt;
-use half::{bf16, f16};
 use layoutkit_core::cast::Scalar;
 use layoutkit_core::{CastSpec, DType};
 
@@ -43,60 +43,88 @@ fn scalar_run(src: &[u8], dst: &mut [u8], n: usize, spec: &CastSpec) {
     }
 }
 
-/// Chunk size for the typed conversions (stack buffers, to keep alignment independent of the
-/// byte slices).
-const CHUNK: usize = 256;
+/// Views bytes as a slice of `T` when they are aligned for it (any bit pattern is a valid
+/// `T` for the plain number types used here).
+fn view<T: Copy>(b: &[u8]) -> Option<&[T]> {
+    let size = std::mem::size_of::<T>();
+    if b.as_ptr() as usize % std::mem::align_of::<T>() != 0 || b.len() % size != 0 {
+        return None;
+    }
+    // SAFETY: the pointer is aligned for T (checked), the length is a whole number of T, the
+    // bytes stay borrowed for the returned lifetime, and every bit pattern is a valid f32,
+    // f16, bf16 or integer.
+    Some(unsafe { std::slice::from_raw_parts(b.as_ptr() as *const T, b.len() / size) })
+}
 
-fn read_f32s(src: &[u8], out: &mut [f32]) {
-    for (o, c) in out.iter_mut().zip(src.chunks_exact(4)) {
-        *o = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+/// Mutable [`view`].
+fn view_mut<T: Copy>(b: &mut [u8]) -> Option<&mut [T]> {
+    let size = std::mem::size_of::<T>();
+    if b.as_ptr() as usize % std::mem::align_of::<T>() != 0 || b.len() % size != 0 {
+        return None;
+    }
+    // SAFETY: as in `view`, and the bytes are borrowed mutably and exclusively.
+    Some(unsafe { std::slice::from_raw_parts_mut(b.as_mut_ptr() as *mut T, b.len() / size) })
+}
+
+fn f32_to_f16(src: &[u8], dst: &mut [u8], n: usize, spec: &CastSpec) {
+    match (
+        view::<f32>(&src[..n * 4]),
+        view_mut::<f16>(&mut dst[..n * 2]),
+    ) {
+        (Some(s), Some(d)) => d.convert_from_f32_slice(s),
+        _ => scalar_run(src, dst, n, spec),
     }
 }
 
-fn f32_to_f16(src: &[u8], dst: &mut [u8], n: usize, _: &CastSpec) {
-    let mut a = [0f32; CHUNK];
-    let mut h = [f16::ZERO; CHUNK];
-    let mut i = 0;
-    while i < n {
-        let m = (n - i).min(CHUNK);
-        read_f32s(&src[i * 4..(i + m) * 4], &mut a[..m]);
-        h[..m].convert_from_f32_slice(&a[..m]);
-        for (k, v) in h[..m].iter().enumerate() {
-            dst[(i + k) * 2..(i + k) * 2 + 2].copy_from_slice(&v.to_le_bytes());
+fn f16_to_f32(src: &[u8], dst: &mut [u8], n: usize, spec: &CastSpec) {
+    match (
+        view::<f16>(&src[..n * 2]),
+        view_mut::<f32>(&mut dst[..n * 4]),
+    ) {
+        (Some(s), Some(d)) => s.convert_to_f32_slice(d),
+        _ => scalar_run(src, dst, n, spec),
+    }
+}
+
+fn f32_to_bf16(src: &[u8], dst: &mut [u8], n: usize, spec: &CastSpec) {
+    match (
+        view::<f32>(&src[..n * 4]),
+        view_mut::<u16>(&mut dst[..n * 2]),
+    ) {
+        (Some(s), Some(d)) => {
+            for (o, &x) in d.iter_mut().zip(s) {
+                *o = bf16_bits(x);
+            }
         }
-        i += m;
+        _ => scalar_run(src, dst, n, spec),
     }
 }
 
-fn f16_to_f32(src: &[u8], dst: &mut [u8], n: usize, _: &CastSpec) {
-    let mut h = [f16::ZERO; CHUNK];
-    let mut a = [0f32; CHUNK];
-    let mut i = 0;
-    while i < n {
-        let m = (n - i).min(CHUNK);
-        for (k, v) in h[..m].iter_mut().enumerate() {
-            let at = (i + k) * 2;
-            *v = f16::from_le_bytes([src[at], src[at + 1]]);
+/// f32 -> bf16 bits, round to nearest even, NaN kept quiet with its top payload (what
+/// `half::bf16::from_f32` gives, written branch-free so it vectorises).
+#[inline(always)]
+fn bf16_bits(x: f32) -> u16 {
+    let b = x.to_bits();
+    let nan = (b & 0x7fff_ffff) > 0x7f80_0000;
+    let rounded = b.wrapping_add(0x7fff + ((b >> 16) & 1)) >> 16;
+    if nan {
+        ((b >> 16) | 0x0040) as u16
+    } else {
+        rounded as u16
+    }
+}
+
+fn bf16_to_f32(src: &[u8], dst: &mut [u8], n: usize, spec: &CastSpec) {
+    match (
+        view::<u16>(&src[..n * 2]),
+        view_mut::<f32>(&mut dst[..n * 4]),
+    ) {
+        (Some(s), Some(d)) => {
+            for (o, &x) in d.iter_mut().zip(s) {
+                *o = f32::from_bits((x as u32) << 16);
+            }
         }
-        h[..m].convert_to_f32_slice(&mut a[..m]);
-        for (k, v) in a[..m].iter().enumerate() {
-            dst[(i + k) * 4..(i + k) * 4 + 4].copy_from_slice(&v.to_le_bytes());
-        }
-        i += m;
-    }
-}
-
-fn f32_to_bf16(src: &[u8], dst: &mut [u8], n: usize, _: &CastSpec) {
-    for i in 0..n {
-        let v = f32::from_le_bytes([src[i * 4], src[i * 4 + 1], src[i * 4 + 2], src[i * 4 + 3]]);
-        dst[i * 2..i * 2 + 2].copy_from_slice(&bf16::from_f32(v).to_le_bytes());
-    }
-}
-
-fn bf16_to_f32(src: &[u8], dst: &mut [u8], n: usize, _: &CastSpec) {
-    for i in 0..n {
-        let v = bf16::from_le_bytes([src[i * 2], src[i * 2 + 1]]).to_f32();
-        dst[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
+        _ => scalar_run(src, dst, n, spec),
     }
 }
 
@@ -105,44 +133,63 @@ fn bf16_to_f32(src: &[u8], dst: &mut [u8], n: usize, _: &CastSpec) {
 /// (larger values saturate anyway for 8-bit types), which vectorises without SSE4.1.
 #[inline(always)]
 fn quantize(x: f32, scale: f32, zp: i32, lo: i32, hi: i32) -> i32 {
-    let v = x / scale;
-    if v.is_nan() {
-        return zp.clamp(lo, hi);
-    }
     const MAGIC: f32 = 12_582_912.0; // 1.5 * 2^23
-    let c = v.clamp(-4_194_304.0, 4_194_304.0); // 2^22
-    let r = (c + MAGIC) - MAGIC;
-    (r as i32 + zp).clamp(lo, hi)
+    let v = x / scale;
+    let c = v.clamp(-4_194_304.0, 4_194_304.0); // 2^22; NaN stays NaN
+    let r = ((c + MAGIC) - MAGIC) as i32; // NaN -> 0, replaced below
+    let q = (r + zp).clamp(lo, hi);
+    // A select rather than an early return keeps the loop vectorisable.
+    if v.is_nan() {
+        zp.clamp(lo, hi)
+    } else {
+        q
+    }
 }
 
 fn f32_to_i8(src: &[u8], dst: &mut [u8], n: usize, spec: &CastSpec) {
-    let (s, z) = (spec.quant.scale, spec.quant.zero_point);
-    for i in 0..n {
-        let x = f32::from_le_bytes([src[i * 4], src[i * 4 + 1], src[i * 4 + 2], src[i * 4 + 3]]);
-        dst[i] = quantize(x, s, z, -128, 127) as i8 as u8;
+    let (sc, z) = (spec.quant.scale, spec.quant.zero_point);
+    match view::<f32>(&src[..n * 4]) {
+        Some(s) => {
+            for (o, &x) in dst[..n].iter_mut().zip(s) {
+                *o = quantize(x, sc, z, -128, 127) as i8 as u8;
+            }
+        }
+        None => scalar_run(src, dst, n, spec),
     }
 }
 
 fn f32_to_u8(src: &[u8], dst: &mut [u8], n: usize, spec: &CastSpec) {
-    let (s, z) = (spec.quant.scale, spec.quant.zero_point);
-    for i in 0..n {
-        let x = f32::from_le_bytes([src[i * 4], src[i * 4 + 1], src[i * 4 + 2], src[i * 4 + 3]]);
-        dst[i] = quantize(x, s, z, 0, 255) as u8;
+    let (sc, z) = (spec.quant.scale, spec.quant.zero_point);
+    match view::<f32>(&src[..n * 4]) {
+        Some(s) => {
+            for (o, &x) in dst[..n].iter_mut().zip(s) {
+                *o = quantize(x, sc, z, 0, 255) as u8;
+            }
+        }
+        None => scalar_run(src, dst, n, spec),
     }
 }
 
 fn i8_to_f32(src: &[u8], dst: &mut [u8], n: usize, spec: &CastSpec) {
-    let (s, z) = (spec.quant.scale, spec.quant.zero_point);
-    for i in 0..n {
-        let v = ((src[i] as i8) as i32 - z) as f32 * s;
-        dst[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
+    let (sc, z) = (spec.quant.scale, spec.quant.zero_point);
+    match view_mut::<f32>(&mut dst[..n * 4]) {
+        Some(d) => {
+            for (o, &q) in d.iter_mut().zip(&src[..n]) {
+                *o = ((q as i8) as i32 - z) as f32 * sc;
+            }
+        }
+        None => scalar_run(src, dst, n, spec),
     }
 }
 
 fn u8_to_f32(src: &[u8], dst: &mut [u8], n: usize, spec: &CastSpec) {
-    let (s, z) = (spec.quant.scale, spec.quant.zero_point);
-    for i in 0..n {
-        let v = (src[i] as i32 - z) as f32 * s;
-        dst[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
+    let (sc, z) = (spec.quant.scale, spec.quant.zero_point);
+    match view_mut::<f32>(&mut dst[..n * 4]) {
+        Some(d) => {
+            for (o, &q) in d.iter_mut().zip(&src[..n]) {
+                *o = (q as i32 - z) as f32 * sc;
+            }
+        }
+        None => scalar_run(src, dst, n, spec),
     }
 }
