@@ -7,7 +7,8 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
-    let (name, dims) = text.split_once('|').unwrap_or((text, "N=2,C=3,H=4,W=5"));
+    // A name, optionally followed by a newline and dims.
+    let (name, dims) = text.split_once('\n').unwrap_or((text, "N=2,C=3,H=4,W=5"));
     if let Ok(layout) = parse_format(name) {
         let printed = layout.to_string();
         if is_reserved_name(&printed) {

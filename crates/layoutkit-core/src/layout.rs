@@ -336,9 +336,14 @@ impl fmt::Display for Layout {
         if let Some(Transform::WinogradFilter { block }) = self.transform {
             write!(f, "winograd{block}:")?;
         }
+        let n = self.tokens.len();
         for (i, t) in self.tokens.iter().enumerate() {
             if let Some(g) = self.image {
-                if i == g.rows || i + 1 == self.tokens.len() {
+                // ROWS|COLUMNS|LANES, with either of the first two possibly empty.
+                if i == g.rows {
+                    write!(f, "|")?;
+                }
+                if i + 1 == n {
                     write!(f, "|")?;
                 }
             }

@@ -295,6 +295,8 @@ fn image_names_print_canonically_and_parse_back() {
         ("mace:argument", "|W|4w"),
         ("mace:winograd_filter:4", "winograd4:TO|I|4i"),
         ("WINOGRAD_FILTER", "winograd2:TO|I|4i"),
+        ("TOI||4i", "TOI||4i"),
+        ("C||4c", "C||4c"),
     ] {
         let l = parse_format(name).unwrap();
         assert_eq!(l.to_string(), canonical, "{name}");
