@@ -37,7 +37,7 @@ mod reference;
 mod winograd;
 
 pub use error::Error;
-pub use fast::convert_fast;
+pub use fast::{convert_fast, AlignedBuf};
 pub use planned::convert_planned;
 pub use reference::convert_reference;
 pub use winograd::{winograd_filter_to_image, winograd_image_to_filter};

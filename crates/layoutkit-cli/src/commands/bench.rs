@@ -188,7 +188,7 @@ fn bench_one(
         None => {
             let plan = ConversionPlan::new(&src, &dst)?;
             let cast = CastSpec::new(st, dt, None)?;
-            let mut out = vec![0u8; dst_bytes];
+            let mut out = layoutkit_cpu::AlignedBuf::zeroed(dst_bytes);
             let mut times = Vec::new();
             for rep in 0..=repeats {
                 let t0 = Instant::now();

@@ -84,7 +84,14 @@ pub fn run(a: &ConvertArgs, json_out: bool) -> Result<()> {
             bail!("--scale/--zero-point do not apply to the Winograd filter transform");
         }
         if to.transform().is_some() {
-            layoutkit_cpu::winograd_filter_to_image(&src, &array.data, src_dtype, &to, dst_dtype)?
+            let (d, o) = layoutkit_cpu::winograd_filter_to_image(
+                &src,
+                &array.data,
+                src_dtype,
+                &to,
+                dst_dtype,
+            )?;
+            (d, Out::Vec(o))
         } else {
             let dst = to.shaped(&dims_for_filter(&from, &dims)?)?;
             let out = layoutkit_cpu::winograd_image_to_filter(
@@ -94,7 +101,7 @@ pub fn run(a: &ConvertArgs, json_out: bool) -> Result<()> {
                 &dst,
                 dst_dtype,
             )?;
-            (dst, out)
+            (dst, Out::Vec(out))
         }
     } else if a.device == Device::Opencl {
         if quant.is_some() {
@@ -103,12 +110,12 @@ pub fn run(a: &ConvertArgs, json_out: bool) -> Result<()> {
         let dst = to.shaped(&dims)?;
         let cl = layoutkit_opencl::OpenCl::new(None)?;
         let out = cl.convert(&src, &array.data, src_dtype, &dst, dst_dtype)?;
-        (dst, out)
+        (dst, Out::Vec(out))
     } else {
         let dst = to.shaped(&dims)?;
         let cast = CastSpec::new(src_dtype, dst_dtype, quant)?;
         let plan = ConversionPlan::new(&src, &dst)?;
-        let mut out = vec![0u8; dst.bytes(dst_dtype)?];
+        let mut out = layoutkit_cpu::AlignedBuf::zeroed(dst.bytes(dst_dtype)?);
         let threads = a
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -122,7 +129,7 @@ pub fn run(a: &ConvertArgs, json_out: bool) -> Result<()> {
                 layoutkit_cpu::convert_reference(&src, &array.data, &dst, &mut out, &cast)?
             }
         }
-        (dst, out)
+        (dst, Out::Aligned(out))
     };
     let seconds = start.elapsed().as_secs_f64();
     let header = npy::header_bytes(dst_dtype, &dst.array_shape());
@@ -181,4 +188,20 @@ fn dims_for_filter(image: &layoutkit_core::Layout, dims: &Dims) -> Result<Dims> 
         (axis('H'), 3),
         (axis('W'), 3),
     ])?)
+}
+
+/// The converted bytes: a plain vector or the fast engine's aligned buffer.
+enum Out {
+    Vec(Vec<u8>),
+    Aligned(layoutkit_cpu::AlignedBuf),
+}
+
+impl std::ops::Deref for Out {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Out::Vec(v) => v,
+            Out::Aligned(a) => a,
+        }
+    }
 }

@@ -8,8 +8,11 @@
 //! disjoint), so the result does not depend on the thread count or the order items run in.
 //! Tested against the reference converter on random layouts, shapes, casts and thread counts.
 
+mod buffer;
 mod casts;
 mod transpose;
+
+pub use buffer::AlignedBuf;
 
 use layoutkit_core::cast::Scalar;
 use layoutkit_core::plan::{ConversionPlan, LoopDim, Region, Strategy};
@@ -325,12 +328,26 @@ impl Job<'_> {
                 let (a, b) = (k[0], k[1]);
                 let t = tile_edge(ss.max(ds) * unit);
                 let ta = t * (t / b.extent.min(t)).max(1);
-                let mut a0 = 0;
-                while a0 < a.extent {
-                    let na = ta.min(a.extent - a0);
-                    let mut b0 = 0;
-                    while b0 < b.extent {
-                        let nb = t.min(b.extent - b0);
+                // Tile order: `b` (destination-contiguous) blocks outermost, so the source is
+                // read as a few long row streams; the destination gets whole lines per tile.
+                let b_outer = true;
+                let (outer_n, inner_n) = if b_outer {
+                    (b.extent, a.extent)
+                } else {
+                    (a.extent, b.extent)
+                };
+                let (outer_t, inner_t) = if b_outer { (t, ta) } else { (ta, t) };
+                let mut o0 = 0;
+                while o0 < outer_n {
+                    let no = outer_t.min(outer_n - o0);
+                    let mut i0 = 0;
+                    while i0 < inner_n {
+                        let ni = inner_t.min(inner_n - i0);
+                        let (a0, na, b0, nb) = if b_outer {
+                            (i0, ni, o0, no)
+                        } else {
+                            (o0, no, i0, ni)
+                        };
                         let s_off =
                             (so as isize + a0 as isize * a.src_stride + b0 as isize * b.src_stride)
                                 as usize;
@@ -338,9 +355,9 @@ impl Job<'_> {
                             (d0 as isize + a0 as isize * a.dst_stride + b0 as isize * b.dst_stride)
                                 as usize;
                         self.tile(s_off, d_off, a, b, na, nb, unit, dst);
-                        b0 += nb;
+                        i0 += ni;
                     }
-                    a0 += na;
+                    o0 += no;
                 }
             }
         }
