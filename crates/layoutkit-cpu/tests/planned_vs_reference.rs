@@ -217,7 +217,8 @@ fn fast_engine_on_larger_transposes_and_casts() {
             let mut want = vec![0u8; dst.bytes(cast.dst).unwrap()];
             convert_reference(&src, &data, &dst, &mut want, cast).unwrap();
             for threads in [1, 2, 3] {
-                let mut got = vec![0u8; want.len()];
+                // 64-byte aligned, so the streaming-store kernels run too.
+                let mut got = layoutkit_cpu::AlignedBuf::zeroed(want.len());
                 convert_fast(&plan, &data, &mut got, cast, threads).unwrap();
                 assert!(
                     first_difference(&got, &want).is_none(),

@@ -58,9 +58,6 @@ pub fn run(a: &BenchArgs, json_out: bool) -> Result<()> {
     if a.threads == 0 {
         bail!("--threads must be at least 1");
     }
-    if a.device == Device::Cuda {
-        bail!("--device cuda is not available in this version of layoutkit (cpu and opencl are)");
-    }
     let dtype: DType = a.dtype.parse()?;
     let to_dtype: DType = a
         .to_dtype
@@ -85,6 +82,10 @@ pub fn run(a: &BenchArgs, json_out: bool) -> Result<()> {
         Device::Opencl => Some(layoutkit_opencl::OpenCl::new(None)?),
         _ => None,
     };
+    let gpu = match a.device {
+        Device::Cuda => Some(layoutkit_cuda::Cuda::new(0)?),
+        _ => None,
+    };
     let progress = std::io::stderr().is_terminal() && jobs.len() > 1;
     let mut rows = Vec::new();
     for (k, (f, t, d, st, dt)) in jobs.iter().enumerate() {
@@ -100,6 +101,7 @@ pub fn run(a: &BenchArgs, json_out: bool) -> Result<()> {
             a.repeats.max(1),
             a.threads,
             cl.as_ref(),
+            gpu.as_ref(),
         )?);
     }
     if progress {
@@ -168,6 +170,7 @@ fn bench_one(
     repeats: usize,
     threads: usize,
     cl: Option<&layoutkit_opencl::OpenCl>,
+    gpu: Option<&layoutkit_cuda::Cuda>,
 ) -> Result<Row> {
     let dims_parsed = Dims::parse(dims)?;
     let src = parse_format(from)?.shaped(&dims_parsed)?;
@@ -179,6 +182,23 @@ fn bench_one(
     let data: Vec<u8> = (0..src_bytes)
         .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8 & 0x3f)
         .collect();
+    if let Some(gpu) = gpu {
+        let cast = CastSpec::new(st, dt, None)?;
+        let (_, t) = gpu.convert_timed(&src, &data, &dst, &cast, repeats)?;
+        let c = gpu.copy_timed(bytes_moved / 2, repeats)?;
+        return Ok(Row {
+            from: from.to_string(),
+            to: to.to_string(),
+            dims: dims.to_string(),
+            dtype: st,
+            to_dtype: dt,
+            bytes_moved,
+            median_s: t.median(),
+            copy_median_s: c.median(),
+            threads: 1,
+            device: "cuda".to_string(),
+        });
+    }
     let (median_s, copy_median_s, device) = match cl {
         Some(cl) => {
             let (_, t) = cl.convert_timed(&src, &data, st, &dst, dt, repeats)?;

@@ -10,9 +10,6 @@ use crate::args::{ConvertArgs, Device, Engine};
 use crate::files::{read_input, write_atomic};
 
 pub fn run(a: &ConvertArgs, json_out: bool) -> Result<()> {
-    if a.device == Device::Cuda {
-        bail!("--device cuda is not available in this version of layoutkit (cpu and opencl are)");
-    }
     let from = parse_format(&a.from)?;
     let to = parse_format(&a.to)?.with_fill(a.fill.unwrap_or(0.0));
     let winograd = from.transform().is_some() || to.transform().is_some();
@@ -103,6 +100,12 @@ pub fn run(a: &ConvertArgs, json_out: bool) -> Result<()> {
             )?;
             (dst, Out::Vec(out))
         }
+    } else if a.device == Device::Cuda {
+        let dst = to.shaped(&dims)?;
+        let cast = CastSpec::new(src_dtype, dst_dtype, quant)?;
+        let gpu = layoutkit_cuda::Cuda::new(0)?;
+        let out = gpu.convert(&src, &array.data, &dst, &cast)?;
+        (dst, Out::Vec(out))
     } else if a.device == Device::Opencl {
         if quant.is_some() {
             bail!("--scale/--zero-point casts run on the CPU only; drop --device opencl");

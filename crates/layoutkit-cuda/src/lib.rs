@@ -1,0 +1,17 @@
+//! # layoutkit-cuda
+//!
+//! Layout conversion on NVIDIA GPUs. A [`ConversionPlan`](layoutkit_core::plan::ConversionPlan)
+//! (computed once in `layoutkit-core`) becomes one kernel per region ([`codegen`]): shared-memory
+//! tiles where the source's and the destination's contiguous loops differ, coalesced element
+//! loops elsewhere, fills for padding, casts fused in the same pass. Kernels are compiled at run
+//! time with NVRTC and cached per source.
+//!
+//! The driver and NVRTC are loaded at run time (`cudarc`'s dynamic loading), so the crate builds
+//! and its device-free tests run anywhere; [`Cuda::new`] then fails with [`Error::NoDevice`].
+
+pub mod codegen;
+mod device;
+mod error;
+
+pub use device::{Cuda, Timing};
+pub use error::Error;

@@ -1,0 +1,162 @@
+//! The CUDA backend against the CPU reference converter, bit for bit: random layout pairs with
+//! tails and fill values, the benchmark conversions, and every cast it fuses. Skipped (with a
+//! message) without a GPU unless LAYOUTKIT_REQUIRE_CUDA=1. The codegen test needs no GPU.
+
+use layoutkit_core::plan::ConversionPlan;
+use layoutkit_core::{parse_format, CastSpec, DType, Dims, Quantization};
+use layoutkit_cpu::convert_reference;
+use layoutkit_cuda::{codegen, Cuda};
+use layoutkit_testkit::{arb_pair, noise_bytes};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+
+fn device() -> Option<Cuda> {
+    match Cuda::new(0) {
+        Ok(c) => {
+            eprintln!("CUDA device: {}", c.name());
+            Some(c)
+        }
+        Err(e) => {
+            if std::env::var("LAYOUTKIT_REQUIRE_CUDA").as_deref() == Ok("1") {
+                panic!("LAYOUTKIT_REQUIRE_CUDA=1 but {e}");
+            }
+            eprintln!("skipped: {e}");
+            None
+        }
+    }
+}
+
+fn casts() -> Vec<CastSpec> {
+    let q = |s, z| {
+        Some(Quantization {
+            scale: s,
+            zero_point: z,
+        })
+    };
+    vec![
+        CastSpec::identity(DType::F32),
+        CastSpec::identity(DType::F16),
+        CastSpec::identity(DType::I8),
+        CastSpec::identity(DType::F64),
+        CastSpec::new(DType::F32, DType::F16, None).unwrap(),
+        CastSpec::new(DType::F16, DType::F32, None).unwrap(),
+        CastSpec::new(DType::F32, DType::BF16, None).unwrap(),
+        CastSpec::new(DType::BF16, DType::F32, None).unwrap(),
+        CastSpec::new(DType::F32, DType::I8, q(0.05, 3)).unwrap(),
+        CastSpec::new(DType::F32, DType::U8, q(0.5, 128)).unwrap(),
+        CastSpec::new(DType::I8, DType::F32, q(0.25, -4)).unwrap(),
+    ]
+}
+
+fn first_difference(a: &[u8], b: &[u8]) -> Option<usize> {
+    if a.len() != b.len() {
+        return Some(usize::MAX);
+    }
+    a.iter().zip(b).position(|(x, y)| x != y)
+}
+
+#[test]
+fn codegen_tiles_transpositions_and_loops_elsewhere() {
+    let dims = Dims::parse("N=2,C=64,H=8,W=8").unwrap();
+    let nchw = parse_format("NCHW").unwrap().shaped(&dims).unwrap();
+    let nhwc = parse_format("NHWC").unwrap().shaped(&dims).unwrap();
+    let k8 = parse_format("kHWC8").unwrap().shaped(&dims).unwrap();
+    let id = CastSpec::identity(DType::F32);
+    let t = codegen::generate(&ConversionPlan::new(&nchw, &nhwc).unwrap(), &id).unwrap();
+    assert_eq!(t.len(), 1);
+    assert!(t[0].source.contains("__shared__"), "{}", t[0].source);
+    let c = codegen::generate(&ConversionPlan::new(&nchw, &nchw).unwrap(), &id).unwrap();
+    assert!(!c[0].source.contains("__shared__"));
+    let mut dims3 = Dims::parse("N=1,C=3,H=4,W=4").unwrap();
+    let padded = codegen::generate(
+        &ConversionPlan::new(
+            &parse_format("NCHW").unwrap().shaped(&dims3).unwrap(),
+            &parse_format("kHWC8").unwrap().shaped(&dims3).unwrap(),
+        )
+        .unwrap(),
+        &id,
+    )
+    .unwrap();
+    assert!(padded.iter().any(|l| l.name == "fill"));
+    dims3 = dims;
+    let _ = (k8, dims3);
+    // Casts the backend does not fuse are refused, not miscomputed.
+    let bad = CastSpec::new(DType::I32, DType::F16, None).unwrap();
+    assert!(codegen::generate(&ConversionPlan::new(&nchw, &nhwc).unwrap(), &bad).is_err());
+}
+
+#[test]
+fn random_layouts_and_casts_match_the_cpu_reference() {
+    let Some(cuda) = device() else { return };
+    let all = casts();
+    let mut runner = TestRunner::new(Config {
+        cases: 200,
+        ..Config::default()
+    });
+    runner
+        .run(
+            &(
+                arb_pair(9),
+                any::<u64>(),
+                0..all.len(),
+                prop_oneof![Just(0.0f64), Just(-1.5), Just(7.0)],
+            ),
+            |((a, b, dims), seed, ci, fill)| {
+                let cast = all[ci];
+                let src = a.shaped(&dims).unwrap();
+                let dst = b.with_fill(fill).shaped(&dims).unwrap();
+                prop_assume!(src.elements() <= 40_000 && dst.elements() <= 40_000);
+                prop_assume!(ConversionPlan::new(&src, &dst)
+                    .map(|p| matches!(p.strategy(), layoutkit_core::plan::Strategy::Regions { .. }))
+                    .unwrap_or(false));
+                let data = noise_bytes(src.bytes(cast.src).unwrap(), seed);
+                let mut want = vec![0u8; dst.bytes(cast.dst).unwrap()];
+                convert_reference(&src, &data, &dst, &mut want, &cast).unwrap();
+                let got = cuda.convert(&src, &data, &dst, &cast).unwrap();
+                prop_assert!(
+                    first_difference(&got, &want).is_none(),
+                    "{} -> {} {} {:?}: first difference at {:?}",
+                    src.layout(),
+                    dst.layout(),
+                    dims,
+                    cast,
+                    first_difference(&got, &want)
+                );
+                Ok(())
+            },
+        )
+        .unwrap();
+}
+
+#[test]
+fn benchmark_conversions_with_tails_match_the_cpu_reference() {
+    let Some(cuda) = device() else { return };
+    let cases = [
+        ("NCHW", "NHWC", "N=3,C=67,H=33,W=35"),
+        ("NHWC", "NCHW", "N=2,C=130,H=17,W=19"),
+        ("NCHW", "NCHW32c", "N=2,C=45,H=31,W=29"),
+        ("NCHW", "kHWC8", "N=2,C=3,H=65,W=67"),
+        ("OIHW", "OIHW16i16o", "O=33,I=18,H=3,W=3"),
+        ("NHWC", "mace:in_out_channel", "N=2,H=19,W=17,C=10"),
+        ("NCHW", "NC/32HW32", "N=2,C=70,H=9,W=9"),
+    ];
+    let mut checked = 0;
+    for (from, to, dims) in cases {
+        let dims = Dims::parse(dims).unwrap();
+        let src = parse_format(from).unwrap().shaped(&dims).unwrap();
+        let dst = parse_format(to).unwrap().shaped(&dims).unwrap();
+        for cast in casts() {
+            let data = noise_bytes(src.bytes(cast.src).unwrap(), 5);
+            let mut want = vec![0u8; dst.bytes(cast.dst).unwrap()];
+            convert_reference(&src, &data, &dst, &mut want, &cast).unwrap();
+            let got = cuda.convert(&src, &data, &dst, &cast).unwrap();
+            assert!(
+                first_difference(&got, &want).is_none(),
+                "{from} -> {to} {cast:?}: first difference at {:?}",
+                first_difference(&got, &want)
+            );
+            checked += 1;
+        }
+    }
+    eprintln!("checked {checked} conversions on {}", cuda.name());
+}
