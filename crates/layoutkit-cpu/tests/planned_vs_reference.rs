@@ -182,6 +182,7 @@ fn fast_engine_on_larger_transposes_and_casts() {
         CastSpec::new(DType::F32, DType::F16, None).unwrap(),
         CastSpec::new(DType::F16, DType::F32, None).unwrap(),
         CastSpec::new(DType::F32, DType::BF16, None).unwrap(),
+        CastSpec::new(DType::BF16, DType::F32, None).unwrap(),
         CastSpec::new(
             DType::F32,
             DType::I8,

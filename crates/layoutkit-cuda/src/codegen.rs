@@ -26,7 +26,14 @@ pub struct Launch {
     pub block: (u32, u32, u32),
 }
 
-const TILE: usize = 32;
+/// Tile edge by element size: a warp's row of the tile spans 128 bytes or more.
+fn tile_edge(size: usize) -> usize {
+    match size {
+        1 => 128,
+        2 => 64,
+        _ => 32,
+    }
+}
 const ROWS: usize = 8;
 
 /// The launches that run `plan` with `cast`. Errors for plans without regions (blocks that do
@@ -40,6 +47,14 @@ pub fn generate(plan: &ConversionPlan, cast: &CastSpec) -> Result<Vec<Launch>, E
         )));
     };
     check_cast(cast)?;
+    // Padding, or regions whose innermost loop is short: one pass over the whole destination
+    // (coalesced writes of data and padding alike) beats a kernel per region.
+    let short = copies
+        .iter()
+        .any(|r| r.dims.last().is_some_and(|d| d.extent < 16));
+    if !fills.is_empty() || short {
+        return Ok(vec![gather_kernel(plan, cast)]);
+    }
     let mut out = Vec::new();
     for r in copies {
         out.push(copy_kernel(r, cast)?);
@@ -107,7 +122,7 @@ fn prelude(c: &CastSpec) -> String {
                 float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(v)); return __float_as_uint(f);".into(),
             (F32, BF16) => "if ((v & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((v >> 16) | 0x0040u);\n  \
                 return (unsigned short)((v + 0x7fffu + ((v >> 16) & 1u)) >> 16);".into(),
-            (BF16, F32) => "return ((unsigned int)v) << 16;".into(),
+            (BF16, F32) => "if ((v & 0x7fffu) > 0x7f80u) return ((unsigned int)v | 0x0040u) << 16;\n  return ((unsigned int)v) << 16;".into(),
             (F32, I8) | (F32, U8) => {
                 let (lo, hi) = if c.dst == I8 { (-128, 127) } else { (0, 255) };
                 let (sc, zp) = (c.quant.scale, c.quant.zero_point);
@@ -219,10 +234,11 @@ fn copy_kernel(r: &Region, c: &CastSpec) -> Result<Launch, Error> {
             let a = dims.remove(ai);
             let b = dims.pop().unwrap_or(inner);
             let outer = dims;
-            let (ta, tb) = (a.extent.div_ceil(TILE), b.extent.div_ceil(TILE));
+            let tile = tile_edge(c.src.size_bytes().max(c.dst.size_bytes()));
+            let (ta, tb) = (a.extent.div_ceil(tile), b.extent.div_ceil(tile));
             let blocks = ta * tb * elements(&outer);
             let _ = writeln!(k, "extern \"C\" __global__ void convert(const {s}* __restrict__ src, {d}* __restrict__ dst) {{");
-            let _ = writeln!(k, "  __shared__ {s} tile[{TILE}][{}];", TILE + 1);
+            let _ = writeln!(k, "  __shared__ {s} tile[{tile}][{}];", tile + 1);
             let _ = writeln!(k, "  const unsigned long long blk = blockIdx.x;");
             let _ = writeln!(k, "  const unsigned long long tb = blk % {tb}ull, ta = (blk / {tb}ull) % {ta}ull, o = blk / {}ull;", ta * tb);
             decode(&mut k, &outer, "o", "  ");
@@ -231,10 +247,10 @@ fn copy_kernel(r: &Region, c: &CastSpec) -> Result<Launch, Error> {
             let _ = writeln!(k, "  const unsigned long long sbase = {so}, dbase = {dof};");
             let _ = writeln!(
                 k,
-                "  const unsigned long long a0 = ta * {TILE}ull, b0 = tb * {TILE}ull;"
+                "  const unsigned long long a0 = ta * {tile}ull, b0 = tb * {tile}ull;"
             );
             // Read: consecutive threads along a (contiguous in the source).
-            let _ = writeln!(k, "  for (int j = threadIdx.y; j < {TILE}; j += {ROWS}) {{");
+            let _ = writeln!(k, "  for (int j = threadIdx.y; j < {tile}; j += {ROWS}) {{");
             let _ = writeln!(
                 k,
                 "    const unsigned long long ia = a0 + threadIdx.x, ib = b0 + j;"
@@ -242,7 +258,7 @@ fn copy_kernel(r: &Region, c: &CastSpec) -> Result<Launch, Error> {
             let _ = writeln!(k, "    if (ia < {}ull && ib < {}ull) tile[j][threadIdx.x] = src[sbase + ia + ib * {}ull];", a.extent, b.extent, b.src_stride);
             k.push_str("  }\n  __syncthreads();\n");
             // Write: consecutive threads along b (contiguous in the destination).
-            let _ = writeln!(k, "  for (int j = threadIdx.y; j < {TILE}; j += {ROWS}) {{");
+            let _ = writeln!(k, "  for (int j = threadIdx.y; j < {tile}; j += {ROWS}) {{");
             let _ = writeln!(
                 k,
                 "    const unsigned long long ia = a0 + j, ib = b0 + threadIdx.x;"
@@ -253,7 +269,7 @@ fn copy_kernel(r: &Region, c: &CastSpec) -> Result<Launch, Error> {
                 source: k,
                 name: "convert",
                 grid: (blocks.max(1) as u32, 1, 1),
-                block: (TILE as u32, ROWS as u32, 1),
+                block: (tile as u32, ROWS as u32, 1),
             })
         }
     }
@@ -289,4 +305,81 @@ fn fill_kernel(r: &Region, c: &CastSpec) -> Result<Launch, Error> {
         grid: grid_1d(total, 256),
         block: (256, 1, 1),
     })
+}
+
+/// One thread per destination element: decode its physical index through the destination's
+/// tokens, test for padding, and read the source element through the source's tokens.
+fn gather_kernel(plan: &ConversionPlan, c: &CastSpec) -> Launch {
+    let (src, dst) = (plan.src(), plan.dst());
+    let (s, d) = (storage(c.src), storage(c.dst));
+    let mut k = prelude(c);
+    let n = dst.elements();
+    let _ = writeln!(k, "extern \"C\" __global__ void gather(const {s}* __restrict__ src, {d}* __restrict__ dst, {d} fill) {{");
+    let _ = writeln!(
+        k,
+        "  const unsigned long long o = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;"
+    );
+    let _ = writeln!(k, "  if (o >= {n}ull) return;");
+    for ai in 0..dst.axes().len() {
+        let _ = writeln!(k, "  unsigned long long x{ai} = 0;");
+    }
+    for p in dst.phys_dims() {
+        let st = p.stride as usize;
+        let mut t = if st == 1 {
+            "o".to_string()
+        } else {
+            format!("(o / {st}ull)")
+        };
+        if st * p.extent != n {
+            t = format!("({t} % {}ull)", p.extent);
+        }
+        if p.weight != 1 {
+            t = format!("{t} * {}ull", p.weight);
+        }
+        let _ = writeln!(k, "  x{} += {t};", p.axis);
+    }
+    let valid: Vec<String> = dst
+        .extents()
+        .iter()
+        .zip(dst.padded_extents())
+        .enumerate()
+        .filter(|(_, (e, p))| e != p)
+        .map(|(ai, (e, _))| format!("x{ai} < {e}ull"))
+        .collect();
+    if !valid.is_empty() {
+        let _ = writeln!(
+            k,
+            "  if (!({})) {{ dst[o] = fill; return; }}",
+            valid.join(" && ")
+        );
+    }
+    let perm = src.axis_permutation_to(dst);
+    let mut terms = Vec::new();
+    for p in src.phys_dims() {
+        let x = format!("x{}", perm[p.axis]);
+        let mut t = if p.weight == 1 {
+            x
+        } else {
+            format!("({x} / {}ull)", p.weight)
+        };
+        if p.weight * p.extent != src.padded_extents()[p.axis] {
+            t = format!("({t} % {}ull)", p.extent);
+        }
+        if p.stride != 1 {
+            t = format!("{t} * {}ull", p.stride);
+        }
+        terms.push(t);
+    }
+    let so = if terms.is_empty() {
+        "0".to_string()
+    } else {
+        terms.join(" + ")
+    };
+    let _ = writeln!(k, "  dst[o] = cast(src[{so}]);\n}}");
+    Launch {
+        source: k,
+        name: "gather",
+        grid: grid_1d(n, 256),
+        block: (256, 1, 1),
+    }
 }

@@ -193,20 +193,21 @@ impl Cuda {
         };
         let mut b = self.stream.launch_builder(f);
         let (v1, v2, v4) = (fill as u8, fill as u16, fill as u32);
-        if l.name == "fill" {
-            b.arg(dst);
+        if l.name != "fill" {
+            b.arg(src);
+        }
+        b.arg(dst);
+        if l.name != "convert" {
             match cast.dst.size_bytes() {
                 1 => b.arg(&v1),
                 2 => b.arg(&v2),
                 4 => b.arg(&v4),
                 _ => b.arg(&fill),
             };
-        } else {
-            b.arg(src);
-            b.arg(dst);
         }
-        // SAFETY: the kernel's parameters are exactly these (generated with them: two device
-        // pointers, or a pointer and a fill value of the element's width), and its indices stay
+        // SAFETY: the kernel's parameters are exactly these (generated with them: `convert`
+        // takes source and destination pointers, `gather` those and a fill value of the
+        // element's width, `fill` a pointer and the value), and its indices stay
         // inside the buffers (the plan's regions lie inside both physical arrays, whose sizes
         // the buffers have).
         unsafe { b.launch(cfg) }.map_err(|e| Error::driver("cuLaunchKernel", e))?;

@@ -77,7 +77,7 @@ fn codegen_tiles_transpositions_and_loops_elsewhere() {
         &id,
     )
     .unwrap();
-    assert!(padded.iter().any(|l| l.name == "fill"));
+    assert!(padded.iter().any(|l| l.name == "gather"));
     dims3 = dims;
     let _ = (k8, dims3);
     // Casts the backend does not fuse are refused, not miscomputed.

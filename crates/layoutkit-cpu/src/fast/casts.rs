@@ -121,7 +121,9 @@ fn bf16_to_f32(src: &[u8], dst: &mut [u8], n: usize, spec: &CastSpec) {
     ) {
         (Some(s), Some(d)) => {
             for (o, &x) in d.iter_mut().zip(s) {
-                *o = f32::from_bits((x as u32) << 16);
+                // NaN: keep the payload, set the quiet bit (as half::bf16::to_f32).
+                let q = if x & 0x7fff > 0x7f80 { 0x0040 } else { 0 };
+                *o = f32::from_bits(((x | q) as u32) << 16);
             }
         }
         _ => scalar_run(src, dst, n, spec),
