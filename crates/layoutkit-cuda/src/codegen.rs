@@ -34,7 +34,6 @@ fn tile_edge(size: usize) -> usize {
         _ => 32,
     }
 }
-const ROWS: usize = 8;
 
 /// The launches that run `plan` with `cast`. Errors for plans without regions (blocks that do
 /// not nest) and for casts the backend does not do.
@@ -234,42 +233,41 @@ fn copy_kernel(r: &Region, c: &CastSpec) -> Result<Launch, Error> {
             let a = dims.remove(ai);
             let b = dims.pop().unwrap_or(inner);
             let outer = dims;
+            // A rectangular tile of TA x TB (a x b) elements, TA * TB = tile^2, shaped to the
+            // loops' extents so few threads idle; 256 threads walk it row by row, along a
+            // when reading (coalesced source) and along b when writing (coalesced destination).
             let tile = tile_edge(c.src.size_bytes().max(c.dst.size_bytes()));
-            let (ta, tb) = (a.extent.div_ceil(tile), b.extent.div_ceil(tile));
+            let area = tile * tile;
+            let tb_w = b.extent.next_power_of_two().clamp(1, tile);
+            let ta_w = (area / tb_w).min(a.extent.next_power_of_two()).max(1);
+            let tb_w = (area / ta_w).min(b.extent.next_power_of_two()).max(1);
+            let threads = 256usize;
+            let (ta, tb) = (a.extent.div_ceil(ta_w), b.extent.div_ceil(tb_w));
             let blocks = ta * tb * elements(&outer);
             let _ = writeln!(k, "extern \"C\" __global__ void convert(const {s}* __restrict__ src, {d}* __restrict__ dst) {{");
-            let _ = writeln!(k, "  __shared__ {s} tile[{tile}][{}];", tile + 1);
+            let _ = writeln!(k, "  __shared__ {s} tile[{tb_w}][{}];", ta_w + 1);
             let _ = writeln!(k, "  const unsigned long long blk = blockIdx.x;");
             let _ = writeln!(k, "  const unsigned long long tb = blk % {tb}ull, ta = (blk / {tb}ull) % {ta}ull, o = blk / {}ull;", ta * tb);
             decode(&mut k, &outer, "o", "  ");
             let so = offset(&outer, r.src_offset, true);
             let dof = offset(&outer, r.dst_offset, false);
             let _ = writeln!(k, "  const unsigned long long sbase = {so}, dbase = {dof};");
-            let _ = writeln!(
-                k,
-                "  const unsigned long long a0 = ta * {tile}ull, b0 = tb * {tile}ull;"
-            );
-            // Read: consecutive threads along a (contiguous in the source).
-            let _ = writeln!(k, "  for (int j = threadIdx.y; j < {tile}; j += {ROWS}) {{");
-            let _ = writeln!(
-                k,
-                "    const unsigned long long ia = a0 + threadIdx.x, ib = b0 + j;"
-            );
-            let _ = writeln!(k, "    if (ia < {}ull && ib < {}ull) tile[j][threadIdx.x] = src[sbase + ia + ib * {}ull];", a.extent, b.extent, b.src_stride);
+            let _ = writeln!(k, "  const unsigned long long a0 = ta * {ta_w}ull, b0 = tb * {tb_w}ull;");
+            let _ = writeln!(k, "  for (unsigned int t = threadIdx.x; t < {}u; t += {threads}u) {{", ta_w * tb_w);
+            let _ = writeln!(k, "    const unsigned int la = t % {ta_w}u, lb = t / {ta_w}u;");
+            let _ = writeln!(k, "    const unsigned long long ia = a0 + la, ib = b0 + lb;");
+            let _ = writeln!(k, "    if (ia < {}ull && ib < {}ull) tile[lb][la] = src[sbase + ia + ib * {}ull];", a.extent, b.extent, b.src_stride);
             k.push_str("  }\n  __syncthreads();\n");
-            // Write: consecutive threads along b (contiguous in the destination).
-            let _ = writeln!(k, "  for (int j = threadIdx.y; j < {tile}; j += {ROWS}) {{");
-            let _ = writeln!(
-                k,
-                "    const unsigned long long ia = a0 + j, ib = b0 + threadIdx.x;"
-            );
-            let _ = writeln!(k, "    if (ia < {}ull && ib < {}ull) dst[dbase + ia * {}ull + ib] = cast(tile[threadIdx.x][j]);", a.extent, b.extent, a.dst_stride);
+            let _ = writeln!(k, "  for (unsigned int t = threadIdx.x; t < {}u; t += {threads}u) {{", ta_w * tb_w);
+            let _ = writeln!(k, "    const unsigned int lb = t % {tb_w}u, la = t / {tb_w}u;");
+            let _ = writeln!(k, "    const unsigned long long ia = a0 + la, ib = b0 + lb;");
+            let _ = writeln!(k, "    if (ia < {}ull && ib < {}ull) dst[dbase + ia * {}ull + ib] = cast(tile[lb][la]);", a.extent, b.extent, a.dst_stride);
             k.push_str("  }\n}\n");
             Ok(Launch {
                 source: k,
                 name: "convert",
                 grid: (blocks.max(1) as u32, 1, 1),
-                block: (tile as u32, ROWS as u32, 1),
+                block: (threads as u32, 1, 1),
             })
         }
     }
@@ -344,7 +342,7 @@ fn gather_kernel(plan: &ConversionPlan, c: &CastSpec) -> Launch {
         .zip(dst.padded_extents())
         .enumerate()
         .filter(|(_, (e, p))| e != p)
-        .map(|(ai, (e, _))| format!("x{ai} < {e}ull"))
+        .map(|(ai, (e, _))| format!("x{ai} < {e}{u}"))
         .collect();
     if !valid.is_empty() {
         let _ = writeln!(
@@ -375,7 +373,7 @@ fn gather_kernel(plan: &ConversionPlan, c: &CastSpec) -> Launch {
     } else {
         terms.join(" + ")
     };
-    let _ = writeln!(k, "  dst[o] = cast(src[{so}]);\n}}");
+    let _ = writeln!(k, "  dst[og] = cast(src[{so}]);\n}}");
     Launch {
         source: k,
         name: "gather",
