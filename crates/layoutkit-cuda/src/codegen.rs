@@ -252,15 +252,42 @@ fn copy_kernel(r: &Region, c: &CastSpec) -> Result<Launch, Error> {
             let so = offset(&outer, r.src_offset, true);
             let dof = offset(&outer, r.dst_offset, false);
             let _ = writeln!(k, "  const unsigned long long sbase = {so}, dbase = {dof};");
-            let _ = writeln!(k, "  const unsigned long long a0 = ta * {ta_w}ull, b0 = tb * {tb_w}ull;");
-            let _ = writeln!(k, "  for (unsigned int t = threadIdx.x; t < {}u; t += {threads}u) {{", ta_w * tb_w);
-            let _ = writeln!(k, "    const unsigned int la = t % {ta_w}u, lb = t / {ta_w}u;");
-            let _ = writeln!(k, "    const unsigned long long ia = a0 + la, ib = b0 + lb;");
-            let _ = writeln!(k, "    if (ia < {}ull && ib < {}ull) tile[lb][la] = src[sbase + ia + ib * {}ull];", a.extent, b.extent, b.src_stride);
+            let _ = writeln!(
+                k,
+                "  const unsigned long long a0 = ta * {ta_w}ull, b0 = tb * {tb_w}ull;"
+            );
+            let _ = writeln!(
+                k,
+                "  for (unsigned int t = threadIdx.x; t < {}u; t += {threads}u) {{",
+                ta_w * tb_w
+            );
+            let _ = writeln!(
+                k,
+                "    const unsigned int la = t % {ta_w}u, lb = t / {ta_w}u;"
+            );
+            let _ = writeln!(
+                k,
+                "    const unsigned long long ia = a0 + la, ib = b0 + lb;"
+            );
+            let _ = writeln!(
+                k,
+                "    if (ia < {}ull && ib < {}ull) tile[lb][la] = src[sbase + ia + ib * {}ull];",
+                a.extent, b.extent, b.src_stride
+            );
             k.push_str("  }\n  __syncthreads();\n");
-            let _ = writeln!(k, "  for (unsigned int t = threadIdx.x; t < {}u; t += {threads}u) {{", ta_w * tb_w);
-            let _ = writeln!(k, "    const unsigned int lb = t % {tb_w}u, la = t / {tb_w}u;");
-            let _ = writeln!(k, "    const unsigned long long ia = a0 + la, ib = b0 + lb;");
+            let _ = writeln!(
+                k,
+                "  for (unsigned int t = threadIdx.x; t < {}u; t += {threads}u) {{",
+                ta_w * tb_w
+            );
+            let _ = writeln!(
+                k,
+                "    const unsigned int lb = t % {tb_w}u, la = t / {tb_w}u;"
+            );
+            let _ = writeln!(
+                k,
+                "    const unsigned long long ia = a0 + la, ib = b0 + lb;"
+            );
             let _ = writeln!(k, "    if (ia < {}ull && ib < {}ull) dst[dbase + ia * {}ull + ib] = cast(tile[lb][la]);", a.extent, b.extent, a.dst_stride);
             k.push_str("  }\n}\n");
             Ok(Launch {
@@ -312,27 +339,38 @@ fn gather_kernel(plan: &ConversionPlan, c: &CastSpec) -> Launch {
     let (s, d) = (storage(c.src), storage(c.dst));
     let mut k = prelude(c);
     let n = dst.elements();
-    let _ = writeln!(k, "extern \"C\" __global__ void gather(const {s}* __restrict__ src, {d}* __restrict__ dst, {d} fill) {{");
+    // 32-bit index arithmetic when everything fits (division by constants is much cheaper).
+    let small = n < (1 << 31) && src.elements() < (1 << 31);
+    let (it, u) = if small {
+        ("unsigned int", "u")
+    } else {
+        ("unsigned long long", "ull")
+    };
     let _ = writeln!(
         k,
-        "  const unsigned long long o = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;"
+        "extern \"C\" __global__ void gather(const {s}* __restrict__ src, {d}* __restrict__ dst, {d} fill) {{"
     );
-    let _ = writeln!(k, "  if (o >= {n}ull) return;");
+    let _ = writeln!(
+        k,
+        "  const unsigned long long og = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;"
+    );
+    let _ = writeln!(k, "  if (og >= {n}ull) return;");
+    let _ = writeln!(k, "  const {it} o = ({it})og;");
     for ai in 0..dst.axes().len() {
-        let _ = writeln!(k, "  unsigned long long x{ai} = 0;");
+        let _ = writeln!(k, "  {it} x{ai} = 0;");
     }
     for p in dst.phys_dims() {
         let st = p.stride as usize;
         let mut t = if st == 1 {
             "o".to_string()
         } else {
-            format!("(o / {st}ull)")
+            format!("(o / {st}{u})")
         };
         if st * p.extent != n {
-            t = format!("({t} % {}ull)", p.extent);
+            t = format!("({t} % {}{u})", p.extent);
         }
         if p.weight != 1 {
-            t = format!("{t} * {}ull", p.weight);
+            t = format!("{t} * {}{u}", p.weight);
         }
         let _ = writeln!(k, "  x{} += {t};", p.axis);
     }
@@ -347,7 +385,7 @@ fn gather_kernel(plan: &ConversionPlan, c: &CastSpec) -> Launch {
     if !valid.is_empty() {
         let _ = writeln!(
             k,
-            "  if (!({})) {{ dst[o] = fill; return; }}",
+            "  if (!({})) {{ dst[og] = fill; return; }}",
             valid.join(" && ")
         );
     }
@@ -358,13 +396,13 @@ fn gather_kernel(plan: &ConversionPlan, c: &CastSpec) -> Launch {
         let mut t = if p.weight == 1 {
             x
         } else {
-            format!("({x} / {}ull)", p.weight)
+            format!("({x} / {}{u})", p.weight)
         };
         if p.weight * p.extent != src.padded_extents()[p.axis] {
-            t = format!("({t} % {}ull)", p.extent);
+            t = format!("({t} % {}{u})", p.extent);
         }
         if p.stride != 1 {
-            t = format!("{t} * {}ull", p.stride);
+            t = format!("{t} * {}{u}", p.stride);
         }
         terms.push(t);
     }
