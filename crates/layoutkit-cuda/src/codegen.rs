@@ -55,8 +55,9 @@ pub fn generate(plan: &ConversionPlan, cast: &CastSpec) -> Result<Vec<Launch>, E
         return Ok(vec![gather_kernel(plan, cast)]);
     }
     let mut out = Vec::new();
+    let small = plan.src().elements() < (1 << 31) && plan.dst().elements() < (1 << 31);
     for r in copies {
-        out.push(copy_kernel(r, cast)?);
+        out.push(copy_kernel(r, cast, small)?);
     }
     for r in fills {
         out.push(fill_kernel(r, cast)?);
@@ -147,35 +148,33 @@ fn prelude(c: &CastSpec) -> String {
 
 /// `c0 = i / (product of inner extents) % extent`, ... for the loops `dims`, from a linear
 /// index `i` (innermost fastest). Returns statements declaring `c0..cn` and the total.
-fn decode(k: &mut String, dims: &[LoopDim], i: &str, indent: &str) {
+fn decode(k: &mut String, dims: &[LoopDim], i: &str, indent: &str, it: &str, u: &str) {
     let mut inner = 1usize;
-    let n = dims.len();
     let mut lines = Vec::new();
     for (j, d) in dims.iter().enumerate().rev() {
         let mut e = if inner == 1 {
             i.to_string()
         } else {
-            format!("({i} / {inner}ull)")
+            format!("({i} / {inner}{u})")
         };
         if j > 0 {
-            e = format!("({e} % {}ull)", d.extent);
+            e = format!("({e} % {}{u})", d.extent);
         }
-        lines.push(format!("{indent}const unsigned long long c{j} = {e};"));
+        lines.push(format!("{indent}const {it} c{j} = {e};"));
         inner *= d.extent;
     }
     lines.reverse();
     for l in lines {
         let _ = writeln!(k, "{l}");
     }
-    let _ = n;
 }
 
-fn offset(dims: &[LoopDim], base: usize, src: bool) -> String {
-    let mut terms = vec![format!("{base}ull")];
+fn offset(dims: &[LoopDim], base: usize, src: bool, u: &str) -> String {
+    let mut terms = vec![format!("{base}{u}")];
     for (j, d) in dims.iter().enumerate() {
         let s = if src { d.src_stride } else { d.dst_stride };
         if s != 0 {
-            terms.push(format!("c{j} * {s}ull"));
+            terms.push(format!("c{j} * {s}{u}"));
         }
     }
     terms.join(" + ")
@@ -189,7 +188,13 @@ fn grid_1d(n: usize, block: usize) -> (u32, u32, u32) {
     (n.div_ceil(block).max(1) as u32, 1, 1)
 }
 
-fn copy_kernel(r: &Region, c: &CastSpec) -> Result<Launch, Error> {
+fn copy_kernel(r: &Region, c: &CastSpec, small: bool) -> Result<Launch, Error> {
+    // Index arithmetic in 32 bits when the tensors fit (cheaper multiplies and divisions).
+    let (it, u) = if small {
+        ("unsigned int", "u")
+    } else {
+        ("unsigned long long", "ull")
+    };
     let mut dims = r.dims.clone();
     if dims.is_empty() {
         dims.push(LoopDim {
@@ -211,14 +216,17 @@ fn copy_kernel(r: &Region, c: &CastSpec) -> Result<Launch, Error> {
         None => {
             let total = elements(&dims);
             let _ = writeln!(k, "extern \"C\" __global__ void convert(const {s}* __restrict__ src, {d}* __restrict__ dst) {{");
-            let _ = writeln!(k, "  const unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;");
-            let _ = writeln!(k, "  if (i >= {total}ull) return;");
-            decode(&mut k, &dims, "i", "  ");
+            let _ = writeln!(k, "  const unsigned long long ig = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;");
+            let _ = writeln!(
+                k,
+                "  if (ig >= {total}ull) return;\n  const {it} i = ({it})ig;"
+            );
+            decode(&mut k, &dims, "i", "  ", it, u);
             let _ = writeln!(
                 k,
                 "  dst[{}] = cast(src[{}]);",
-                offset(&dims, r.dst_offset, false),
-                offset(&dims, r.src_offset, true)
+                offset(&dims, r.dst_offset, false, u),
+                offset(&dims, r.src_offset, true, u)
             );
             k.push_str("}\n");
             Ok(Launch {
@@ -246,16 +254,17 @@ fn copy_kernel(r: &Region, c: &CastSpec) -> Result<Launch, Error> {
             let blocks = ta * tb * elements(&outer);
             let _ = writeln!(k, "extern \"C\" __global__ void convert(const {s}* __restrict__ src, {d}* __restrict__ dst) {{");
             let _ = writeln!(k, "  __shared__ {s} tile[{tb_w}][{}];", ta_w + 1);
-            let _ = writeln!(k, "  const unsigned long long blk = blockIdx.x;");
-            let _ = writeln!(k, "  const unsigned long long tb = blk % {tb}ull, ta = (blk / {tb}ull) % {ta}ull, o = blk / {}ull;", ta * tb);
-            decode(&mut k, &outer, "o", "  ");
-            let so = offset(&outer, r.src_offset, true);
-            let dof = offset(&outer, r.dst_offset, false);
-            let _ = writeln!(k, "  const unsigned long long sbase = {so}, dbase = {dof};");
+            let _ = writeln!(k, "  const {it} blk = blockIdx.x;");
             let _ = writeln!(
                 k,
-                "  const unsigned long long a0 = ta * {ta_w}ull, b0 = tb * {tb_w}ull;"
+                "  const {it} tb = blk % {tb}{u}, ta = (blk / {tb}{u}) % {ta}{u}, o = blk / {}{u};",
+                ta * tb
             );
+            decode(&mut k, &outer, "o", "  ", it, u);
+            let so = offset(&outer, r.src_offset, true, u);
+            let dof = offset(&outer, r.dst_offset, false, u);
+            let _ = writeln!(k, "  const {it} sbase = {so}, dbase = {dof};");
+            let _ = writeln!(k, "  const {it} a0 = ta * {ta_w}{u}, b0 = tb * {tb_w}{u};");
             let _ = writeln!(
                 k,
                 "  for (unsigned int t = threadIdx.x; t < {}u; t += {threads}u) {{",
@@ -265,13 +274,10 @@ fn copy_kernel(r: &Region, c: &CastSpec) -> Result<Launch, Error> {
                 k,
                 "    const unsigned int la = t % {ta_w}u, lb = t / {ta_w}u;"
             );
+            let _ = writeln!(k, "    const {it} ia = a0 + la, ib = b0 + lb;");
             let _ = writeln!(
                 k,
-                "    const unsigned long long ia = a0 + la, ib = b0 + lb;"
-            );
-            let _ = writeln!(
-                k,
-                "    if (ia < {}ull && ib < {}ull) tile[lb][la] = src[sbase + ia + ib * {}ull];",
+                "    if (ia < {}{u} && ib < {}{u}) tile[lb][la] = src[sbase + ia + ib * {}{u}];",
                 a.extent, b.extent, b.src_stride
             );
             k.push_str("  }\n  __syncthreads();\n");
@@ -284,11 +290,8 @@ fn copy_kernel(r: &Region, c: &CastSpec) -> Result<Launch, Error> {
                 k,
                 "    const unsigned int lb = t % {tb_w}u, la = t / {tb_w}u;"
             );
-            let _ = writeln!(
-                k,
-                "    const unsigned long long ia = a0 + la, ib = b0 + lb;"
-            );
-            let _ = writeln!(k, "    if (ia < {}ull && ib < {}ull) dst[dbase + ia * {}ull + ib] = cast(tile[lb][la]);", a.extent, b.extent, a.dst_stride);
+            let _ = writeln!(k, "    const {it} ia = a0 + la, ib = b0 + lb;");
+            let _ = writeln!(k, "    if (ia < {}{u} && ib < {}{u}) dst[dbase + ia * {}{u} + ib] = cast(tile[lb][la]);", a.extent, b.extent, a.dst_stride);
             k.push_str("  }\n}\n");
             Ok(Launch {
                 source: k,
@@ -321,8 +324,12 @@ fn fill_kernel(r: &Region, c: &CastSpec) -> Result<Launch, Error> {
         "  const unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;"
     );
     let _ = writeln!(k, "  if (i >= {total}ull) return;");
-    decode(&mut k, &dims, "i", "  ");
-    let _ = writeln!(k, "  dst[{}] = value;", offset(&dims, r.dst_offset, false));
+    decode(&mut k, &dims, "i", "  ", "unsigned long long", "ull");
+    let _ = writeln!(
+        k,
+        "  dst[{}] = value;",
+        offset(&dims, r.dst_offset, false, "ull")
+    );
     k.push_str("}\n");
     Ok(Launch {
         source: k,
