@@ -137,25 +137,53 @@ fn bf16_to_f32(src: &[u8], dst: &mut [u8], n: usize, spec: &CastSpec) {
 fn quantize(x: f32, scale: f32, zp: i32, lo: i32, hi: i32) -> i32 {
     const MAGIC: f32 = 12_582_912.0; // 1.5 * 2^23
     let v = x / scale;
-    let c = v.clamp(-4_194_304.0, 4_194_304.0); // 2^22; NaN stays NaN
-    let r = ((c + MAGIC) - MAGIC) as i32; // NaN -> 0, replaced below
-    let q = (r + zp).clamp(lo, hi);
-    // A select rather than an early return keeps the loop vectorisable.
-    if v.is_nan() {
+    let nan = v.is_nan();
+    let c = if nan {
+        0.0
+    } else {
+        v.clamp(-4_194_304.0, 4_194_304.0)
+    }; // 2^22
+    let r = (c + MAGIC) - MAGIC;
+    // SAFETY: `r` is an integer-valued float with |r| <= 2^22 and not NaN, so it fits in i32.
+    let i = unsafe { r.to_int_unchecked::<i32>() };
+    let q = (i + zp).clamp(lo, hi);
+    // Selects rather than an early return keep the loop vectorisable.
+    if nan {
         zp.clamp(lo, hi)
     } else {
         q
     }
 }
 
+/// The quantisation loop, compiled for AVX2 when the CPU has it (detected once).
+fn quantize_slice(src: &[f32], dst: &mut [u8], scale: f32, zp: i32, lo: i32, hi: i32) {
+    #[inline(always)]
+    fn body(src: &[f32], dst: &mut [u8], scale: f32, zp: i32, lo: i32, hi: i32) {
+        for (o, &x) in dst.iter_mut().zip(src) {
+            *o = quantize(x, scale, zp, lo, hi) as u8;
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx2")]
+        fn avx2(src: &[f32], dst: &mut [u8], scale: f32, zp: i32, lo: i32, hi: i32) {
+            body(src, dst, scale, zp, lo, hi)
+        }
+        static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        if *HAS.get_or_init(|| std::arch::is_x86_feature_detected!("avx2")) {
+            // SAFETY: AVX2 is present (checked).
+            unsafe { avx2(src, dst, scale, zp, lo, hi) };
+            return;
+        }
+    }
+    body(src, dst, scale, zp, lo, hi)
+}
+
 fn f32_to_i8(src: &[u8], dst: &mut [u8], n: usize, spec: &CastSpec) {
     let (sc, z) = (spec.quant.scale, spec.quant.zero_point);
     match view::<f32>(&src[..n * 4]) {
-        Some(s) => {
-            for (o, &x) in dst[..n].iter_mut().zip(s) {
-                *o = quantize(x, sc, z, -128, 127) as i8 as u8;
-            }
-        }
+        // `as u8` of an i32 in [-128, 127] is its two's-complement byte: the i8.
+        Some(s) => quantize_slice(s, &mut dst[..n], sc, z, -128, 127),
         None => scalar_run(src, dst, n, spec),
     }
 }
@@ -163,11 +191,7 @@ fn f32_to_i8(src: &[u8], dst: &mut [u8], n: usize, spec: &CastSpec) {
 fn f32_to_u8(src: &[u8], dst: &mut [u8], n: usize, spec: &CastSpec) {
     let (sc, z) = (spec.quant.scale, spec.quant.zero_point);
     match view::<f32>(&src[..n * 4]) {
-        Some(s) => {
-            for (o, &x) in dst[..n].iter_mut().zip(s) {
-                *o = quantize(x, sc, z, 0, 255) as u8;
-            }
-        }
+        Some(s) => quantize_slice(s, &mut dst[..n], sc, z, 0, 255),
         None => scalar_run(src, dst, n, spec),
     }
 }

@@ -67,6 +67,10 @@ pub fn convert_fast(
     Ok(())
 }
 
+/// A tile-sized scratch buffer, aligned so the cast kernels can view it as typed elements.
+#[repr(align(64))]
+struct TileBuf([u8; 16384]);
+
 /// The destination, shared by the work items, which write disjoint elements.
 struct SharedMut {
     ptr: *mut u8,
@@ -425,22 +429,21 @@ impl Job<'_> {
         }
         // Casts: transpose into a small buffer of source elements, then cast its rows.
         // At most t x t source elements: (128 / size)^2 * ss <= 16 KiB.
-        let mut buf = [0u8; 16384];
-        let tmp = &mut buf[..na * nb * ss];
+        let mut buf = TileBuf([0; 16384]);
+        let tmp = &mut buf.0[..na * nb * ss];
         match ss {
             1 => transpose::transpose_tile::<1>(src, s_row, tmp, nb, na, nb),
             2 => transpose::transpose_tile::<2>(src, s_row, tmp, nb, na, nb),
             4 => transpose::transpose_tile::<4>(src, s_row, tmp, nb, na, nb),
             _ => transpose::transpose_tile::<8>(src, s_row, tmp, nb, na, nb),
         }
+        // Cast the whole transposed tile at once (long vectorised runs), then copy its rows.
+        let mut cbuf = TileBuf([0; 16384]);
+        let casted = &mut cbuf.0[..na * nb * ds];
+        (self.run)(tmp, casted, na * nb, &self.cast);
         for r in 0..na {
-            let row = &tmp[r * nb * ss..(r + 1) * nb * ss];
-            (self.run)(
-                row,
-                &mut out[r * d_row * ds..(r * d_row + nb) * ds],
-                nb,
-                &self.cast,
-            );
+            out[r * d_row * ds..(r * d_row + nb) * ds]
+                .copy_from_slice(&casted[r * nb * ds..(r + 1) * nb * ds]);
         }
     }
 }
