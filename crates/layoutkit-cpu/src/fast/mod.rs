@@ -71,6 +71,13 @@ pub fn convert_fast(
 #[repr(align(64))]
 struct TileBuf([u8; 16384]);
 
+/// Scratch for casting tiles: made once per work item (zeroing it per tile cost more than the
+/// tile).
+struct Scratch {
+    transposed: Box<TileBuf>,
+    casted: Box<TileBuf>,
+}
+
 /// The destination, shared by the work items, which write disjoint elements.
 struct SharedMut {
     ptr: *mut u8,
@@ -271,10 +278,22 @@ impl Job<'_> {
         let outer = &it.dims[..it.dims.len() - m];
         let kernel = &it.dims[it.dims.len() - m..];
         // Odometer over the item's outer loops; the kernel does the rest.
+        let mut scratch = Scratch {
+            transposed: Box::new(TileBuf([0; 16384])),
+            casted: Box::new(TileBuf([0; 16384])),
+        };
         let mut idx = vec![0usize; outer.len()];
         let (mut so, mut d) = (it.src_offset as isize, it.dst_offset as isize);
         loop {
-            self.kernel(it.kind, it.unit, so as usize, d as usize, kernel, dst);
+            self.kernel(
+                it.kind,
+                it.unit,
+                so as usize,
+                d as usize,
+                kernel,
+                dst,
+                &mut scratch,
+            );
             let mut j = outer.len();
             loop {
                 if j == 0 {
@@ -296,7 +315,17 @@ impl Job<'_> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn kernel(&self, kind: Kind, unit: usize, so: usize, d0: usize, k: &[LoopDim], dst: &mut [u8]) {
+    #[allow(clippy::too_many_arguments)]
+    fn kernel(
+        &self,
+        kind: Kind,
+        unit: usize,
+        so: usize,
+        d0: usize,
+        k: &[LoopDim],
+        dst: &mut [u8],
+        scratch: &mut Scratch,
+    ) {
         let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
         match kind {
             Kind::Run => {
@@ -358,7 +387,7 @@ impl Job<'_> {
                         let d_off =
                             (d0 as isize + a0 as isize * a.dst_stride + b0 as isize * b.dst_stride)
                                 as usize;
-                        self.tile(s_off, d_off, a, b, na, nb, unit, dst);
+                        self.tile(s_off, d_off, a, b, na, nb, unit, dst, scratch);
                         i0 += ni;
                     }
                     o0 += no;
@@ -380,6 +409,7 @@ impl Job<'_> {
         nb: usize,
         unit: usize,
         dst: &mut [u8],
+        scratch: &mut Scratch,
     ) {
         let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
         // Strides are positive in every plan (layouts have positive strides).
@@ -420,30 +450,30 @@ impl Job<'_> {
         }
         if self.cast.is_identity() {
             match ss {
-                1 => transpose::transpose_tile::<1>(src, s_row, out, d_row, na, nb),
-                2 => transpose::transpose_tile::<2>(src, s_row, out, d_row, na, nb),
-                4 => transpose::transpose_tile::<4>(src, s_row, out, d_row, na, nb),
-                _ => transpose::transpose_tile::<8>(src, s_row, out, d_row, na, nb),
+                1 => transpose::transpose_tile::<1>(src, s_row, out, d_row, na, nb, true),
+                2 => transpose::transpose_tile::<2>(src, s_row, out, d_row, na, nb, true),
+                4 => transpose::transpose_tile::<4>(src, s_row, out, d_row, na, nb, true),
+                _ => transpose::transpose_tile::<8>(src, s_row, out, d_row, na, nb, true),
             }
             return;
         }
         // Casts: transpose into a small buffer of source elements, then cast its rows.
         // At most t x t source elements: (128 / size)^2 * ss <= 16 KiB.
-        let mut buf = TileBuf([0; 16384]);
-        let tmp = &mut buf.0[..na * nb * ss];
+        let tmp = &mut scratch.transposed.0[..na * nb * ss];
         match ss {
-            1 => transpose::transpose_tile::<1>(src, s_row, tmp, nb, na, nb),
-            2 => transpose::transpose_tile::<2>(src, s_row, tmp, nb, na, nb),
-            4 => transpose::transpose_tile::<4>(src, s_row, tmp, nb, na, nb),
-            _ => transpose::transpose_tile::<8>(src, s_row, tmp, nb, na, nb),
+            1 => transpose::transpose_tile::<1>(src, s_row, tmp, nb, na, nb, false),
+            2 => transpose::transpose_tile::<2>(src, s_row, tmp, nb, na, nb, false),
+            4 => transpose::transpose_tile::<4>(src, s_row, tmp, nb, na, nb, false),
+            _ => transpose::transpose_tile::<8>(src, s_row, tmp, nb, na, nb, false),
         }
         // Cast the whole transposed tile at once (long vectorised runs), then copy its rows.
-        let mut cbuf = TileBuf([0; 16384]);
-        let casted = &mut cbuf.0[..na * nb * ds];
+        let casted = &mut scratch.casted.0[..na * nb * ds];
         (self.run)(tmp, casted, na * nb, &self.cast);
         for r in 0..na {
-            out[r * d_row * ds..(r * d_row + nb) * ds]
-                .copy_from_slice(&casted[r * nb * ds..(r + 1) * nb * ds]);
+            copy_short(
+                &mut out[r * d_row * ds..(r * d_row + nb) * ds],
+                &casted[r * nb * ds..(r + 1) * nb * ds],
+            );
         }
     }
 }
@@ -498,5 +528,21 @@ fn unit_tile_any(
             let d = ia * d_row_b + ib * b;
             dst[d..d + b].copy_from_slice(&src[s..s + b]);
         }
+    }
+}
+
+/// Copies a short row (a tile row: tens to hundreds of bytes) with inline 16-byte moves; a
+/// `memcpy` call per row costs more than the row.
+#[inline(always)]
+fn copy_short(dst: &mut [u8], src: &[u8]) {
+    let mut d = dst.chunks_exact_mut(16);
+    let mut s = src.chunks_exact(16);
+    for (a, b) in (&mut d).zip(&mut s) {
+        let mut v = [0u8; 16];
+        v.copy_from_slice(b);
+        a.copy_from_slice(&v);
+    }
+    for (a, b) in d.into_remainder().iter_mut().zip(s.remainder()) {
+        *a = *b;
     }
 }

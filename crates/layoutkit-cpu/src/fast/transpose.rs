@@ -2,7 +2,8 @@
 //! elements, dispatched on element size; an AVX2 8x8 kernel for 4-byte elements when the CPU
 //! has it (detected at run time), a portable loop otherwise.
 
-/// Transposes one tile. Contract: every `src[b * s_row + a]` and `dst[a * d_row + b]` for
+/// Transposes one tile; `stream` allows streaming (cache-bypassing) stores, for a final
+/// destination but never for a scratch buffer that is read back at once. Contract: every `src[b * s_row + a]` and `dst[a * d_row + b]` for
 /// `a < na`, `b < nb` is inside its slice (element offsets; `N` bytes per element).
 pub(crate) fn transpose_tile<const N: usize>(
     src: &[u8],
@@ -11,9 +12,10 @@ pub(crate) fn transpose_tile<const N: usize>(
     d_row: usize,
     na: usize,
     nb: usize,
+    stream: bool,
 ) {
     #[cfg(target_arch = "x86_64")]
-    if N == 4 && avx2() && STREAM_STORES {
+    if N == 4 && avx2() && STREAM_STORES && stream {
         // Whole destination cache lines written at once, bypassing the cache: rows 64-byte
         // aligned and 16 floats (one line) at a time.
         let (na8, nb16) = (na / 8 * 8, nb / 16 * 16);
@@ -303,7 +305,7 @@ mod tests {
             let mut want = vec![0u8; (na * d_row + nb) * 4];
             scalar_tile::<4>(&src, s_row, &mut want, d_row, 0, na, 0, nb);
             let mut got = super::super::AlignedBuf::zeroed(want.len());
-            transpose_tile::<4>(&src, s_row, &mut got, d_row, na, nb);
+            transpose_tile::<4>(&src, s_row, &mut got, d_row, na, nb, true);
             store_fence();
             assert_eq!(&got[..], &want[..], "{na}x{nb}");
         }
@@ -324,7 +326,7 @@ mod tests {
             let mut want = vec![0u8; (na * d_row + nb) * 4];
             let mut got = want.clone();
             scalar_tile::<4>(&src, s_row, &mut want, d_row, 0, na, 0, nb);
-            transpose_tile::<4>(&src, s_row, &mut got, d_row, na, nb);
+            transpose_tile::<4>(&src, s_row, &mut got, d_row, na, nb, true);
             assert_eq!(got, want, "{na}x{nb} s_row {s_row} d_row {d_row}");
         }
     }
