@@ -417,3 +417,50 @@ fn features_errors_are_line_col_and_status_2() {
         "float12",
     );
 }
+
+#[test]
+fn gpu_devices_convert_or_say_why_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let (x, y) = (dir.path().join("x.npy"), dir.path().join("y.npy"));
+    let data: Vec<u8> = (0..2 * 3 * 4 * 5).map(|v| v as u8).collect();
+    save(&x, DType::U8, &[2, 3, 4, 5], &data);
+    for device in ["cuda", "opencl"] {
+        let out = layoutkit(&[
+            "convert",
+            x.to_str().unwrap(),
+            y.to_str().unwrap(),
+            "--from",
+            "NCHW",
+            "--to",
+            "NHWC",
+            "--device",
+            device,
+        ]);
+        if out.status.success() {
+            // A real device: the result equals the CPU's.
+            let cpu = dir.path().join("cpu.npy");
+            let o = layoutkit(&[
+                "convert",
+                x.to_str().unwrap(),
+                cpu.to_str().unwrap(),
+                "--from",
+                "NCHW",
+                "--to",
+                "NHWC",
+            ]);
+            assert!(o.status.success());
+            assert_eq!(
+                std::fs::read(&y).unwrap(),
+                std::fs::read(&cpu).unwrap(),
+                "{device}"
+            );
+        } else {
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{device}: {err}");
+            assert!(
+                err.starts_with("error: no ") && err.lines().count() == 1,
+                "{device}: {err}"
+            );
+        }
+    }
+}
