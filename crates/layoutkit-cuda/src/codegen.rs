@@ -26,6 +26,9 @@ pub struct Launch {
     pub block: (u32, u32, u32),
 }
 
+/// Elements per thread in the gather kernel.
+const PER_THREAD: usize = 4;
+
 /// Tile edge by element size: a warp's row of the tile spans 128 bytes or more.
 fn tile_edge(size: usize) -> usize {
     match size {
@@ -265,34 +268,89 @@ fn copy_kernel(r: &Region, c: &CastSpec, small: bool) -> Result<Launch, Error> {
             let dof = offset(&outer, r.dst_offset, false, u);
             let _ = writeln!(k, "  const {it} sbase = {so}, dbase = {dof};");
             let _ = writeln!(k, "  const {it} a0 = ta * {ta_w}{u}, b0 = tb * {tb_w}{u};");
-            let _ = writeln!(
-                k,
-                "  for (unsigned int t = threadIdx.x; t < {}u; t += {threads}u) {{",
-                ta_w * tb_w
-            );
-            let _ = writeln!(
-                k,
-                "    const unsigned int la = t % {ta_w}u, lb = t / {ta_w}u;"
-            );
-            let _ = writeln!(k, "    const {it} ia = a0 + la, ib = b0 + lb;");
-            let _ = writeln!(
-                k,
-                "    if (ia < {}{u} && ib < {}{u}) tile[lb][la] = src[sbase + ia + ib * {}{u}];",
-                a.extent, b.extent, b.src_stride
-            );
-            k.push_str("  }\n  __syncthreads();\n");
-            let _ = writeln!(
-                k,
-                "  for (unsigned int t = threadIdx.x; t < {}u; t += {threads}u) {{",
-                ta_w * tb_w
-            );
-            let _ = writeln!(
-                k,
-                "    const unsigned int lb = t % {tb_w}u, la = t / {tb_w}u;"
-            );
-            let _ = writeln!(k, "    const {it} ia = a0 + la, ib = b0 + lb;");
-            let _ = writeln!(k, "    if (ia < {}{u} && ib < {}{u}) dst[dbase + ia * {}{u} + ib] = cast(tile[lb][la]);", a.extent, b.extent, a.dst_stride);
-            k.push_str("  }\n}\n");
+            // 2-byte elements move in pairs (32-bit loads and stores) when every address of a
+            // pair is 4-byte aligned: even extents, strides and offsets.
+            let even = |v: isize| v % 2 == 0;
+            let pairs = c.src.size_bytes() == 2
+                && c.dst.size_bytes() == 2
+                && c.src == c.dst
+                && a.extent % 2 == 0
+                && b.extent % 2 == 0
+                && ta_w >= 2
+                && tb_w >= 2
+                && r.src_offset % 2 == 0
+                && r.dst_offset % 2 == 0
+                && even(b.src_stride)
+                && even(a.dst_stride)
+                && outer
+                    .iter()
+                    .all(|l| even(l.src_stride) && even(l.dst_stride));
+            if pairs {
+                let _ = writeln!(
+                    k,
+                    "  for (unsigned int t = threadIdx.x; t < {}u; t += {threads}u) {{",
+                    ta_w * tb_w / 2
+                );
+                let _ = writeln!(
+                    k,
+                    "    const unsigned int la = (t % {}u) * 2, lb = t / {}u;",
+                    ta_w / 2,
+                    ta_w / 2
+                );
+                let _ = writeln!(k, "    const {it} ia = a0 + la, ib = b0 + lb;");
+                let _ = writeln!(
+                    k,
+                    "    if (ia < {}{u} && ib < {}{u}) {{",
+                    a.extent, b.extent
+                );
+                let _ = writeln!(k, "      const unsigned int v = *(const unsigned int*)(src + sbase + ia + ib * {}{u});", b.src_stride);
+                k.push_str("      tile[lb][la] = (unsigned short)v; tile[lb][la + 1] = (unsigned short)(v >> 16);\n    }\n  }\n  __syncthreads();\n");
+                let _ = writeln!(
+                    k,
+                    "  for (unsigned int t = threadIdx.x; t < {}u; t += {threads}u) {{",
+                    ta_w * tb_w / 2
+                );
+                let _ = writeln!(
+                    k,
+                    "    const unsigned int lb = (t % {}u) * 2, la = t / {}u;",
+                    tb_w / 2,
+                    tb_w / 2
+                );
+                let _ = writeln!(k, "    const {it} ia = a0 + la, ib = b0 + lb;");
+                let _ = writeln!(k, "    if (ia < {}{u} && ib < {}{u})", a.extent, b.extent);
+                let _ = writeln!(k, "      *(unsigned int*)(dst + dbase + ia * {}{u} + ib) = (unsigned int)tile[lb][la] | ((unsigned int)tile[lb + 1][la] << 16);", a.dst_stride);
+                k.push_str("  }\n}\n");
+            } else {
+                let _ = writeln!(
+                    k,
+                    "  for (unsigned int t = threadIdx.x; t < {}u; t += {threads}u) {{",
+                    ta_w * tb_w
+                );
+                let _ = writeln!(
+                    k,
+                    "    const unsigned int la = t % {ta_w}u, lb = t / {ta_w}u;"
+                );
+                let _ = writeln!(k, "    const {it} ia = a0 + la, ib = b0 + lb;");
+                let _ = writeln!(
+                    k,
+                    "    if (ia < {}{u} && ib < {}{u}) tile[lb][la] = src[sbase + ia + ib * {}{u}];",
+                    a.extent, b.extent, b.src_stride
+                );
+                k.push_str("  }\n  __syncthreads();\n");
+                let _ = writeln!(
+                    k,
+                    "  for (unsigned int t = threadIdx.x; t < {}u; t += {threads}u) {{",
+                    ta_w * tb_w
+                );
+                let _ = writeln!(
+                    k,
+                    "    const unsigned int lb = t % {tb_w}u, la = t / {tb_w}u;"
+                );
+                let _ = writeln!(k, "    const {it} ia = a0 + la, ib = b0 + lb;");
+                let _ = writeln!(k, "    if (ia < {}{u} && ib < {}{u}) dst[dbase + ia * {}{u} + ib] = cast(tile[lb][la]);", a.extent, b.extent, a.dst_stride);
+                k.push_str("  }\n}\n");
+            }
+
             Ok(Launch {
                 source: k,
                 name: "convert",
@@ -357,9 +415,13 @@ fn gather_kernel(plan: &ConversionPlan, c: &CastSpec) -> Launch {
         k,
         "extern \"C\" __global__ void gather(const {s}* __restrict__ src, {d}* __restrict__ dst, {d} fill) {{"
     );
+    // Four elements per thread, a block's width apart (each step is coalesced), for more
+    // loads in flight per thread.
+    let _ = writeln!(k, "  #pragma unroll");
+    let _ = writeln!(k, "  for (int e = 0; e < {PER_THREAD}; ++e) {{");
     let _ = writeln!(
         k,
-        "  const unsigned long long og = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;"
+        "  const unsigned long long og = ((unsigned long long)blockIdx.x * {PER_THREAD} + e) * blockDim.x + threadIdx.x;"
     );
     let _ = writeln!(k, "  if (og >= {n}ull) return;");
     let _ = writeln!(k, "  const {it} o = ({it})og;");
@@ -418,11 +480,11 @@ fn gather_kernel(plan: &ConversionPlan, c: &CastSpec) -> Launch {
     } else {
         terms.join(" + ")
     };
-    let _ = writeln!(k, "  dst[og] = cast(src[{so}]);\n}}");
+    let _ = writeln!(k, "  dst[og] = cast(src[{so}]);\n  }}\n}}");
     Launch {
         source: k,
         name: "gather",
-        grid: grid_1d(n, 256),
+        grid: grid_1d(n, 256 * PER_THREAD),
         block: (256, 1, 1),
     }
 }

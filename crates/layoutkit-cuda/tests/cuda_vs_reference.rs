@@ -80,6 +80,14 @@ fn codegen_tiles_transpositions_and_loops_elsewhere() {
     assert!(padded.iter().any(|l| l.name == "gather"));
     dims3 = dims;
     let _ = (k8, dims3);
+    // 2-byte elements with even extents move in pairs.
+    let h = CastSpec::identity(DType::F16);
+    let p = codegen::generate(&ConversionPlan::new(&nchw, &nhwc).unwrap(), &h).unwrap();
+    assert!(
+        p[0].source.contains("const unsigned int v ="),
+        "{}",
+        p[0].source
+    );
     // Casts the backend does not fuse are refused, not miscomputed.
     let bad = CastSpec::new(DType::I32, DType::F16, None).unwrap();
     assert!(codegen::generate(&ConversionPlan::new(&nchw, &nhwc).unwrap(), &bad).is_err());
@@ -139,6 +147,10 @@ fn benchmark_conversions_with_tails_match_the_cpu_reference() {
         ("OIHW", "OIHW16i16o", "O=33,I=18,H=3,W=3"),
         ("NHWC", "mace:in_out_channel", "N=2,H=19,W=17,C=10"),
         ("NCHW", "NC/32HW32", "N=2,C=70,H=9,W=9"),
+        // Even extents: the paired 2-byte tiles.
+        ("NCHW", "NHWC", "N=2,C=64,H=16,W=18"),
+        ("NHWC", "NCHW", "N=2,C=66,H=8,W=10"),
+        ("NCHW", "NCHW32c", "N=2,C=64,H=12,W=12"),
     ];
     let mut checked = 0;
     for (from, to, dims) in cases {
