@@ -454,7 +454,7 @@ fn gather_kernel(plan: &ConversionPlan, c: &CastSpec) -> Launch {
     if !valid.is_empty() {
         let _ = writeln!(
             k,
-            "  if (!({})) {{ dst[og] = fill; return; }}",
+            "  if (!({})) {{ dst[og] = fill; continue; }}",
             valid.join(" && ")
         );
     }
