@@ -241,8 +241,26 @@ fn copy_kernel(r: &Region, c: &CastSpec, small: bool) -> Result<Launch, Error> {
         }
         Some(ai) => {
             // Loops: outer..., a (source-contiguous), b (destination-contiguous).
-            let a = dims.remove(ai);
+            let a0_loop = dims.remove(ai);
             let b = dims.pop().unwrap_or(inner);
+            // Grow `a` with the loops that continue it contiguously in the source (e.g. 16i
+            // after HW in OIHW -> OIHW16i16o), so short source runs become one long one; the
+            // destination offset of such a compound index is decomposed per loop.
+            let mut group = vec![a0_loop];
+            let mut run = a0_loop.extent;
+            while let Some(j) = dims
+                .iter()
+                .position(|d| d.src_stride == run as isize && d.extent > 1)
+            {
+                let d = dims.remove(j);
+                run *= d.extent;
+                group.push(d);
+            }
+            let a = LoopDim {
+                extent: run,
+                src_stride: 1,
+                dst_stride: a0_loop.dst_stride,
+            };
             let outer = dims;
             // A rectangular tile of TA x TB (a x b) elements, TA * TB = tile^2, shaped to the
             // loops' extents so few threads idle; 256 threads walk it row by row, along a
@@ -271,7 +289,26 @@ fn copy_kernel(r: &Region, c: &CastSpec, small: bool) -> Result<Launch, Error> {
             // 2-byte elements move in pairs (32-bit loads and stores) when every address of a
             // pair is 4-byte aligned: even extents, strides and offsets.
             let even = |v: isize| v % 2 == 0;
-            let pairs = c.src.size_bytes() == 2
+            // The destination offset of compound index `ia` (innermost loop first).
+            let dexpr = {
+                let mut w = 1usize;
+                let mut terms = Vec::new();
+                for (gi, g) in group.iter().enumerate() {
+                    let mut t = if w == 1 {
+                        "ia".to_string()
+                    } else {
+                        format!("(ia / {w}{u})")
+                    };
+                    if gi + 1 < group.len() {
+                        t = format!("({t} % {}{u})", g.extent);
+                    }
+                    terms.push(format!("{t} * {}{u}", g.dst_stride));
+                    w *= g.extent;
+                }
+                terms.join(" + ")
+            };
+            let pairs = group.len() == 1
+                && c.src.size_bytes() == 2
                 && c.dst.size_bytes() == 2
                 && c.src == c.dst
                 && a.extent % 2 == 0
@@ -347,7 +384,7 @@ fn copy_kernel(r: &Region, c: &CastSpec, small: bool) -> Result<Launch, Error> {
                     "    const unsigned int lb = t % {tb_w}u, la = t / {tb_w}u;"
                 );
                 let _ = writeln!(k, "    const {it} ia = a0 + la, ib = b0 + lb;");
-                let _ = writeln!(k, "    if (ia < {}{u} && ib < {}{u}) dst[dbase + ia * {}{u} + ib] = cast(tile[lb][la]);", a.extent, b.extent, a.dst_stride);
+                let _ = writeln!(k, "    if (ia < {}{u} && ib < {}{u}) dst[dbase + {dexpr} + ib] = cast(tile[lb][la]);", a.extent, b.extent);
                 k.push_str("  }\n}\n");
             }
 
