@@ -322,7 +322,64 @@ fn copy_kernel(r: &Region, c: &CastSpec, small: bool) -> Result<Launch, Error> {
                 && outer
                     .iter()
                     .all(|l| even(l.src_stride) && even(l.dst_stride));
-            if pairs {
+            // 4-byte elements move in aligned quads (16-byte loads and stores) likewise.
+            let by4 = |v: isize| v % 4 == 0;
+            let quads = group.len() == 1
+                && c.src.size_bytes() == 4
+                && c.src == c.dst
+                && a.extent % 4 == 0
+                && b.extent % 4 == 0
+                && ta_w >= 4
+                && tb_w >= 4
+                && r.src_offset % 4 == 0
+                && r.dst_offset % 4 == 0
+                && by4(b.src_stride)
+                && by4(a.dst_stride)
+                && outer.iter().all(|l| by4(l.src_stride) && by4(l.dst_stride));
+            if quads {
+                let (qa, qb) = (ta_w / 4, tb_w / 4);
+                let n4 = ta_w * tb_w / 4;
+                let _ = writeln!(
+                    k,
+                    "  for (unsigned int t = threadIdx.x; t < {n4}u; t += {threads}u) {{"
+                );
+                let _ = writeln!(
+                    k,
+                    "    const unsigned int la = (t % {qa}u) * 4, lb = t / {qa}u;"
+                );
+                let _ = writeln!(k, "    const {it} ia = a0 + la, ib = b0 + lb;");
+                let _ = writeln!(
+                    k,
+                    "    if (ia < {}{u} && ib < {}{u}) {{",
+                    a.extent, b.extent
+                );
+                let _ = writeln!(
+                    k,
+                    "      const uint4 v = *(const uint4*)(src + sbase + ia + ib * {}{u});",
+                    b.src_stride
+                );
+                k.push_str("      tile[lb][la] = v.x; tile[lb][la + 1] = v.y; tile[lb][la + 2] = v.z; tile[lb][la + 3] = v.w;\n    }\n  }\n  __syncthreads();\n");
+                let _ = writeln!(
+                    k,
+                    "  for (unsigned int t = threadIdx.x; t < {n4}u; t += {threads}u) {{"
+                );
+                let _ = writeln!(
+                    k,
+                    "    const unsigned int lb = (t % {qb}u) * 4, la = t / {qb}u;"
+                );
+                let _ = writeln!(k, "    const {it} ia = a0 + la, ib = b0 + lb;");
+                let _ = writeln!(
+                    k,
+                    "    if (ia < {}{u} && ib < {}{u}) {{",
+                    a.extent, b.extent
+                );
+                k.push_str("      uint4 w; w.x = tile[lb][la]; w.y = tile[lb + 1][la]; w.z = tile[lb + 2][la]; w.w = tile[lb + 3][la];\n");
+                let _ = writeln!(
+                    k,
+                    "      *(uint4*)(dst + dbase + ia * {}{u} + ib) = w;\n    }}\n  }}\n}}",
+                    a.dst_stride
+                );
+            } else if pairs {
                 let _ = writeln!(
                     k,
                     "  for (unsigned int t = threadIdx.x; t < {}u; t += {threads}u) {{",
