@@ -1,5 +1,5 @@
 //! Prints the CUDA kernels generated for a conversion (no GPU needed):
-//! `cargo run -p layoutkit-cuda --example show_kernels -- FROM TO DIMS [DTYPE]`.
+//! `cargo run -p layoutkit-cuda --example show_kernels -- FROM TO DIMS [DTYPE | SRC>DST]`.
 
 use layoutkit_core::plan::ConversionPlan;
 use layoutkit_core::{parse_format, CastSpec, DType, Dims};
@@ -11,10 +11,14 @@ fn main() {
         std::process::exit(2);
     }
     let dims = Dims::parse(&a[2]).expect("dims");
-    let t: DType = a
+    // DTYPE is one type (a copy) or SRC>DST (a cast, without scale).
+    let types: Vec<DType> = a
         .get(3)
-        .map_or(Ok(DType::F32), |s| s.parse())
-        .expect("dtype");
+        .map_or("f32", |s| s.as_str())
+        .split('>')
+        .map(|s| s.parse().expect("dtype"))
+        .collect();
+    let cast = CastSpec::new(types[0], *types.last().unwrap(), None).expect("cast");
     let src = parse_format(&a[0])
         .expect("format")
         .shaped(&dims)
@@ -24,7 +28,7 @@ fn main() {
         .shaped(&dims)
         .expect("shape");
     let plan = ConversionPlan::new(&src, &dst).expect("plan");
-    for l in layoutkit_cuda::codegen::generate(&plan, &CastSpec::identity(t)).expect("kernels") {
+    for l in layoutkit_cuda::codegen::generate(&plan, &cast).expect("kernels") {
         println!("// grid {:?} block {:?}\n{}", l.grid, l.block, l.source);
     }
 }

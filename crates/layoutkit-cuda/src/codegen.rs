@@ -307,8 +307,7 @@ fn copy_kernel(r: &Region, c: &CastSpec, small: bool) -> Result<Launch, Error> {
                 }
                 terms.join(" + ")
             };
-            let pairs = group.len() == 1
-                && c.src.size_bytes() == 2
+            let pairs = c.src.size_bytes() == 2
                 && c.dst.size_bytes() == 2
                 && c.src == c.dst
                 && a.extent % 2 == 0
@@ -318,7 +317,7 @@ fn copy_kernel(r: &Region, c: &CastSpec, small: bool) -> Result<Launch, Error> {
                 && r.src_offset % 2 == 0
                 && r.dst_offset % 2 == 0
                 && even(b.src_stride)
-                && even(a.dst_stride)
+                && group.iter().all(|g| even(g.dst_stride))
                 && outer
                     .iter()
                     .all(|l| even(l.src_stride) && even(l.dst_stride));
@@ -328,6 +327,7 @@ fn copy_kernel(r: &Region, c: &CastSpec, small: bool) -> Result<Launch, Error> {
             // H200 (90% against 83% of a device copy, bench/results/gpu.md).
             let by4 = |v: isize| v % 4 == 0;
             let dst_tile_contiguous = tb_w == b.extent && a.dst_stride == b.extent as isize;
+            // Measured: quads over a compound index (OIHW16i16o) ran slower than scalar moves.
             let quads = group.len() == 1
                 && !dst_tile_contiguous
                 && c.src.size_bytes() == 4
@@ -339,7 +339,7 @@ fn copy_kernel(r: &Region, c: &CastSpec, small: bool) -> Result<Launch, Error> {
                 && r.src_offset % 4 == 0
                 && r.dst_offset % 4 == 0
                 && by4(b.src_stride)
-                && by4(a.dst_stride)
+                && group.iter().all(|g| by4(g.dst_stride))
                 && outer.iter().all(|l| by4(l.src_stride) && by4(l.dst_stride));
             if quads {
                 let (qa, qb) = (ta_w / 4, tb_w / 4);
@@ -381,8 +381,7 @@ fn copy_kernel(r: &Region, c: &CastSpec, small: bool) -> Result<Launch, Error> {
                 k.push_str("      uint4 w; w.x = tile[lb][la]; w.y = tile[lb + 1][la]; w.z = tile[lb + 2][la]; w.w = tile[lb + 3][la];\n");
                 let _ = writeln!(
                     k,
-                    "      *(uint4*)(dst + dbase + ia * {}{u} + ib) = w;\n    }}\n  }}\n}}",
-                    a.dst_stride
+                    "      *(uint4*)(dst + dbase + {dexpr} + ib) = w;\n    }}\n  }}\n}}"
                 );
             } else if pairs {
                 let _ = writeln!(
@@ -417,7 +416,7 @@ fn copy_kernel(r: &Region, c: &CastSpec, small: bool) -> Result<Launch, Error> {
                 );
                 let _ = writeln!(k, "    const {it} ia = a0 + la, ib = b0 + lb;");
                 let _ = writeln!(k, "    if (ia < {}{u} && ib < {}{u})", a.extent, b.extent);
-                let _ = writeln!(k, "      *(unsigned int*)(dst + dbase + ia * {}{u} + ib) = (unsigned int)tile[lb][la] | ((unsigned int)tile[lb + 1][la] << 16);", a.dst_stride);
+                let _ = writeln!(k, "      *(unsigned int*)(dst + dbase + {dexpr} + ib) = (unsigned int)tile[lb][la] | ((unsigned int)tile[lb + 1][la] << 16);");
                 k.push_str("  }\n}\n");
             } else {
                 let _ = writeln!(
@@ -436,18 +435,61 @@ fn copy_kernel(r: &Region, c: &CastSpec, small: bool) -> Result<Launch, Error> {
                     a.extent, b.extent, b.src_stride
                 );
                 k.push_str("  }\n  __syncthreads();\n");
-                let _ = writeln!(
-                    k,
-                    "  for (unsigned int t = threadIdx.x; t < {}u; t += {threads}u) {{",
-                    ta_w * tb_w
-                );
-                let _ = writeln!(
-                    k,
-                    "    const unsigned int lb = t % {tb_w}u, la = t / {tb_w}u;"
-                );
-                let _ = writeln!(k, "    const {it} ia = a0 + la, ib = b0 + lb;");
-                let _ = writeln!(k, "    if (ia < {}{u} && ib < {}{u}) dst[dbase + {dexpr} + ib] = cast(tile[lb][la]);", a.extent, b.extent);
-                k.push_str("  }\n}\n");
+                // Narrow destination elements (a cast to f16 or i8) are packed into 32-bit
+                // stores when every packed address is 4-byte aligned.
+                let dsize = c.dst.size_bytes();
+                let pack = if dsize < 4 { 4 / dsize } else { 1 };
+                let by = |v: isize| v % pack as isize == 0;
+                let packed = pack > 1
+                    && b.extent % pack == 0
+                    && tb_w % pack == 0
+                    && r.dst_offset % pack == 0
+                    && group.iter().all(|g| by(g.dst_stride))
+                    && outer.iter().all(|l| by(l.dst_stride));
+                if packed {
+                    let qb = tb_w / pack;
+                    let _ = writeln!(
+                        k,
+                        "  for (unsigned int t = threadIdx.x; t < {}u; t += {threads}u) {{",
+                        ta_w * qb
+                    );
+                    let _ = writeln!(
+                        k,
+                        "    const unsigned int lb = (t % {qb}u) * {pack}, la = t / {qb}u;"
+                    );
+                    let _ = writeln!(k, "    const {it} ia = a0 + la, ib = b0 + lb;");
+                    let _ = writeln!(
+                        k,
+                        "    if (ia < {}{u} && ib < {}{u}) {{",
+                        a.extent, b.extent
+                    );
+                    let parts: Vec<String> = (0..pack)
+                        .map(|j| {
+                            format!(
+                                "((unsigned int)cast(tile[lb + {j}][la]) << {})",
+                                8 * dsize * j
+                            )
+                        })
+                        .collect();
+                    let _ = writeln!(
+                        k,
+                        "      *(unsigned int*)(dst + dbase + {dexpr} + ib) = {};\n    }}\n  }}\n}}",
+                        parts.join(" | ")
+                    );
+                } else {
+                    let _ = writeln!(
+                        k,
+                        "  for (unsigned int t = threadIdx.x; t < {}u; t += {threads}u) {{",
+                        ta_w * tb_w
+                    );
+                    let _ = writeln!(
+                        k,
+                        "    const unsigned int lb = t % {tb_w}u, la = t / {tb_w}u;"
+                    );
+                    let _ = writeln!(k, "    const {it} ia = a0 + la, ib = b0 + lb;");
+                    let _ = writeln!(k, "    if (ia < {}{u} && ib < {}{u}) dst[dbase + {dexpr} + ib] = cast(tile[lb][la]);", a.extent, b.extent);
+                    k.push_str("  }\n}\n");
+                }
             }
 
             Ok(Launch {
