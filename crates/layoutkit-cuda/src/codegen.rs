@@ -321,36 +321,39 @@ fn copy_kernel(r: &Region, c: &CastSpec, small: bool) -> Result<Launch, Error> {
                 && outer
                     .iter()
                     .all(|l| even(l.src_stride) && even(l.dst_stride));
-            // 4-byte elements move in aligned quads (16-byte loads and stores) likewise, except
-            // when the tile's destination is one contiguous run (a blocked layout whose whole
-            // block fits the tile, such as NCHW32c): there scalar stores measured faster on the
-            // H200 (90% against 83% of a device copy, bench/results/gpu.md).
-            let by4 = |v: isize| v % 4 == 0;
+            // 4-byte and 2-byte elements move in 16-byte vectors (4 or 8 elements) where every
+            // vector address is 16-byte aligned, except when the tile's destination is one
+            // contiguous run (a blocked layout whose whole block fits the tile, such as NCHW32c)
+            // or the source side is a compound index (OIHW16i16o): there, scalar or paired moves
+            // measured faster on the H200 (bench/results/gpu.md).
+            let size = c.src.size_bytes();
+            let vl = if size == 4 || size == 2 { 16 / size } else { 0 };
+            let byv = |v: isize| vl > 0 && v % vl as isize == 0;
             let dst_tile_contiguous = tb_w == b.extent && a.dst_stride == b.extent as isize;
-            // Measured: quads over a compound index (OIHW16i16o) ran slower than scalar moves.
-            let quads = group.len() == 1
+            let vectors = vl > 0
+                && group.len() == 1
                 && !dst_tile_contiguous
-                && c.src.size_bytes() == 4
                 && c.src == c.dst
-                && a.extent % 4 == 0
-                && b.extent % 4 == 0
-                && ta_w >= 4
-                && tb_w >= 4
-                && r.src_offset % 4 == 0
-                && r.dst_offset % 4 == 0
-                && by4(b.src_stride)
-                && group.iter().all(|g| by4(g.dst_stride))
-                && outer.iter().all(|l| by4(l.src_stride) && by4(l.dst_stride));
-            if quads {
-                let (qa, qb) = (ta_w / 4, tb_w / 4);
-                let n4 = ta_w * tb_w / 4;
+                && a.extent % vl == 0
+                && b.extent % vl == 0
+                && ta_w >= vl
+                && tb_w >= vl
+                && byv(r.src_offset as isize)
+                && byv(r.dst_offset as isize)
+                && byv(b.src_stride)
+                && group.iter().all(|g| byv(g.dst_stride))
+                && outer.iter().all(|l| byv(l.src_stride) && byv(l.dst_stride));
+            if vectors {
+                let (qa, qb) = (ta_w / vl, tb_w / vl);
+                let nv = ta_w * tb_w / vl;
+                let lanes = ["x", "y", "z", "w"];
                 let _ = writeln!(
                     k,
-                    "  for (unsigned int t = threadIdx.x; t < {n4}u; t += {threads}u) {{"
+                    "  for (unsigned int t = threadIdx.x; t < {nv}u; t += {threads}u) {{"
                 );
                 let _ = writeln!(
                     k,
-                    "    const unsigned int la = (t % {qa}u) * 4, lb = t / {qa}u;"
+                    "    const unsigned int la = (t % {qa}u) * {vl}, lb = t / {qa}u;"
                 );
                 let _ = writeln!(k, "    const {it} ia = a0 + la, ib = b0 + lb;");
                 let _ = writeln!(
@@ -363,14 +366,26 @@ fn copy_kernel(r: &Region, c: &CastSpec, small: bool) -> Result<Launch, Error> {
                     "      const uint4 v = *(const uint4*)(src + sbase + ia + ib * {}{u});",
                     b.src_stride
                 );
-                k.push_str("      tile[lb][la] = v.x; tile[lb][la + 1] = v.y; tile[lb][la + 2] = v.z; tile[lb][la + 3] = v.w;\n    }\n  }\n  __syncthreads();\n");
+                for (q, l) in lanes.iter().enumerate() {
+                    if size == 4 {
+                        let _ = writeln!(k, "      tile[lb][la + {q}] = v.{l};");
+                    } else {
+                        let _ = writeln!(
+                            k,
+                            "      tile[lb][la + {}] = (unsigned short)v.{l}; tile[lb][la + {}] = (unsigned short)(v.{l} >> 16);",
+                            2 * q,
+                            2 * q + 1
+                        );
+                    }
+                }
+                k.push_str("    }\n  }\n  __syncthreads();\n");
                 let _ = writeln!(
                     k,
-                    "  for (unsigned int t = threadIdx.x; t < {n4}u; t += {threads}u) {{"
+                    "  for (unsigned int t = threadIdx.x; t < {nv}u; t += {threads}u) {{"
                 );
                 let _ = writeln!(
                     k,
-                    "    const unsigned int lb = (t % {qb}u) * 4, la = t / {qb}u;"
+                    "    const unsigned int lb = (t % {qb}u) * {vl}, la = t / {qb}u;"
                 );
                 let _ = writeln!(k, "    const {it} ia = a0 + la, ib = b0 + lb;");
                 let _ = writeln!(
@@ -378,7 +393,19 @@ fn copy_kernel(r: &Region, c: &CastSpec, small: bool) -> Result<Launch, Error> {
                     "    if (ia < {}{u} && ib < {}{u}) {{",
                     a.extent, b.extent
                 );
-                k.push_str("      uint4 w; w.x = tile[lb][la]; w.y = tile[lb + 1][la]; w.z = tile[lb + 2][la]; w.w = tile[lb + 3][la];\n");
+                k.push_str("      uint4 w;\n");
+                for (q, l) in lanes.iter().enumerate() {
+                    if size == 4 {
+                        let _ = writeln!(k, "      w.{l} = tile[lb + {q}][la];");
+                    } else {
+                        let _ = writeln!(
+                            k,
+                            "      w.{l} = (unsigned int)tile[lb + {}][la] | ((unsigned int)tile[lb + {}][la] << 16);",
+                            2 * q,
+                            2 * q + 1
+                        );
+                    }
+                }
                 let _ = writeln!(
                     k,
                     "      *(uint4*)(dst + dbase + {dexpr} + ib) = w;\n    }}\n  }}\n}}"

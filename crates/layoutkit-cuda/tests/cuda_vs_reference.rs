@@ -80,9 +80,30 @@ fn codegen_tiles_transpositions_and_loops_elsewhere() {
     assert!(padded.iter().any(|l| l.name == "gather"));
     dims3 = dims;
     let _ = (k8, dims3);
-    // 2-byte elements with even extents move in pairs.
+    // 2-byte elements move in 16-byte vectors when extents are multiples of 8, else in pairs
+    // when they are even.
     let h = CastSpec::identity(DType::F16);
-    let p = codegen::generate(&ConversionPlan::new(&nchw, &nhwc).unwrap(), &h).unwrap();
+    let dims128 = Dims::parse("N=2,C=128,H=8,W=8").unwrap();
+    let p = codegen::generate(
+        &ConversionPlan::new(
+            &parse_format("NCHW").unwrap().shaped(&dims128).unwrap(),
+            &parse_format("NHWC").unwrap().shaped(&dims128).unwrap(),
+        )
+        .unwrap(),
+        &h,
+    )
+    .unwrap();
+    assert!(p[0].source.contains("const uint4 v ="), "{}", p[0].source);
+    let dims66 = Dims::parse("N=2,C=130,H=8,W=8").unwrap();
+    let p = codegen::generate(
+        &ConversionPlan::new(
+            &parse_format("NCHW").unwrap().shaped(&dims66).unwrap(),
+            &parse_format("NHWC").unwrap().shaped(&dims66).unwrap(),
+        )
+        .unwrap(),
+        &h,
+    )
+    .unwrap();
     assert!(
         p[0].source.contains("const unsigned int v ="),
         "{}",
@@ -151,6 +172,11 @@ fn benchmark_conversions_with_tails_match_the_cpu_reference() {
         ("NCHW", "NHWC", "N=2,C=64,H=16,W=18"),
         ("NHWC", "NCHW", "N=2,C=66,H=8,W=10"),
         ("NCHW", "NCHW32c", "N=2,C=64,H=12,W=12"),
+        // Extents that are multiples of 8 with partial tiles: the 16-byte vector tiles.
+        ("NCHW", "NHWC", "N=2,C=136,H=12,W=20"),
+        ("NHWC", "NCHW", "N=2,C=200,H=10,W=12"),
+        // Whole 16-channel blocks: pairs and packed stores over a compound source index.
+        ("OIHW", "OIHW16i16o", "O=32,I=48,H=3,W=3"),
     ];
     let mut checked = 0;
     for (from, to, dims) in cases {
