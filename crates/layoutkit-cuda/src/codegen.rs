@@ -2,10 +2,13 @@
 //! generation, testable without a GPU.
 //!
 //! * A region whose innermost loop is contiguous in the destination and which has a loop
-//!   contiguous in the source (a transposition) gets a tiled kernel: 32 x 32 tiles staged
-//!   through shared memory, so both the reads and the writes are coalesced.
+//!   contiguous in the source (a transposition) gets a tiled kernel: tiles of about 1024
+//!   elements staged through shared memory, so both the reads and the writes are coalesced,
+//!   with 16-byte or paired accesses where alignment allows.
 //! * Every other copy region gets an element kernel (one thread per element, consecutive
 //!   threads on the innermost loop), and padding gets a fill kernel.
+//! * Plans with padding, or with regions whose innermost runs are short, get one gather over
+//!   the whole destination instead (each lane writes whole 16-byte chunks).
 //! * Casts happen in the same pass, with the CPU reference's exact rounding (written out with
 //!   integer operations where CUDA's intrinsics could treat NaN payloads differently).
 

@@ -109,6 +109,23 @@ fn codegen_tiles_transpositions_and_loops_elsewhere() {
         "{}",
         p[0].source
     );
+    // MACE images with many channel blocks go through the chunked gather (a tile of 4-channel
+    // units measured slower on the H200, bench/results/gpu.md).
+    let dims250 = Dims::parse("N=2,H=7,W=37,C=250").unwrap();
+    let m = codegen::generate(
+        &ConversionPlan::new(
+            &parse_format("NHWC").unwrap().shaped(&dims250).unwrap(),
+            &parse_format("mace:in_out_channel")
+                .unwrap()
+                .shaped(&dims250)
+                .unwrap(),
+        )
+        .unwrap(),
+        &id,
+    )
+    .unwrap();
+    assert_eq!(m.len(), 1);
+    assert!(m[0].source.contains("uint4 q"), "{}", m[0].source);
     // Casts the backend does not fuse are refused, not miscomputed.
     let bad = CastSpec::new(DType::I32, DType::F16, None).unwrap();
     assert!(codegen::generate(&ConversionPlan::new(&nchw, &nhwc).unwrap(), &bad).is_err());
@@ -177,6 +194,9 @@ fn benchmark_conversions_with_tails_match_the_cpu_reference() {
         ("NHWC", "NCHW", "N=2,C=200,H=10,W=12"),
         // Whole 16-channel blocks: pairs and packed stores over a compound source index.
         ("OIHW", "OIHW16i16o", "O=32,I=48,H=3,W=3"),
+        // MACE images with many channel blocks and padding, and without padding.
+        ("NHWC", "mace:in_out_channel", "N=2,H=7,W=37,C=250"),
+        ("NHWC", "mace:in_out_channel", "N=1,H=5,W=21,C=68"),
     ];
     let mut checked = 0;
     for (from, to, dims) in cases {
