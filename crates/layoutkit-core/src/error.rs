@@ -82,4 +82,12 @@ pub enum Error {
         expected_bytes: usize,
         actual_bytes: usize,
     },
+
+    /// Convolution parameters or operand dims that do not fit together.
+    #[error("conv2d with input {input}, filter {filter}: {reason}")]
+    Conv {
+        input: String,
+        filter: String,
+        reason: String,
+    },
 }

@@ -12,6 +12,7 @@
 //! * [`DType`] and [`CastSpec`]: element types and the exact casts between them.
 //! * [`npy`]: `.npy` reading and writing, byte-identical to numpy's own files.
 //! * [`plan`]: conversion plans (pure data, reused by every backend).
+//! * [`conv`]: 2-D convolution geometry (stride, padding, dilation, groups, output dims).
 //!
 //! ```
 //! use layoutkit_core::{parse_format, Dims};
@@ -25,6 +26,7 @@
 
 mod axis;
 pub mod cast;
+pub mod conv;
 mod dims;
 mod dtype;
 mod error;

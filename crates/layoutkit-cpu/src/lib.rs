@@ -10,6 +10,7 @@
 //! * [`convert_fast`]: the fast engine: the same plan with whole runs as slice copies/casts,
 //!   cache-sized transposition tiles (AVX2 where the CPU has it) and threads.
 //! * [`convert`]: plans and runs in one call, allocating the destination.
+//! * [`conv2d_reference`]: the reference 2-D convolution (f64, any operand layouts).
 //!
 //! ```
 //! use layoutkit_core::{parse_format, CastSpec, DType, Dims};
@@ -29,6 +30,7 @@
 #[doc = include_str!("../../../README.md")]
 mod readme_examples {}
 
+mod conv_reference;
 mod error;
 #[allow(unsafe_code)]
 mod fast;
@@ -36,6 +38,7 @@ mod planned;
 mod reference;
 mod winograd;
 
+pub use conv_reference::{conv2d_reference, Epilogue, TensorRef};
 pub use error::Error;
 pub use fast::{convert_fast, AlignedBuf};
 pub use planned::convert_planned;
