@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of layoutkit on a fresh machine: installs what the tests need, then the Rust
-# test suites (unit, property, CLI) and the numpy cross-check of every format name.
+# test suites (unit, property, CLI), the numpy cross-check of every format name and of the
+# reference convolution.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,5 +29,8 @@ cargo test --workspace --doc
 echo "== numpy cross-check of every format name"
 cargo build --quiet -p layoutkit-cli
 python3 tests/numpy_crosscheck.py target/debug/layoutkit
+
+echo "== numpy cross-check of the reference convolution"
+python3 tests/numpy_conv_crosscheck.py target/debug/layoutkit
 
 echo "== all tests passed"

@@ -20,7 +20,8 @@ Examples:
   layoutkit locate NC/32HW32 --dims N=2,C=40,H=7,W=7 --offset 4000
   layoutkit convert x.npy y.npy --from NCHW --to kHWC8
   layoutkit convert y.npy x2.npy --from kHWC8 --to NCHW --dims N=16,C=3,H=224,W=224
-  layoutkit convert w.npy w8.npy --from OIHW --to OIHW4i16o4i --to-dtype f16";
+  layoutkit convert w.npy w8.npy --from OIHW --to OIHW4i16o4i --to-dtype f16
+  layoutkit conv x.npy w.npy y.npy --input-format NHWC --padding 1 --relu";
 
 #[derive(Parser, Debug)]
 #[command(name = "layoutkit", version, about = ABOUT, long_about = LONG_ABOUT, after_help = EXAMPLES)]
@@ -102,8 +103,87 @@ Examples:
   layoutkit bench --from NCHW --to NHWC --dims N=16,C=256,H=56,W=56 --dtype f16 --json
   layoutkit bench --device opencl --from NHWC --to mace:in_out_channel --dims N=8,H=224,W=224,C=32")]
     Bench(BenchArgs),
+    /// Run one 2-D convolution on .npy operands in any layouts (the f64 reference, on the CPU).
+    #[command(after_help = "\
+X.npy holds the activations (axes N, C, H, W) as the physical array of --input-format, W.npy the
+filter (axes O, I, H, W with I = C / groups) as the physical array of --filter-format. Y.npy gets
+the output (N, C = O, H, W) as the physical array of --output-format, padding filled with 0.
+Dims follow from the arrays' shapes; pass --input-dims/--filter-dims for padded layouts.
+Sums are exact f64 accumulations rounded once to --output-dtype (default: the input's float
+type, or i32 for i8/u8 inputs, whose sums are then exact).
+
+Examples:
+  layoutkit conv x.npy w.npy y.npy --input-format NHWC --padding 1
+  layoutkit conv x.npy w.npy y.npy --input-format NCHW8c --input-dims N=1,C=3,H=32,W=32 \\
+      --filter-format OIHW --output-format NHWC --stride 2 --padding 1 --bias b.npy --relu
+  layoutkit conv x.npy w.npy y.npy --groups 32 --padding 1      # depthwise: W is O=32,I=1")]
+    Conv(ConvArgs),
     /// The built-in example (what `layoutkit` with no command runs).
     Tour,
+}
+
+/// `2` or `2,1`: one value for both spatial axes, or H then W.
+fn hw_pair(s: &str) -> Result<[usize; 2], String> {
+    let parts: Vec<&str> = s.split(',').collect();
+    let num = |t: &str| {
+        t.trim()
+            .parse::<usize>()
+            .map_err(|_| format!("`{s}` is not a count or a pair H,W of counts"))
+    };
+    match parts.as_slice() {
+        [v] => {
+            let v = num(v)?;
+            Ok([v, v])
+        }
+        [h, w] => Ok([num(h)?, num(w)?]),
+        _ => Err(format!("`{s}` is not a count or a pair H,W of counts")),
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct ConvArgs {
+    /// Activations .npy (axes N, C, H, W).
+    pub input: PathBuf,
+    /// Filter .npy (axes O, I, H, W).
+    pub filter: PathBuf,
+    /// Output .npy (written atomically).
+    pub output: PathBuf,
+    /// Layout of the activations.
+    #[arg(long, default_value = "NCHW")]
+    pub input_format: String,
+    /// Layout of the filter.
+    #[arg(long, default_value = "OIHW")]
+    pub filter_format: String,
+    /// Layout of the output (default: the input's).
+    #[arg(long)]
+    pub output_format: Option<String>,
+    /// Dims of the activations, needed when their layout is padded.
+    #[arg(long)]
+    pub input_dims: Option<String>,
+    /// Dims of the filter, needed when its layout is padded.
+    #[arg(long)]
+    pub filter_dims: Option<String>,
+    /// Stride: S or SH,SW.
+    #[arg(long, value_parser = hw_pair, default_value = "1")]
+    pub stride: [usize; 2],
+    /// Zero padding on each side: P or PH,PW.
+    #[arg(long, value_parser = hw_pair, default_value = "0")]
+    pub padding: [usize; 2],
+    /// Dilation: D or DH,DW.
+    #[arg(long, value_parser = hw_pair, default_value = "1")]
+    pub dilation: [usize; 2],
+    /// Groups (C and O multiples of it; groups = C = O with I = 1 is depthwise).
+    #[arg(long, default_value_t = 1)]
+    pub groups: usize,
+    /// Bias .npy: O values, added to each output channel.
+    #[arg(long)]
+    pub bias: Option<PathBuf>,
+    /// Apply max(0, x) after the bias.
+    #[arg(long)]
+    pub relu: bool,
+    /// Element type of the output.
+    #[arg(long)]
+    pub output_dtype: Option<String>,
 }
 
 #[derive(Args, Debug)]

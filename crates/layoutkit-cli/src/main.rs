@@ -50,6 +50,7 @@ fn main() -> ExitCode {
         Some(Command::Convert(a)) => commands::convert::run(&a, json),
         Some(Command::Features(a)) => commands::features::run(&a, json),
         Some(Command::Bench(a)) => commands::bench::run(&a, json),
+        Some(Command::Conv(a)) => commands::conv::run(&a, json),
         Some(Command::Tour) => commands::tour::run(),
     };
     match result {

@@ -464,3 +464,54 @@ fn gpu_devices_convert_or_say_why_not() {
         }
     }
 }
+
+#[test]
+fn conv_writes_the_reference_result_and_rejects_bad_problems() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
+    // x = 1..9 as 1x1x3x3, w = ones 1x1x2x2: y = [12, 16, 24, 28] (see the reference's tests).
+    let x: Vec<u8> = (1..=9).flat_map(|v| (v as f32).to_le_bytes()).collect();
+    let w: Vec<u8> = (0..4).flat_map(|_| 1f32.to_le_bytes()).collect();
+    save(Path::new(&p("x.npy")), DType::F32, &[1, 1, 3, 3], &x);
+    save(Path::new(&p("w.npy")), DType::F32, &[1, 1, 2, 2], &w);
+    let doc = json(&[
+        "conv",
+        &p("x.npy"),
+        &p("w.npy"),
+        &p("y.npy"),
+        "--output-format",
+        "NHWC",
+        "--json",
+    ]);
+    assert_eq!(doc["output_dims"]["H"], 2);
+    assert_eq!(doc["macs"], 16);
+    let y_file = std::fs::read(p("y.npy")).unwrap();
+    let y = npy::decode(&y_file).unwrap();
+    assert_eq!(y.header.shape, vec![1, 2, 2, 1]);
+    let got: Vec<f32> = y
+        .data
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    assert_eq!(got, vec![12.0, 16.0, 24.0, 28.0]);
+    let base = [p("x.npy"), p("w.npy"), p("bad.npy")];
+    let w_path = p("w.npy");
+    let with = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = vec!["conv".into()];
+        v.extend(base.iter().cloned());
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    for (args, needle) in [
+        (with(&["--groups", "2"]), "multiples of groups"),
+        (with(&["--stride", "0"]), "at least 1"),
+        (with(&["--stride", "2,x"]), "not a count"),
+        (with(&["--dilation", "3"]), "more than the padded input"),
+        (with(&["--input-format", "NCHW8c"]), "pass its dims"),
+        (with(&["--bias", &w_path]), "one value per output channel"),
+    ] {
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        assert_bad_input(&a, needle);
+        assert!(!Path::new(&p("bad.npy")).exists());
+    }
+}

@@ -1,6 +1,7 @@
 //! One module per subcommand; shared argument parsing here.
 
 pub mod bench;
+pub mod conv;
 pub mod convert;
 pub mod describe;
 pub mod features;

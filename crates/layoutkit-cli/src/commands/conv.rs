@@ -1,0 +1,149 @@
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use layoutkit_core::cast::Scalar;
+use layoutkit_core::conv::Conv2d;
+use layoutkit_core::{npy, parse_format, CastSpec, DType, Dims, ShapedLayout};
+use layoutkit_cpu::{conv2d_reference, Epilogue, TensorRef};
+use serde_json::json;
+
+use super::list;
+use crate::args::ConvArgs;
+use crate::files::{read_input, write_atomic};
+
+/// An operand read from `path`: its shaped layout (dims from `dims` or the array's shape),
+/// element type and bytes.
+fn operand(
+    path: &Path,
+    format: &str,
+    dims: Option<&str>,
+) -> Result<(ShapedLayout, DType, Vec<u8>)> {
+    let layout = parse_format(format)?;
+    let file = read_input(path)?;
+    let array = npy::decode(&file).with_context(|| format!("{}", path.display()))?;
+    let shape = &array.header.shape;
+    let dims = match dims {
+        Some(d) => Dims::parse(d)?,
+        None => ShapedLayout::infer_dims(&layout, shape).with_context(|| {
+            format!(
+                "{} has shape {} for {layout}; pass its dims",
+                path.display(),
+                list(shape)
+            )
+        })?,
+    };
+    let shaped = layout.shaped(&dims)?;
+    if &shaped.array_shape() != shape {
+        bail!(
+            "{} has shape {} but {layout} with dims {dims} has array shape {}",
+            path.display(),
+            list(shape),
+            list(&shaped.array_shape())
+        );
+    }
+    Ok((shaped, array.header.dtype, array.data.to_vec()))
+}
+
+/// The bias file's values as f64 (any element type, one value per output channel).
+fn read_bias(path: &Path) -> Result<Vec<f64>> {
+    let file = read_input(path)?;
+    let array = npy::decode(&file).with_context(|| format!("{}", path.display()))?;
+    if array.header.shape.len() != 1 {
+        bail!(
+            "{} has shape {}; a bias is one value per output channel",
+            path.display(),
+            list(&array.header.shape)
+        );
+    }
+    let t = array.header.dtype;
+    let to_f64 = CastSpec::new(t, DType::F64, None)?;
+    Ok(array
+        .data
+        .chunks_exact(t.size_bytes())
+        .map(|b| match to_f64.apply(Scalar::read(t, b)) {
+            Scalar::F64(v) => v,
+            _ => unreachable!("a cast to f64 gives f64"),
+        })
+        .collect())
+}
+
+pub fn run(a: &ConvArgs, json_out: bool) -> Result<()> {
+    let (x, x_dtype, x_data) = operand(&a.input, &a.input_format, a.input_dims.as_deref())?;
+    let (w, w_dtype, w_data) = operand(&a.filter, &a.filter_format, a.filter_dims.as_deref())?;
+    let conv = Conv2d {
+        stride: a.stride,
+        padding: a.padding,
+        dilation: a.dilation,
+        groups: a.groups,
+    };
+    let y_dims = conv.output_dims(&x.dims(), &w.dims())?;
+    let y_format = a.output_format.as_deref().unwrap_or(&a.input_format);
+    let y = parse_format(y_format)?.shaped(&y_dims)?;
+    let y_dtype = match a.output_dtype.as_deref() {
+        Some(t) => t.parse()?,
+        None if x_dtype.is_float() => x_dtype,
+        None => DType::I32,
+    };
+    let bias = a.bias.as_deref().map(read_bias).transpose()?;
+    let epilogue = Epilogue {
+        bias: bias.as_deref(),
+        relu: a.relu,
+    };
+    let start = Instant::now();
+    let out = conv2d_reference(
+        &conv,
+        TensorRef {
+            layout: &x,
+            dtype: x_dtype,
+            data: &x_data,
+        },
+        TensorRef {
+            layout: &w,
+            dtype: w_dtype,
+            data: &w_data,
+        },
+        &epilogue,
+        &y,
+        y_dtype,
+    )?;
+    let seconds = start.elapsed().as_secs_f64();
+    let header = npy::header_bytes(y_dtype, &y.array_shape());
+    write_atomic(&a.output, &[&header, &out])?;
+    let macs = conv.macs(&x.dims(), &w.dims())?;
+    if json_out {
+        crate::json::print(&json!({
+            "output": a.output.display().to_string(),
+            "input_dims": crate::json::dims(&x.dims()),
+            "filter_dims": crate::json::dims(&w.dims()),
+            "output_dims": crate::json::dims(&y_dims),
+            "output_format": y.layout().to_string(),
+            "output_shape": y.array_shape(),
+            "output_dtype": y_dtype.name(),
+            "stride": a.stride,
+            "padding": a.padding,
+            "dilation": a.dilation,
+            "groups": a.groups,
+            "macs": macs,
+            "engine": "reference",
+            "seconds": seconds,
+        }));
+    } else {
+        outln!(
+            "{} ({} {}) * {} ({} {}) -> {} {} {} {} ({} MACs, reference, {:.3} ms)",
+            a.input.display(),
+            x.layout(),
+            x.dims(),
+            a.filter.display(),
+            w.layout(),
+            w.dims(),
+            a.output.display(),
+            y.layout(),
+            y_dims,
+            y_dtype,
+            macs,
+            seconds * 1e3
+        );
+    }
+    Ok(())
+}
