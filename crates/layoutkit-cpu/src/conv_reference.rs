@@ -2,7 +2,7 @@
 //! operands. Slow and obviously right; every convolution implementation is tested against it.
 
 use layoutkit_core::conv::Conv2d;
-use layoutkit_core::{parse_format, CastSpec, DType, Error as CoreError, ShapedLayout};
+use layoutkit_core::{parse_format, CastSpec, DType, Dims, Error as CoreError, ShapedLayout};
 
 use crate::{convert_reference, Error};
 
@@ -38,23 +38,16 @@ fn to_plain_f64(t: TensorRef<'_>, plain: &str) -> Result<Vec<f64>, Error> {
         .collect())
 }
 
-/// The convolution of `x` (axes `N, C, H, W`, any layout and element type) with `w` (axes
-/// `O, I, H, W`), then `epilogue`, written into layout `y` with elements of `y_dtype`.
-///
-/// Contract: `y`'s dims are `conv.output_dims(x, w)` (errors otherwise, as for bad parameters,
-/// a bias whose length is not `O`, or buffers that do not match their layouts). Every product is
-/// exact in f64 and the sum is accumulated in f64 in the order `c, kh, kw`; the result is
-/// rounded once to `y_dtype` (round half to even; integer types saturate, so i8 operands give
-/// the exact i32 sum whenever it fits). Padding of `y`'s layout holds its fill value.
-pub fn conv2d_reference(
+/// Checks a convolution problem: the parameters against the operands' dims, `y`'s dims against
+/// the output dims, and the bias length against `O`. Returns the output dims `N, C, H, W`.
+pub(crate) fn check_problem(
     conv: &Conv2d,
-    x: TensorRef<'_>,
-    w: TensorRef<'_>,
+    x: &ShapedLayout,
+    w: &ShapedLayout,
     epilogue: &Epilogue<'_>,
     y: &ShapedLayout,
-    y_dtype: DType,
-) -> Result<Vec<u8>, Error> {
-    let (xd, wd) = (x.layout.dims(), w.layout.dims());
+) -> Result<Dims, Error> {
+    let (xd, wd) = (x.dims(), w.dims());
     let out = conv.output_dims(&xd, &wd)?;
     let conv_err = |reason: String| -> Error {
         CoreError::Conv {
@@ -76,12 +69,7 @@ pub fn conv2d_reference(
             y.dims()
         )));
     }
-    let e = |d: &layoutkit_core::Dims, i: usize| d.entries()[i].1;
-    let [n, o, oh, ow] = [0, 1, 2, 3].map(|i| e(&out, i));
-    let plain_x = parse_format("NCHW")?.shaped(&xd)?;
-    let plain_w = parse_format("OIHW")?.shaped(&wd)?;
-    let [_, c, h, wi] = [0, 1, 2, 3].map(|i| plain_x.extents()[i]);
-    let [_, ci, kh, kw] = [0, 1, 2, 3].map(|i| plain_w.extents()[i]);
+    let o = out.entries()[1].1;
     if let Some(b) = epilogue.bias {
         if b.len() != o {
             return Err(conv_err(format!(
@@ -90,6 +78,32 @@ pub fn conv2d_reference(
             )));
         }
     }
+    Ok(out)
+}
+
+/// The convolution of `x` (axes `N, C, H, W`, any layout and element type) with `w` (axes
+/// `O, I, H, W`), then `epilogue`, written into layout `y` with elements of `y_dtype`.
+///
+/// Contract: `y`'s dims are `conv.output_dims(x, w)` (errors otherwise, as for bad parameters,
+/// a bias whose length is not `O`, or buffers that do not match their layouts). Every product is
+/// exact in f64 and the sum is accumulated in f64 in the order `c, kh, kw`; the result is
+/// rounded once to `y_dtype` (round half to even; integer types saturate, so i8 operands give
+/// the exact i32 sum whenever it fits). Padding of `y`'s layout holds its fill value.
+pub fn conv2d_reference(
+    conv: &Conv2d,
+    x: TensorRef<'_>,
+    w: TensorRef<'_>,
+    epilogue: &Epilogue<'_>,
+    y: &ShapedLayout,
+    y_dtype: DType,
+) -> Result<Vec<u8>, Error> {
+    let out = check_problem(conv, x.layout, w.layout, epilogue, y)?;
+    let e = |d: &layoutkit_core::Dims, i: usize| d.entries()[i].1;
+    let [n, o, oh, ow] = [0, 1, 2, 3].map(|i| e(&out, i));
+    let plain_x = parse_format("NCHW")?.shaped(&x.layout.dims())?;
+    let plain_w = parse_format("OIHW")?.shaped(&w.layout.dims())?;
+    let [_, c, h, wi] = [0, 1, 2, 3].map(|i| plain_x.extents()[i]);
+    let [_, ci, kh, kw] = [0, 1, 2, 3].map(|i| plain_w.extents()[i]);
     let xv = to_plain_f64(x, "NCHW")?;
     let wv = to_plain_f64(w, "OIHW")?;
     let og = o / conv.groups;

@@ -11,6 +11,7 @@
 //!   cache-sized transposition tiles (AVX2 where the CPU has it) and threads.
 //! * [`convert`]: plans and runs in one call, allocating the destination.
 //! * [`conv2d_reference`]: the reference 2-D convolution (f64, any operand layouts).
+//! * [`conv2d_fast`]: implicit-GEMM convolution on f32 NCHW / NHWC / NCHW<x>c activations.
 //!
 //! ```
 //! use layoutkit_core::{parse_format, CastSpec, DType, Dims};
@@ -30,6 +31,8 @@
 #[doc = include_str!("../../../README.md")]
 mod readme_examples {}
 
+#[allow(unsafe_code)]
+mod conv_fast;
 mod conv_reference;
 mod error;
 #[allow(unsafe_code)]
@@ -38,6 +41,7 @@ mod planned;
 mod reference;
 mod winograd;
 
+pub use conv_fast::{conv2d_fast, conv2d_fast_supports};
 pub use conv_reference::{conv2d_reference, Epilogue, TensorRef};
 pub use error::Error;
 pub use fast::{convert_fast, AlignedBuf};

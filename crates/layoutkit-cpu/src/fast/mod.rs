@@ -62,7 +62,10 @@ pub fn convert_fast(
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
-        .map_err(|e| layoutkit_core::Error::Npy(format!("cannot start {threads} threads: {e}")))?;
+        .map_err(|e| Error::Threads {
+            threads,
+            reason: e.to_string(),
+        })?;
     pool.install(|| items.par_iter().for_each(|it| job.execute(it)));
     Ok(())
 }
