@@ -103,14 +103,16 @@ Examples:
   layoutkit bench --from NCHW --to NHWC --dims N=16,C=256,H=56,W=56 --dtype f16 --json
   layoutkit bench --device opencl --from NHWC --to mace:in_out_channel --dims N=8,H=224,W=224,C=32")]
     Bench(BenchArgs),
-    /// Run one 2-D convolution on .npy operands in any layouts (the f64 reference, on the CPU).
+    /// Run one 2-D convolution on .npy operands in any layouts, on the CPU.
     #[command(after_help = "\
 X.npy holds the activations (axes N, C, H, W) as the physical array of --input-format, W.npy the
 filter (axes O, I, H, W with I = C / groups) as the physical array of --filter-format. Y.npy gets
 the output (N, C = O, H, W) as the physical array of --output-format, padding filled with 0.
 Dims follow from the arrays' shapes; pass --input-dims/--filter-dims for padded layouts.
-Sums are exact f64 accumulations rounded once to --output-dtype (default: the input's float
-type, or i32 for i8/u8 inputs, whose sums are then exact).
+--engine fast (the default for f32 NCHW, NHWC and NCHW<x>c activations) is an implicit GEMM
+with f32 sums on all cores; --engine reference sums exactly in f64 and rounds once to
+--output-dtype (default: the input's float type, or i32 for i8/u8 inputs, whose sums are then
+exact), for any layouts and types.
 
 Examples:
   layoutkit conv x.npy w.npy y.npy --input-format NHWC --padding 1
@@ -184,6 +186,20 @@ pub struct ConvArgs {
     /// Element type of the output.
     #[arg(long)]
     pub output_dtype: Option<String>,
+    /// fast: implicit GEMM on f32 NCHW / NHWC / NCHW<x>c activations (f32 sums); reference:
+    /// exact f64 sums, any layouts and types; auto: fast where it applies, else reference.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub engine: ConvEngine,
+    /// CPU threads for the fast engine (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum ConvEngine {
+    Auto,
+    Fast,
+    Reference,
 }
 
 #[derive(Args, Debug)]

@@ -5,11 +5,11 @@ use anyhow::{bail, Context, Result};
 use layoutkit_core::cast::Scalar;
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::{npy, parse_format, CastSpec, DType, Dims, ShapedLayout};
-use layoutkit_cpu::{conv2d_reference, Epilogue, TensorRef};
+use layoutkit_cpu::{conv2d_fast, conv2d_fast_supports, conv2d_reference, Epilogue, TensorRef};
 use serde_json::json;
 
 use super::list;
-use crate::args::ConvArgs;
+use crate::args::{ConvArgs, ConvEngine};
 use crate::files::{read_input, write_atomic};
 
 /// An operand read from `path`: its shaped layout (dims from `dims` or the array's shape),
@@ -90,23 +90,32 @@ pub fn run(a: &ConvArgs, json_out: bool) -> Result<()> {
         bias: bias.as_deref(),
         relu: a.relu,
     };
+    let xr = TensorRef {
+        layout: &x,
+        dtype: x_dtype,
+        data: &x_data,
+    };
+    let wr = TensorRef {
+        layout: &w,
+        dtype: w_dtype,
+        data: &w_data,
+    };
+    let fast = match a.engine {
+        ConvEngine::Reference => false,
+        ConvEngine::Fast => true,
+        ConvEngine::Auto => conv2d_fast_supports(&xr),
+    };
+    let threads = a
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
     let start = Instant::now();
-    let out = conv2d_reference(
-        &conv,
-        TensorRef {
-            layout: &x,
-            dtype: x_dtype,
-            data: &x_data,
-        },
-        TensorRef {
-            layout: &w,
-            dtype: w_dtype,
-            data: &w_data,
-        },
-        &epilogue,
-        &y,
-        y_dtype,
-    )?;
+    let out = if fast {
+        conv2d_fast(&conv, xr, wr, &epilogue, &y, y_dtype, threads)?
+    } else {
+        conv2d_reference(&conv, xr, wr, &epilogue, &y, y_dtype)?
+    };
+    let engine = if fast { "fast" } else { "reference" };
     let seconds = start.elapsed().as_secs_f64();
     let header = npy::header_bytes(y_dtype, &y.array_shape());
     write_atomic(&a.output, &[&header, &out])?;
@@ -125,12 +134,12 @@ pub fn run(a: &ConvArgs, json_out: bool) -> Result<()> {
             "dilation": a.dilation,
             "groups": a.groups,
             "macs": macs,
-            "engine": "reference",
+            "engine": engine,
             "seconds": seconds,
         }));
     } else {
         outln!(
-            "{} ({} {}) * {} ({} {}) -> {} {} {} {} ({} MACs, reference, {:.3} ms)",
+            "{} ({} {}) * {} ({} {}) -> {} {} {} {} ({} MACs, {engine}, {:.3} ms)",
             a.input.display(),
             x.layout(),
             x.dims(),
