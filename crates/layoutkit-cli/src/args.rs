@@ -118,8 +118,9 @@ Examples:
   layoutkit conv x.npy w.npy y.npy --input-format NHWC --padding 1
   layoutkit conv x.npy w.npy y.npy --input-format NCHW8c --input-dims N=1,C=3,H=32,W=32 \\
       --filter-format OIHW --output-format NHWC --stride 2 --padding 1 --bias b.npy --relu
-  layoutkit conv x.npy w.npy y.npy --groups 32 --padding 1      # depthwise: W is O=32,I=1")]
-    Conv(ConvArgs),
+  layoutkit conv x.npy w.npy y.npy --groups 32 --padding 1      # depthwise: W is O=32,I=1
+  layoutkit conv bench --batch 1 --layouts NCHW,NHWC,NCHW8c      # TFLOP/s per layer and layout")]
+    Conv(ConvCommand),
     /// The built-in example (what `layoutkit` with no command runs).
     Tour,
 }
@@ -142,14 +143,62 @@ fn hw_pair(s: &str) -> Result<[usize; 2], String> {
     }
 }
 
+/// `conv X W Y ...` runs one convolution; `conv bench ...` times a layer list.
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct ConvCommand {
+    #[command(subcommand)]
+    pub bench: Option<ConvSubcommand>,
+    #[command(flatten)]
+    pub run: ConvArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ConvSubcommand {
+    /// Time the fast convolution per layer and activation layout: TFLOP/s and bytes moved.
+    #[command(after_help = "\
+Layers: the distinct convolutions of ResNet-50 (224 x 224 input) at --batch. Each layer runs
+with its activations and output in each of --layouts (the filter stays OIHW, packed once per
+run, inside the timing); FLOP = 2 x MACs; `MiB moved` is the activations, filter and output
+in that layout (padding included), read or written once. The median of --repeats timed runs
+after a warm-up is reported.
+
+Examples:
+  layoutkit conv bench --batch 1
+  layoutkit conv bench --batch 8 --layouts NHWC,NCHW16c --threads 16 --json")]
+    Bench(ConvBenchArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ConvBenchArgs {
+    /// Batch size N.
+    #[arg(long, default_value_t = 64)]
+    pub batch: usize,
+    /// Activation layouts to compare (comma-separated: NCHW, NHWC, NCHW<x>c).
+    #[arg(long, default_value = "NCHW,NHWC,NCHW8c")]
+    pub layouts: String,
+    /// Only the layers whose name contains this (e.g. 3x3).
+    #[arg(long)]
+    pub filter: Option<String>,
+    /// Timed repetitions after one warm-up.
+    #[arg(long, default_value_t = 3)]
+    pub repeats: usize,
+    /// CPU threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
 #[derive(Args, Debug)]
 pub struct ConvArgs {
     /// Activations .npy (axes N, C, H, W).
-    pub input: PathBuf,
+    #[arg(required = true)]
+    pub input: Option<PathBuf>,
     /// Filter .npy (axes O, I, H, W).
-    pub filter: PathBuf,
+    #[arg(required = true)]
+    pub filter: Option<PathBuf>,
     /// Output .npy (written atomically).
-    pub output: PathBuf,
+    #[arg(required = true)]
+    pub output: Option<PathBuf>,
     /// Layout of the activations.
     #[arg(long, default_value = "NCHW")]
     pub input_format: String,

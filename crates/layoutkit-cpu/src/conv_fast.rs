@@ -311,17 +311,27 @@ fn compute_row_generic<const FMA: bool>(
                             }
                         }
                         let wrs = &wp[(r * g.kw + s) * g.cg * OT..][..g.cg * OT];
+                        // Interior tiles (every pixel inside the input) skip the mask.
+                        let interior = mask.iter().all(|&m| m == 1.0);
                         for (ci, &off) in chan.iter().enumerate() {
                             let wrow: &[f32; OT] = wrs[ci * OT..ci * OT + OT]
                                 .try_into()
                                 .expect("a panel row holds OT values");
+                            let mut a = [0f32; PT];
                             for p in 0..PT {
-                                let a = xs[base[p] + off] * mask[p];
+                                a[p] = xs[base[p] + off];
+                            }
+                            if !interior {
+                                for p in 0..PT {
+                                    a[p] *= mask[p];
+                                }
+                            }
+                            for p in 0..PT {
                                 for j in 0..OT {
                                     acc[p][j] = if FMA {
-                                        a.mul_add(wrow[j], acc[p][j])
+                                        a[p].mul_add(wrow[j], acc[p][j])
                                     } else {
-                                        acc[p][j] + a * wrow[j]
+                                        acc[p][j] + a[p] * wrow[j]
                                     };
                                 }
                             }

@@ -69,8 +69,11 @@ fn read_bias(path: &Path) -> Result<Vec<f64>> {
 }
 
 pub fn run(a: &ConvArgs, json_out: bool) -> Result<()> {
-    let (x, x_dtype, x_data) = operand(&a.input, &a.input_format, a.input_dims.as_deref())?;
-    let (w, w_dtype, w_data) = operand(&a.filter, &a.filter_format, a.filter_dims.as_deref())?;
+    let (Some(input), Some(filter), Some(output)) = (&a.input, &a.filter, &a.output) else {
+        bail!("conv needs X.npy W.npy Y.npy (or `conv bench`)");
+    };
+    let (x, x_dtype, x_data) = operand(input, &a.input_format, a.input_dims.as_deref())?;
+    let (w, w_dtype, w_data) = operand(filter, &a.filter_format, a.filter_dims.as_deref())?;
     let conv = Conv2d {
         stride: a.stride,
         padding: a.padding,
@@ -118,11 +121,11 @@ pub fn run(a: &ConvArgs, json_out: bool) -> Result<()> {
     let engine = if fast { "fast" } else { "reference" };
     let seconds = start.elapsed().as_secs_f64();
     let header = npy::header_bytes(y_dtype, &y.array_shape());
-    write_atomic(&a.output, &[&header, &out])?;
+    write_atomic(output, &[&header, &out])?;
     let macs = conv.macs(&x.dims(), &w.dims())?;
     if json_out {
         crate::json::print(&json!({
-            "output": a.output.display().to_string(),
+            "output": output.display().to_string(),
             "input_dims": crate::json::dims(&x.dims()),
             "filter_dims": crate::json::dims(&w.dims()),
             "output_dims": crate::json::dims(&y_dims),
@@ -140,13 +143,13 @@ pub fn run(a: &ConvArgs, json_out: bool) -> Result<()> {
     } else {
         outln!(
             "{} ({} {}) * {} ({} {}) -> {} {} {} {} ({} MACs, {engine}, {:.3} ms)",
-            a.input.display(),
+            input.display(),
             x.layout(),
             x.dims(),
-            a.filter.display(),
+            filter.display(),
             w.layout(),
             w.dims(),
-            a.output.display(),
+            output.display(),
             y.layout(),
             y_dims,
             y_dtype,

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod conv;
+pub mod conv_bench;
 pub mod convert;
 pub mod describe;
 pub mod features;
