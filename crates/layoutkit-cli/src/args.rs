@@ -186,6 +186,10 @@ pub struct ConvBenchArgs {
     /// CPU threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Print the layer list (after --filter) and time nothing; with --json, one object per
+    /// layer (name, c, hw, o, k, stride, padding).
+    #[arg(long)]
+    pub list: bool,
 }
 
 #[derive(Args, Debug)]

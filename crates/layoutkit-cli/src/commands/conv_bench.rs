@@ -102,6 +102,33 @@ pub fn run(a: &ConvBenchArgs, json_out: bool) -> Result<()> {
             a.filter.as_deref().unwrap_or("")
         );
     }
+    if a.list {
+        if json_out {
+            let list: Vec<_> = layers
+                .iter()
+                .map(|l| {
+                    json!({"name": l.name, "c": l.c, "hw": l.hw, "o": l.o, "k": l.k,
+                           "stride": l.stride, "padding": l.pad})
+                })
+                .collect();
+            crate::json::print(&json!({ "layers": list }));
+        } else {
+            for l in &layers {
+                outln!(
+                    "{:<26} C={:<5} H=W={:<4} O={:<5} {}x{} stride {} padding {}",
+                    l.name,
+                    l.c,
+                    l.hw,
+                    l.o,
+                    l.k,
+                    l.k,
+                    l.stride,
+                    l.pad
+                );
+            }
+        }
+        return Ok(());
+    }
     let mut rows = Vec::new();
     if !json_out {
         outln!(
