@@ -9,7 +9,10 @@ layers. cuDNN picks its algorithm per layer and layout (torch.backends.cudnn.ben
 times are CUDA events around 10 back-to-back convolutions (divided by 10), median of R after
 warm-up.
 
-Usage: bench/torch_conv_bench.py PATH/TO/layoutkit [--batch 64] [--repeats 20] [--filter 3x3]
+With --ours it first runs `layoutkit conv bench --device cuda` (our tensor-core kernel, NHWC
+f16, the same timing method) and adds its TFLOP/s and the ratio to cuDNN's NHWC.
+
+Usage: bench/torch_conv_bench.py PATH/TO/layoutkit [--batch 64] [--repeats 20] [--filter 3x3] [--ours]
 """
 import argparse
 import json
@@ -45,19 +48,30 @@ def main():
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--filter", default=None)
+    ap.add_argument("--ours", action="store_true",
+                    help="also run `layoutkit conv bench --device cuda` (NHWC f16) first, same GPU")
     args = ap.parse_args()
     cmd = [args.layoutkit, "conv", "bench", "--list", "--json"]
     if args.filter:
         cmd += ["--filter", args.filter]
     layers = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)["layers"]
+    ours = {}
+    if args.ours:
+        cmd_ours = [args.layoutkit, "conv", "bench", "--device", "cuda", "--batch", str(args.batch),
+                    "--repeats", str(args.repeats), "--json"]
+        if args.filter:
+            cmd_ours += ["--filter", args.filter]
+        doc = json.loads(subprocess.run(cmd_ours, check=True, capture_output=True, text=True).stdout)
+        ours = {r["layer"]: r.get("tflops") for r in doc["results"]}
     torch.backends.cudnn.benchmark = True
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
     dev = torch.device("cuda")
     print(f"GPU: {torch.cuda.get_device_name(0)}, PyTorch {torch.__version__}, cuDNN "
           f"{torch.backends.cudnn.version()}, batch {args.batch}\n")
-    print("| layer | type | cuDNN NCHW TFLOP/s | cuDNN NHWC TFLOP/s | NHWC / NCHW | MiB moved |")
-    print("|---|---|---|---|---|---|")
+    print("| layer | type | cuDNN NCHW TFLOP/s | cuDNN NHWC TFLOP/s | NHWC / NCHW | MiB moved "
+          "| layoutkit NHWC TFLOP/s | layoutkit / cuDNN NHWC |")
+    print("|---|---|---|---|---|---|---|---|")
     for l in layers:
         n, c, hw, o, k = args.batch, l["c"], l["hw"], l["o"], l["k"]
         oh = (hw + 2 * l["padding"] - k) // l["stride"] + 1
@@ -73,8 +87,10 @@ def main():
             size = x.element_size()
             moved = (n * c * hw * hw + o * c * k * k + n * o * oh * oh) * size / 2**20
             name = "f16" if dtype == torch.float16 else "f32"
+            lk = ours.get(l["name"]) if dtype == torch.float16 else None
+            lk_cols = f"{lk:.1f} | {lk / res['NHWC']:.0%}" if lk else "- | -"
             print(f"| {l['name']} | {name} | {res['NCHW']:.1f} | {res['NHWC']:.1f} | "
-                  f"{res['NHWC'] / res['NCHW']:.2f} | {moved:.0f} |", flush=True)
+                  f"{res['NHWC'] / res['NCHW']:.2f} | {moved:.0f} | {lk_cols} |", flush=True)
             del x, w
 
 

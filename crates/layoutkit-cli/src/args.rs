@@ -165,7 +165,8 @@ after a warm-up is reported.
 
 Examples:
   layoutkit conv bench --batch 1
-  layoutkit conv bench --batch 8 --layouts NHWC,NCHW16c --threads 16 --json")]
+  layoutkit conv bench --batch 8 --layouts NHWC,NCHW16c --threads 16 --json
+  layoutkit conv bench --device cuda --filter 3x3          # NHWC f16 on tensor cores")]
     Bench(ConvBenchArgs),
 }
 
@@ -186,6 +187,11 @@ pub struct ConvBenchArgs {
     /// CPU threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Where to run: cpu (the fast engine, f32, every layout in --layouts) or cuda (the
+    /// tensor-core kernel: NHWC f16 activations, OHWI filter, f16 output; layers with C a
+    /// multiple of 32).
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub device: Device,
     /// Print the layer list (after --filter) and time nothing; with --json, one object per
     /// layer (name, c, hw, o, k, stride, padding).
     #[arg(long)]

@@ -31,8 +31,8 @@ impl Timing {
 
 /// A GPU with its stream and a cache of compiled kernels.
 pub struct Cuda {
-    ctx: Arc<CudaContext>,
-    stream: Arc<CudaStream>,
+    pub(crate) ctx: Arc<CudaContext>,
+    pub(crate) stream: Arc<CudaStream>,
     name: String,
     kernels: RefCell<HashMap<String, (Arc<CudaModule>, CudaFunction)>>,
 }
@@ -77,20 +77,36 @@ impl Cuda {
     }
 
     fn function(&self, l: &Launch) -> Result<CudaFunction, Error> {
+        self.compiled(&l.source, l.name, Vec::new())
+    }
+
+    /// The kernel `name` of `source` compiled with NVRTC `options` (cached per source and
+    /// options).
+    pub(crate) fn compiled(
+        &self,
+        source: &str,
+        name: &str,
+        options: Vec<String>,
+    ) -> Result<CudaFunction, Error> {
+        let key = format!("{}\n{source}", options.join(" "));
         let mut cache = self.kernels.borrow_mut();
-        if let Some((_, f)) = cache.get(&l.source) {
+        if let Some((_, f)) = cache.get(&key) {
             return Ok(f.clone());
         }
-        let ptx = compile_ptx_with_opts(&l.source, CompileOptions::default())
-            .map_err(|e| Error::Compile(format!("{e:?}\n{}", l.source)))?;
+        let opts = CompileOptions {
+            options,
+            ..CompileOptions::default()
+        };
+        let ptx = compile_ptx_with_opts(source, opts)
+            .map_err(|e| Error::Compile(format!("{e:?}\n{source}")))?;
         let module = self
             .ctx
             .load_module(ptx)
             .map_err(|e| Error::driver("cuModuleLoad", e))?;
         let f = module
-            .load_function(l.name)
+            .load_function(name)
             .map_err(|e| Error::driver("cuModuleGetFunction", e))?;
-        cache.insert(l.source.clone(), (module, f.clone()));
+        cache.insert(key, (module, f.clone()));
         Ok(f)
     }
 

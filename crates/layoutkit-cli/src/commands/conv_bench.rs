@@ -8,7 +8,7 @@ use layoutkit_core::{parse_format, DType, Dims};
 use layoutkit_cpu::{conv2d_fast, conv2d_fast_supports, Epilogue, TensorRef};
 use serde_json::json;
 
-use crate::args::ConvBenchArgs;
+use crate::args::{ConvBenchArgs, Device};
 
 /// One convolution layer: name, input channels, input size, output channels, kernel, stride,
 /// padding.
@@ -129,6 +129,12 @@ pub fn run(a: &ConvBenchArgs, json_out: bool) -> Result<()> {
         }
         return Ok(());
     }
+    if a.device == Device::Cuda {
+        return run_cuda(a, &layers, json_out);
+    }
+    if a.device != Device::Cpu {
+        bail!("conv bench runs on --device cpu or cuda");
+    }
     let mut rows = Vec::new();
     if !json_out {
         outln!(
@@ -214,4 +220,97 @@ pub fn run(a: &ConvBenchArgs, json_out: bool) -> Result<()> {
         crate::json::print(&json!({ "batch": a.batch, "threads": threads, "results": rows }));
     }
     Ok(())
+}
+
+/// The tensor-core kernel on NHWC f16 activations (f16 output), per layer; layers whose C is
+/// not a multiple of 32 are listed as skipped.
+fn run_cuda(a: &ConvBenchArgs, layers: &[&Layer], json_out: bool) -> Result<()> {
+    use layoutkit_cuda::conv::{unsupported_reason, ConvShape};
+    let gpu = layoutkit_cuda::Cuda::new(0)?;
+    let mut rows = Vec::new();
+    if !json_out {
+        outln!(
+            "device: {} (NHWC f16 activations, OHWI f16 filter, f16 output, f32 sums)",
+            gpu.name()
+        );
+        outln!(
+            "{:<26} {:>10} {:>9} {:>10} {:>9}",
+            "layer",
+            "GFLOP",
+            "ms",
+            "TFLOP/s",
+            "MiB moved"
+        );
+    }
+    for (li, l) in layers.iter().enumerate() {
+        let conv = Conv2d {
+            stride: [l.stride; 2],
+            padding: [l.pad; 2],
+            ..Conv2d::default()
+        };
+        let oh = (l.hw + 2 * l.pad - l.k) / l.stride + 1;
+        let s = ConvShape {
+            n: a.batch,
+            h: l.hw,
+            w: l.hw,
+            c: l.c,
+            o: l.o,
+            kh: l.k,
+            kw: l.k,
+            oh,
+            ow: oh,
+            conv,
+        };
+        if let Some(why) = unsupported_reason(&s, DType::F16) {
+            if json_out {
+                rows.push(json!({"layer": l.name, "skipped": why}));
+            } else {
+                outln!("{:<26} skipped: {why}", l.name);
+            }
+            continue;
+        }
+        eprint!("\r{} ...        ", l.name);
+        let flop = 2.0 * (a.batch * l.o * oh * oh * l.c * l.k * l.k) as f64;
+        let x = half_noise(a.batch * l.hw * l.hw * l.c, li as u64);
+        let w = half_noise(l.o * l.k * l.k * l.c, 7 + li as u64);
+        let (_, t) =
+            gpu.conv2d_nhwc_f16_timed(&s, &x, &w, None, false, DType::F16, a.repeats, 10)?;
+        let median = t.median();
+        let moved =
+            ((a.batch * l.hw * l.hw * l.c + l.o * l.k * l.k * l.c + a.batch * oh * oh * l.o) * 2)
+                as f64
+                / (1 << 20) as f64;
+        let tflops = flop / median / 1e12;
+        eprint!("\r");
+        if json_out {
+            rows.push(json!({
+                "layer": l.name, "layout": "NHWC", "dtype": "f16", "flop": flop, "median_s": median,
+                "tflops": tflops, "mib_moved": moved, "device": "cuda",
+            }));
+        } else {
+            outln!(
+                "{:<26} {:>10.2} {:>9.4} {:>10.1} {:>9.1}",
+                l.name,
+                flop / 1e9,
+                median * 1e3,
+                tflops,
+                moved
+            );
+        }
+    }
+    eprint!("\r{:40}\r", "");
+    if json_out {
+        crate::json::print(&json!({ "batch": a.batch, "device": gpu.name(), "results": rows }));
+    }
+    Ok(())
+}
+
+/// f16 bit patterns of deterministic values in [-1, 1).
+fn half_noise(n: usize, seed: u64) -> Vec<u8> {
+    noise(n, seed)
+        .chunks_exact(4)
+        .flat_map(|b| {
+            half::f16::from_f32(f32::from_le_bytes([b[0], b[1], b[2], b[3]])).to_le_bytes()
+        })
+        .collect()
 }

@@ -1,0 +1,123 @@
+//! Running the tensor-core convolution ([`crate::conv`]) on a [`Cuda`] device.
+
+use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::{LaunchConfig, PushKernelArg};
+use layoutkit_core::DType;
+
+use crate::conv::{conv_source, grid, unsupported_reason, ConvShape, THREADS};
+use crate::{Cuda, Error, Timing};
+
+impl Cuda {
+    /// Convolves `x` (NHWC f16, the physical array) with `w` (OHWI f16), adds `bias` (O values)
+    /// and applies ReLU when `relu`; returns the NHWC output in `out` (f16 or f32). Then runs
+    /// `repeats` more times on the same device memory, each timed with CUDA events around
+    /// `launches` back-to-back launches (the time is per launch).
+    ///
+    /// Contract: errors (naming the reason) for problems the kernel does not take (see
+    /// [`crate::conv::unsupported_reason`]), buffers of the wrong size, and GPUs older than
+    /// sm_80. Sums are f32 over f16 products (exact products).
+    #[allow(clippy::too_many_arguments)]
+    pub fn conv2d_nhwc_f16_timed(
+        &self,
+        s: &ConvShape,
+        x: &[u8],
+        w: &[u8],
+        bias: Option<&[f32]>,
+        relu: bool,
+        out: DType,
+        repeats: usize,
+        launches: usize,
+    ) -> Result<(Vec<u8>, Timing), Error> {
+        if let Some(why) = unsupported_reason(s, out) {
+            return Err(Error::Unsupported(why));
+        }
+        let (major, minor) = self
+            .ctx
+            .compute_capability()
+            .map_err(|e| Error::driver("cuDeviceGetAttribute", e))?;
+        if major < 8 {
+            return Err(Error::Unsupported(format!(
+                "the tensor-core convolution needs sm_80 or newer; this GPU is sm_{major}{minor}"
+            )));
+        }
+        let sizes = [
+            ("activations", x.len(), s.n * s.h * s.w * s.c * 2),
+            ("filter", w.len(), s.o * s.kh * s.kw * s.c * 2),
+        ];
+        for (what, got, want) in sizes {
+            if got != want {
+                return Err(layoutkit_core::Error::BufferSize {
+                    what: format!("{what} (f16)"),
+                    expected_bytes: want,
+                    actual_bytes: got,
+                }
+                .into());
+            }
+        }
+        let bias: Vec<f32> = match bias {
+            Some(b) if b.len() == s.o => b.to_vec(),
+            Some(b) => {
+                return Err(Error::Unsupported(format!(
+                    "the bias has {} values, the output has O = {}",
+                    b.len(),
+                    s.o
+                )))
+            }
+            None => vec![0.0; s.o],
+        };
+        let source = conv_source(s, out, relu);
+        let f = self.compiled(
+            &source,
+            "conv",
+            vec![format!("--gpu-architecture=sm_{major}{minor}")],
+        )?;
+        let map = |e| Error::driver("cuMemcpyHtoD", e);
+        let d_x = self.stream.clone_htod(x).map_err(map)?;
+        let d_w = self.stream.clone_htod(w).map_err(map)?;
+        let d_b = self.stream.clone_htod(&bias).map_err(map)?;
+        let out_bytes = s.n * s.oh * s.ow * s.o * out.size_bytes();
+        let mut d_y = self
+            .stream
+            .alloc_zeros::<u8>(out_bytes.max(1))
+            .map_err(|e| Error::driver("cuMemAlloc", e))?;
+        let cfg = LaunchConfig {
+            grid_dim: grid(s),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut timing = Timing::default();
+        let launches = launches.max(1);
+        for rep in 0..=repeats {
+            let start = self
+                .stream
+                .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(|e| Error::driver("cuEventRecord", e))?;
+            let count = if rep == 0 { 1 } else { launches };
+            for _ in 0..count {
+                let mut b = self.stream.launch_builder(&f);
+                b.arg(&d_x).arg(&d_w).arg(&mut d_y).arg(&d_b);
+                // SAFETY: `conv` takes (x, w, y, bias) as generated for `s`; the buffers have
+                // the sizes checked above and the kernel guards every row and channel index.
+                unsafe { b.launch(cfg) }.map_err(|e| Error::driver("cuLaunchKernel", e))?;
+            }
+            let end = self
+                .stream
+                .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(|e| Error::driver("cuEventRecord", e))?;
+            end.synchronize()
+                .map_err(|e| Error::driver("cuEventSynchronize", e))?;
+            if rep > 0 {
+                let ms = start
+                    .elapsed_ms(&end)
+                    .map_err(|e| Error::driver("cuEventElapsedTime", e))?;
+                timing.seconds.push(ms as f64 * 1e-3 / launches as f64);
+            }
+        }
+        let mut y = self
+            .stream
+            .clone_dtoh(&d_y)
+            .map_err(|e| Error::driver("cuMemcpyDtoH", e))?;
+        y.truncate(out_bytes);
+        Ok((y, timing))
+    }
+}

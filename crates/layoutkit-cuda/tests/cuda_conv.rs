@@ -1,0 +1,168 @@
+//! The tensor-core convolution against the CPU reference convolution: random problems (stride,
+//! padding, dilation, kernels 1-3, output channels that are not multiples of the tile, rows
+//! that do not fill a tile), f32 and f16 outputs, bias and ReLU; relative error under 1e-2
+//! (issue 7's bound for f16 inputs). Skipped without a GPU unless LAYOUTKIT_REQUIRE_CUDA=1; the
+//! source test needs no GPU.
+
+use layoutkit_core::conv::Conv2d;
+use layoutkit_core::{parse_format, DType, Dims};
+use layoutkit_cpu::{conv2d_reference, Epilogue, TensorRef};
+use layoutkit_cuda::conv::{conv_source, unsupported_reason, ConvShape};
+use layoutkit_cuda::Cuda;
+
+fn device() -> Option<Cuda> {
+    match Cuda::new(0) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            if std::env::var("LAYOUTKIT_REQUIRE_CUDA").as_deref() == Ok("1") {
+                panic!("LAYOUTKIT_REQUIRE_CUDA=1 but {e}");
+            }
+            eprintln!("skipped: {e}");
+            None
+        }
+    }
+}
+
+/// f16 bit patterns of values in [-1, 1) (multiples of 1/64: exact in f16).
+fn f16_noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .flat_map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            let v = ((s >> 58) as f32 - 32.0) / 32.0 + ((s >> 20) % 64) as f32 / 2048.0;
+            half::f16::from_f32(v).to_le_bytes()
+        })
+        .collect()
+}
+
+fn values(b: &[u8], t: DType) -> Vec<f64> {
+    match t {
+        DType::F16 => b
+            .chunks_exact(2)
+            .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f64())
+            .collect(),
+        _ => b
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()) as f64)
+            .collect(),
+    }
+}
+
+#[test]
+fn the_kernel_source_names_its_contract() {
+    let s = ConvShape {
+        n: 1,
+        h: 8,
+        w: 8,
+        c: 64,
+        o: 40,
+        kh: 3,
+        kw: 3,
+        oh: 8,
+        ow: 8,
+        conv: Conv2d {
+            padding: [1, 1],
+            ..Conv2d::default()
+        },
+    };
+    let src = conv_source(&s, DType::F16, true);
+    assert!(src.contains("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"));
+    assert!(src.contains("v < 0.f ? 0.f : v"));
+    assert!(unsupported_reason(&s, DType::F16).is_none());
+    let odd = ConvShape { c: 48, ..s };
+    assert!(unsupported_reason(&odd, DType::F16)
+        .unwrap()
+        .contains("multiple of 32"));
+}
+
+#[test]
+fn tensor_core_convolution_matches_the_reference() {
+    let Some(cuda) = device() else { return };
+    let cases = [
+        // n, c, h, w, o, k, stride, pad, dil
+        (1, 32, 8, 8, 8, 1, 1, 0, 1),
+        (2, 64, 9, 11, 40, 3, 1, 1, 1),
+        (1, 32, 15, 13, 130, 3, 2, 1, 1),
+        (2, 96, 7, 7, 64, 3, 1, 2, 2),
+        (3, 64, 20, 17, 200, 1, 2, 0, 1),
+        (1, 128, 6, 6, 256, 3, 1, 1, 1),
+        (2, 32, 12, 12, 72, 2, 1, 0, 1),
+    ];
+    let mut checked = 0;
+    for (ci, &(n, c, h, w, o, k, stride, pad, dil)) in cases.iter().enumerate() {
+        let conv = Conv2d {
+            stride: [stride; 2],
+            padding: [pad; 2],
+            dilation: [dil; 2],
+            groups: 1,
+        };
+        let xd = Dims::parse(&format!("N={n},C={c},H={h},W={w}")).unwrap();
+        let wd = Dims::parse(&format!("O={o},I={c},H={k},W={k}")).unwrap();
+        let yd = conv.output_dims(&xd, &wd).unwrap();
+        let e = |i: usize| yd.entries()[i].1;
+        let s = ConvShape {
+            n,
+            h,
+            w,
+            c,
+            o,
+            kh: k,
+            kw: k,
+            oh: e(2),
+            ow: e(3),
+            conv,
+        };
+        let xs = parse_format("NHWC").unwrap().shaped(&xd).unwrap();
+        let ws = parse_format("OHWI").unwrap().shaped(&wd).unwrap();
+        let ys = parse_format("NHWC").unwrap().shaped(&yd).unwrap();
+        let xb = f16_noise(xs.elements(), ci as u64);
+        let wb = f16_noise(ws.elements(), 100 + ci as u64);
+        let bias: Vec<f64> = (0..o).map(|i| (i % 7) as f64 * 0.5 - 1.5).collect();
+        let bias32: Vec<f32> = bias.iter().map(|&v| v as f32).collect();
+        for (out, relu) in [(DType::F32, false), (DType::F16, true)] {
+            let ep = Epilogue {
+                bias: Some(&bias),
+                relu,
+            };
+            let want = values(
+                &conv2d_reference(
+                    &conv,
+                    TensorRef {
+                        layout: &xs,
+                        dtype: DType::F16,
+                        data: &xb,
+                    },
+                    TensorRef {
+                        layout: &ws,
+                        dtype: DType::F16,
+                        data: &wb,
+                    },
+                    &ep,
+                    &ys,
+                    out,
+                )
+                .unwrap(),
+                out,
+            );
+            let (got, _) = cuda
+                .conv2d_nhwc_f16_timed(&s, &xb, &wb, Some(&bias32), relu, out, 0, 1)
+                .unwrap();
+            let got = values(&got, out);
+            assert_eq!(got.len(), want.len());
+            let err: f64 = got
+                .iter()
+                .zip(&want)
+                .map(|(a, b)| (a - b) * (a - b))
+                .sum::<f64>()
+                .sqrt();
+            let norm: f64 = want.iter().map(|v| v * v).sum::<f64>().sqrt();
+            let rel = err / norm.max(1e-30);
+            assert!(rel < 1e-2, "case {ci} {out}: relative error {rel}");
+            eprintln!("case {ci} {out}: relative error {rel:.2e}");
+            checked += 1;
+        }
+    }
+    eprintln!("checked {checked} convolutions on {}", cuda.name());
+}
