@@ -1,10 +1,11 @@
 //! Implicit-GEMM convolution with tensor cores (`mma.sync` m16n8k16, f16 inputs, f32
-//! accumulation) on NHWC activations: `out[pixel][o] = sum over (r, s, c) of x[pixel @ r, s][c]
-//! * w[o][r][s][c]` with the filter in OHWI, so both GEMM operands read 16-byte runs of
-//! consecutive channels. Each 256-thread block computes 128 pixels x 128 output channels,
-//! stepping K by 32 channels of one filter tap through shared memory; each warp owns 64 x 32 of
-//! the tile as 4 x 4 mma fragments. Generated per problem (extents baked in as constants) and
-//! compiled with NVRTC for the device's architecture (sm_80 or newer).
+//! accumulation) on NHWC activations: `out[pixel][o]` is the sum over `(r, s, c)` of
+//! `x[pixel shifted by (r, s)][c] times w[o][r][s][c]`, with the filter in OHWI so both GEMM
+//! operands read 16-byte runs of consecutive channels. Each 256-thread block computes 128
+//! pixels x 128 output channels, stepping K by 32 channels of one filter tap through shared
+//! memory; each warp owns 64 x 32 of the tile as 4 x 4 mma fragments. Generated per problem
+//! (extents baked in as constants) and compiled with NVRTC for the device's architecture
+//! (sm_80 or newer).
 
 use std::fmt::Write;
 
