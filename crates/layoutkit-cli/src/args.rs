@@ -120,7 +120,7 @@ Examples:
       --filter-format OIHW --output-format NHWC --stride 2 --padding 1 --bias b.npy --relu
   layoutkit conv x.npy w.npy y.npy --groups 32 --padding 1      # depthwise: W is O=32,I=1
   layoutkit conv bench --batch 1 --layouts NCHW,NHWC,NCHW8c      # TFLOP/s per layer and layout")]
-    Conv(ConvCommand),
+    Conv(Box<ConvCommand>),
     /// The built-in example (what `layoutkit` with no command runs).
     Tour,
 }

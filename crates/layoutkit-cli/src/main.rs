@@ -50,8 +50,8 @@ fn main() -> ExitCode {
         Some(Command::Convert(a)) => commands::convert::run(&a, json),
         Some(Command::Features(a)) => commands::features::run(&a, json),
         Some(Command::Bench(a)) => commands::bench::run(&a, json),
-        Some(Command::Conv(c)) => match c.bench {
-            Some(args::ConvSubcommand::Bench(b)) => commands::conv_bench::run(&b, json),
+        Some(Command::Conv(c)) => match &c.bench {
+            Some(args::ConvSubcommand::Bench(b)) => commands::conv_bench::run(b, json),
             None => commands::conv::run(&c.run, json),
         },
         Some(Command::Tour) => commands::tour::run(),
