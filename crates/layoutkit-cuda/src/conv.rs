@@ -89,8 +89,11 @@ pub fn conv_source(s: &ConvShape, out: DType, relu: bool) -> String {
         k,
         "extern \"C\" __global__ void __launch_bounds__({THREADS}) conv(const unsigned short* __restrict__ x, const unsigned short* __restrict__ w, {y_t}* __restrict__ y, const float* __restrict__ bias) {{"
     );
-    k.push_str("  __shared__ __align__(16) unsigned short As[128][40];\n");
-    k.push_str("  __shared__ __align__(16) unsigned short Bs[128][40];\n");
+    // Two shared-memory stages: while the warps multiply stage t % 2, the next K step's global
+    // loads are already in registers, stored into the other stage after the multiply; one
+    // barrier per step.
+    k.push_str("  __shared__ __align__(16) unsigned short As[2][128][40];\n");
+    k.push_str("  __shared__ __align__(16) unsigned short Bs[2][128][40];\n");
     k.push_str("  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;\n");
     k.push_str("  const int wm = warp >> 2, wn = warp & 3, g = lane >> 2, tg = lane & 3;\n");
     k.push_str("  const int m0 = blockIdx.x * 128, n0 = blockIdx.y * 128;\n");
@@ -110,21 +113,17 @@ pub fn conv_source(s: &ConvShape, out: DType, relu: bool) -> String {
         st[1],
         pd[1]
     );
+    let chunks = s.c / 32;
+    let steps = s.kh * s.kw * chunks;
+    k.push_str("  uint4 ra[2], rb[2];\n");
     let _ = writeln!(
         k,
-        "  for (int rs = 0; rs < {}; ++rs) {{\n    const int r = rs / {}, sx = rs % {};",
-        s.kh * s.kw,
-        s.kw,
-        s.kw
+        "  auto load = [&](int t) {{\n    const int rs = t / {chunks}, c0 = (t % {chunks}) * 32, r = rs / {kw}, sx = rs % {kw};\n    #pragma unroll\n    for (int i = 0; i < 2; ++i) {{",
+        kw = s.kw
     );
     let _ = writeln!(
         k,
-        "    for (int c0 = 0; c0 < {}; c0 += 32) {{\n      #pragma unroll\n      for (int i = 0; i < 2; ++i) {{",
-        s.c
-    );
-    let _ = writeln!(
-        k,
-        "        const int ih = ph[i] + r * {}, iw = pw[i] + sx * {};\n        uint4 v = make_uint4(0, 0, 0, 0);\n        if (pv[i] && ih >= 0 && ih < {} && iw >= 0 && iw < {})\n          v = *(const uint4*)(x + ((pn[i] * {} + ih) * {} + iw) * {} + c0 + lcol);\n        *(uint4*)&As[lrow + i * 64][lcol] = v;",
+        "      const int ih = ph[i] + r * {}, iw = pw[i] + sx * {};\n      ra[i] = make_uint4(0, 0, 0, 0);\n      if (pv[i] && ih >= 0 && ih < {} && iw >= 0 && iw < {})\n        ra[i] = *(const uint4*)(x + ((pn[i] * {} + ih) * {} + iw) * {} + c0 + lcol);",
         dl[0],
         dl[1],
         s.h,
@@ -135,30 +134,42 @@ pub fn conv_source(s: &ConvShape, out: DType, relu: bool) -> String {
     );
     let _ = writeln!(
         k,
-        "        const int oc = n0 + lrow + i * 64;\n        uint4 u = make_uint4(0, 0, 0, 0);\n        if (oc < {})\n          u = *(const uint4*)(w + ((oc * {} + r) * {} + sx) * {} + c0 + lcol);\n        *(uint4*)&Bs[lrow + i * 64][lcol] = u;\n      }}\n      __syncthreads();",
+        "      const int oc = n0 + lrow + i * 64;\n      rb[i] = make_uint4(0, 0, 0, 0);\n      if (oc < {})\n        rb[i] = *(const uint4*)(w + ((oc * {} + r) * {} + sx) * {} + c0 + lcol);\n    }}\n  }};",
         s.o,
         s.kh,
         s.kw,
         s.c
     );
     k.push_str(
-        "      #pragma unroll\n      for (int kk = 0; kk < 32; kk += 16) {\n\
-        unsigned a[4][4], b[4][2];\n\
-        #pragma unroll\n        for (int mi = 0; mi < 4; ++mi) {\n\
-          const int row = wm * 64 + mi * 16 + g;\n\
-          a[mi][0] = *(const unsigned*)&As[row][kk + tg * 2];\n\
-          a[mi][1] = *(const unsigned*)&As[row + 8][kk + tg * 2];\n\
-          a[mi][2] = *(const unsigned*)&As[row][kk + tg * 2 + 8];\n\
-          a[mi][3] = *(const unsigned*)&As[row + 8][kk + tg * 2 + 8];\n\
-        }\n\
-        #pragma unroll\n        for (int ni = 0; ni < 4; ++ni) {\n\
-          const int col = wn * 32 + ni * 8 + g;\n\
-          b[ni][0] = *(const unsigned*)&Bs[col][kk + tg * 2];\n\
-          b[ni][1] = *(const unsigned*)&Bs[col][kk + tg * 2 + 8];\n\
-        }\n\
-        #pragma unroll\n        for (int mi = 0; mi < 4; ++mi)\n\
-          #pragma unroll\n          for (int ni = 0; ni < 4; ++ni) mma16816(acc[mi][ni], a[mi], b[ni]);\n\
-      }\n      __syncthreads();\n    }\n  }\n",
+        "  auto store = [&](int st) {\n    #pragma unroll\n    for (int i = 0; i < 2; ++i) {\n      *(uint4*)&As[st][lrow + i * 64][lcol] = ra[i];\n      *(uint4*)&Bs[st][lrow + i * 64][lcol] = rb[i];\n    }\n  };\n",
+    );
+    k.push_str("  load(0);\n  store(0);\n  __syncthreads();\n");
+    let _ = writeln!(
+        k,
+        "  for (int t = 0; t < {steps}; ++t) {{\n    const int cur = t & 1;\n    if (t + 1 < {steps}) load(t + 1);"
+    );
+    k.push_str(
+        "    #pragma unroll\n    for (int kk = 0; kk < 32; kk += 16) {\n\
+      unsigned a[4][4], b[4][2];\n\
+      #pragma unroll\n      for (int mi = 0; mi < 4; ++mi) {\n\
+        const int row = wm * 64 + mi * 16 + g;\n\
+        a[mi][0] = *(const unsigned*)&As[cur][row][kk + tg * 2];\n\
+        a[mi][1] = *(const unsigned*)&As[cur][row + 8][kk + tg * 2];\n\
+        a[mi][2] = *(const unsigned*)&As[cur][row][kk + tg * 2 + 8];\n\
+        a[mi][3] = *(const unsigned*)&As[cur][row + 8][kk + tg * 2 + 8];\n\
+      }\n\
+      #pragma unroll\n      for (int ni = 0; ni < 4; ++ni) {\n\
+        const int col = wn * 32 + ni * 8 + g;\n\
+        b[ni][0] = *(const unsigned*)&Bs[cur][col][kk + tg * 2];\n\
+        b[ni][1] = *(const unsigned*)&Bs[cur][col][kk + tg * 2 + 8];\n\
+      }\n\
+      #pragma unroll\n      for (int mi = 0; mi < 4; ++mi)\n\
+        #pragma unroll\n        for (int ni = 0; ni < 4; ++ni) mma16816(acc[mi][ni], a[mi], b[ni]);\n\
+    }\n",
+    );
+    let _ = writeln!(
+        k,
+        "    if (t + 1 < {steps}) store(cur ^ 1);\n    __syncthreads();\n  }}"
     );
     // Epilogue: fragment (mi, ni) holds rows g and g + 8, columns tg*2 and tg*2 + 1.
     k.push_str("  #pragma unroll\n  for (int mi = 0; mi < 4; ++mi)\n    #pragma unroll\n    for (int ni = 0; ni < 4; ++ni)\n      #pragma unroll\n      for (int e = 0; e < 4; ++e) {\n");
