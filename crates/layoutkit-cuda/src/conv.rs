@@ -81,13 +81,20 @@ pub fn conv_source(s: &ConvShape, out: DType, relu: bool) -> String {
     : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3])\n\
     : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n}\n",
     );
+    // ldmatrix x4: four 8x8 matrices of 16-bit elements from shared memory, each lane giving
+    // one row address, each lane receiving the fragment layout mma expects.
+    k.push_str(
+        "__device__ __forceinline__ void ldsm4(unsigned* r, const void* p) {\n\
+  unsigned a; asm volatile(\"{ .reg .u64 q; cvta.to.shared.u64 q, %1; cvt.u32.u64 %0, q; }\" : \"=r\"(a) : \"l\"(p));\n\
+  asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\" : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a));\n}\n",
+    );
     k.push_str(
         "__device__ __forceinline__ unsigned short f2h(float f) {\n\
   unsigned short h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h;\n}\n",
     );
     let _ = writeln!(
         k,
-        "extern \"C\" __global__ void __launch_bounds__({THREADS}) conv(const unsigned short* __restrict__ x, const unsigned short* __restrict__ w, {y_t}* __restrict__ y, const float* __restrict__ bias) {{"
+        "extern \"C\" __global__ void __launch_bounds__({THREADS}, 2) conv(const unsigned short* __restrict__ x, const unsigned short* __restrict__ w, {y_t}* __restrict__ y, const float* __restrict__ bias) {{"
     );
     // Two shared-memory stages: while the warps multiply stage t % 2, the next K step's global
     // loads are already in registers, stored into the other stage after the multiply; one
@@ -151,17 +158,12 @@ pub fn conv_source(s: &ConvShape, out: DType, relu: bool) -> String {
     k.push_str(
         "    #pragma unroll\n    for (int kk = 0; kk < 32; kk += 16) {\n\
       unsigned a[4][4], b[4][2];\n\
-      #pragma unroll\n      for (int mi = 0; mi < 4; ++mi) {\n\
-        const int row = wm * 64 + mi * 16 + g;\n\
-        a[mi][0] = *(const unsigned*)&As[cur][row][kk + tg * 2];\n\
-        a[mi][1] = *(const unsigned*)&As[cur][row + 8][kk + tg * 2];\n\
-        a[mi][2] = *(const unsigned*)&As[cur][row][kk + tg * 2 + 8];\n\
-        a[mi][3] = *(const unsigned*)&As[cur][row + 8][kk + tg * 2 + 8];\n\
-      }\n\
-      #pragma unroll\n      for (int ni = 0; ni < 4; ++ni) {\n\
-        const int col = wn * 32 + ni * 8 + g;\n\
-        b[ni][0] = *(const unsigned*)&Bs[cur][col][kk + tg * 2];\n\
-        b[ni][1] = *(const unsigned*)&Bs[cur][col][kk + tg * 2 + 8];\n\
+      #pragma unroll\n      for (int mi = 0; mi < 4; ++mi)\n\
+        ldsm4(a[mi], &As[cur][wm * 64 + mi * 16 + (lane & 15)][kk + (lane >> 4) * 8]);\n\
+      #pragma unroll\n      for (int nj = 0; nj < 2; ++nj) {\n\
+        unsigned q[4];\n\
+        ldsm4(q, &Bs[cur][wn * 32 + nj * 16 + (lane & 7) + ((lane >> 4) << 3)][kk + ((lane >> 3) & 1) * 8]);\n\
+        b[2 * nj][0] = q[0]; b[2 * nj][1] = q[1]; b[2 * nj + 1][0] = q[2]; b[2 * nj + 1][1] = q[3];\n\
       }\n\
       #pragma unroll\n      for (int mi = 0; mi < 4; ++mi)\n\
         #pragma unroll\n        for (int ni = 0; ni < 4; ++ni) mma16816(acc[mi][ni], a[mi], b[ni]);\n\
