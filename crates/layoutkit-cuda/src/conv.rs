@@ -2,8 +2,9 @@
 //! accumulation) on NHWC activations: `out[pixel][o]` is the sum over `(r, s, c)` of
 //! `x[pixel shifted by (r, s)][c] times w[o][r][s][c]`, with the filter in OHWI so both GEMM
 //! operands read 16-byte runs of consecutive channels. Each 256-thread block computes 128
-//! pixels x 128 output channels, stepping K by 32 channels of one filter tap through shared
-//! memory; each warp owns 64 x 32 of the tile as 4 x 4 mma fragments. Generated per problem
+//! pixels x 128 output channels, stepping K by 32 channels of one filter tap through three
+//! shared-memory stages filled by `cp.async`; each warp owns 64 x 32 of the tile as 4 x 4 mma
+//! fragments read with `ldmatrix`. Generated per problem
 //! (extents baked in as constants) and compiled with NVRTC for the device's architecture
 //! (sm_80 or newer).
 
@@ -88,6 +89,12 @@ pub fn conv_source(s: &ConvShape, out: DType, relu: bool) -> String {
   unsigned a; asm volatile(\"{ .reg .u64 q; cvta.to.shared.u64 q, %1; cvt.u32.u64 %0, q; }\" : \"=r\"(a) : \"l\"(p));\n\
   asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\" : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a));\n}\n",
     );
+    // cp.async of 16 bytes, reading `bytes` of them (0 zero-fills the destination).
+    k.push_str(
+        "__device__ __forceinline__ void cp16(void* dst, const void* src, int bytes) {\n\
+  unsigned a; asm volatile(\"{ .reg .u64 q; cvta.to.shared.u64 q, %1; cvt.u32.u64 %0, q; }\" : \"=r\"(a) : \"l\"(dst));\n\
+  asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\" :: \"r\"(a), \"l\"(src), \"r\"(bytes));\n}\n",
+    );
     k.push_str(
         "__device__ __forceinline__ unsigned short f2h(float f) {\n\
   unsigned short h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h;\n}\n",
@@ -96,11 +103,12 @@ pub fn conv_source(s: &ConvShape, out: DType, relu: bool) -> String {
         k,
         "extern \"C\" __global__ void __launch_bounds__({THREADS}, 2) conv(const unsigned short* __restrict__ x, const unsigned short* __restrict__ w, {y_t}* __restrict__ y, const float* __restrict__ bias) {{"
     );
-    // Two shared-memory stages: while the warps multiply stage t % 2, the next K step's global
-    // loads are already in registers, stored into the other stage after the multiply; one
-    // barrier per step.
-    k.push_str("  __shared__ __align__(16) unsigned short As[2][128][40];\n");
-    k.push_str("  __shared__ __align__(16) unsigned short Bs[2][128][40];\n");
+    // Three shared-memory stages filled with `cp.async` (16 bytes per copy, zero-filled outside
+    // the input): while the warps multiply stage t % 3, the copies for steps t + 1 and t + 2 are
+    // in flight. Rows are 32 halves (64 bytes) with the 16-byte chunks XOR-swizzled by row, so
+    // the `ldmatrix` reads of 8 consecutive rows hit distinct banks; 3 x 16 KB x 2 = 48 KB.
+    k.push_str("  __shared__ __align__(128) unsigned short As[3][128 * 32];\n");
+    k.push_str("  __shared__ __align__(128) unsigned short Bs[3][128 * 32];\n");
     k.push_str("  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;\n");
     k.push_str("  const int wm = warp >> 2, wn = warp & 3, g = lane >> 2, tg = lane & 3;\n");
     k.push_str("  const int m0 = blockIdx.x * 128, n0 = blockIdx.y * 128;\n");
@@ -122,15 +130,16 @@ pub fn conv_source(s: &ConvShape, out: DType, relu: bool) -> String {
     );
     let chunks = s.c / 32;
     let steps = s.kh * s.kw * chunks;
-    k.push_str("  uint4 ra[2], rb[2];\n");
+    k.push_str("  #define SW(row, ch) ((row) * 32 + (((ch) ^ (((row) >> 1) & 3)) * 8))\n");
+    k.push_str("  const int lch = tid & 3;\n");
     let _ = writeln!(
         k,
-        "  auto load = [&](int t) {{\n    const int rs = t / {chunks}, c0 = (t % {chunks}) * 32, r = rs / {kw}, sx = rs % {kw};\n    #pragma unroll\n    for (int i = 0; i < 2; ++i) {{",
+        "  auto load = [&](int t, int st) {{\n    const int rs = t / {chunks}, c0 = (t % {chunks}) * 32, r = rs / {kw}, sx = rs % {kw};\n    #pragma unroll\n    for (int i = 0; i < 2; ++i) {{",
         kw = s.kw
     );
     let _ = writeln!(
         k,
-        "      const int ih = ph[i] + r * {}, iw = pw[i] + sx * {};\n      ra[i] = make_uint4(0, 0, 0, 0);\n      if (pv[i] && ih >= 0 && ih < {} && iw >= 0 && iw < {})\n        ra[i] = *(const uint4*)(x + ((pn[i] * {} + ih) * {} + iw) * {} + c0 + lcol);",
+        "      const int ih = ph[i] + r * {}, iw = pw[i] + sx * {};\n      const bool ok = pv[i] && ih >= 0 && ih < {} && iw >= 0 && iw < {};\n      const unsigned short* ga = ok ? x + ((pn[i] * {} + ih) * {} + iw) * {} + c0 + lcol : x;\n      cp16(&As[st][SW(lrow + i * 64, lch)], ga, ok ? 16 : 0);",
         dl[0],
         dl[1],
         s.h,
@@ -141,37 +150,36 @@ pub fn conv_source(s: &ConvShape, out: DType, relu: bool) -> String {
     );
     let _ = writeln!(
         k,
-        "      const int oc = n0 + lrow + i * 64;\n      rb[i] = make_uint4(0, 0, 0, 0);\n      if (oc < {})\n        rb[i] = *(const uint4*)(w + ((oc * {} + r) * {} + sx) * {} + c0 + lcol);\n    }}\n  }};",
+        "      const int oc = n0 + lrow + i * 64;\n      const unsigned short* gb = oc < {} ? w + ((oc * {} + r) * {} + sx) * {} + c0 + lcol : w;\n      cp16(&Bs[st][SW(lrow + i * 64, lch)], gb, oc < {} ? 16 : 0);\n    }}\n    asm volatile(\"cp.async.commit_group;\\n\" ::);\n  }};",
         s.o,
         s.kh,
         s.kw,
-        s.c
+        s.c,
+        s.o
     );
-    k.push_str(
-        "  auto store = [&](int st) {\n    #pragma unroll\n    for (int i = 0; i < 2; ++i) {\n      *(uint4*)&As[st][lrow + i * 64][lcol] = ra[i];\n      *(uint4*)&Bs[st][lrow + i * 64][lcol] = rb[i];\n    }\n  };\n",
-    );
-    k.push_str("  load(0);\n  store(0);\n  __syncthreads();\n");
     let _ = writeln!(
         k,
-        "  for (int t = 0; t < {steps}; ++t) {{\n    const int cur = t & 1;\n    if (t + 1 < {steps}) load(t + 1);"
+        "  load(0, 0);\n  if ({steps} > 1) load(1, 1); else asm volatile(\"cp.async.commit_group;\\n\" ::);"
+    );
+    let _ = writeln!(k, "  for (int t = 0; t < {steps}; ++t) {{");
+    k.push_str("    asm volatile(\"cp.async.wait_group 1;\\n\" ::);\n    __syncthreads();\n");
+    let _ = writeln!(
+        k,
+        "    if (t + 2 < {steps}) load(t + 2, (t + 2) % 3); else asm volatile(\"cp.async.commit_group;\\n\" ::);\n    const int cur = t % 3;"
     );
     k.push_str(
         "    #pragma unroll\n    for (int kk = 0; kk < 32; kk += 16) {\n\
       unsigned a[4][4], b[4][2];\n\
       #pragma unroll\n      for (int mi = 0; mi < 4; ++mi)\n\
-        ldsm4(a[mi], &As[cur][wm * 64 + mi * 16 + (lane & 15)][kk + (lane >> 4) * 8]);\n\
+        ldsm4(a[mi], &As[cur][SW(wm * 64 + mi * 16 + (lane & 15), (kk >> 3) + (lane >> 4))]);\n\
       #pragma unroll\n      for (int nj = 0; nj < 2; ++nj) {\n\
         unsigned q[4];\n\
-        ldsm4(q, &Bs[cur][wn * 32 + nj * 16 + (lane & 7) + ((lane >> 4) << 3)][kk + ((lane >> 3) & 1) * 8]);\n\
+        ldsm4(q, &Bs[cur][SW(wn * 32 + nj * 16 + (lane & 7) + ((lane >> 4) << 3), (kk >> 3) + ((lane >> 3) & 1))]);\n\
         b[2 * nj][0] = q[0]; b[2 * nj][1] = q[1]; b[2 * nj + 1][0] = q[2]; b[2 * nj + 1][1] = q[3];\n\
       }\n\
       #pragma unroll\n      for (int mi = 0; mi < 4; ++mi)\n\
         #pragma unroll\n        for (int ni = 0; ni < 4; ++ni) mma16816(acc[mi][ni], a[mi], b[ni]);\n\
-    }\n",
-    );
-    let _ = writeln!(
-        k,
-        "    if (t + 1 < {steps}) store(cur ^ 1);\n    __syncthreads();\n  }}"
+    }\n  }\n",
     );
     // Epilogue: fragment (mi, ni) holds rows g and g + 8, columns tg*2 and tg*2 + 1.
     k.push_str("  #pragma unroll\n  for (int mi = 0; mi < 4; ++mi)\n    #pragma unroll\n    for (int ni = 0; ni < 4; ++ni)\n      #pragma unroll\n      for (int e = 0; e < 4; ++e) {\n");
