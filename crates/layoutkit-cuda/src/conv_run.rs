@@ -4,7 +4,7 @@ use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 use layoutkit_core::DType;
 
-use crate::conv::{conv_source, grid, unsupported_reason, ConvShape, THREADS};
+use crate::conv::{block, conv_source, grid, unsupported_reason, ConvShape};
 use crate::{Cuda, Error, Timing};
 
 impl Cuda {
@@ -82,7 +82,7 @@ impl Cuda {
             .map_err(|e| Error::driver("cuMemAlloc", e))?;
         let cfg = LaunchConfig {
             grid_dim: grid(s),
-            block_dim: (THREADS, 1, 1),
+            block_dim: (block(s), 1, 1),
             shared_mem_bytes: 0,
         };
         let mut timing = Timing::default();

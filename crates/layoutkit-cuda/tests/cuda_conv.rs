@@ -1,6 +1,6 @@
 //! The tensor-core convolution against the CPU reference convolution: random problems (stride,
 //! padding, dilation, kernels 1-3, output channels that are not multiples of the tile, rows
-//! that do not fill a tile), f32 and f16 outputs, bias and ReLU; relative error under 1e-2
+//! that do not fill a tile, each of the three tile shapes), f32 and f16 outputs, bias and ReLU; relative error under 1e-2
 //! (issue 7's bound for f16 inputs). Skipped without a GPU unless LAYOUTKIT_REQUIRE_CUDA=1; the
 //! source test needs no GPU.
 
@@ -89,6 +89,8 @@ fn tensor_core_convolution_matches_the_reference() {
         (3, 64, 20, 17, 200, 1, 2, 0, 1),
         (1, 128, 6, 6, 256, 3, 1, 1, 1),
         (2, 32, 12, 12, 72, 2, 1, 0, 1),
+        // Enough row tiles for the 128 x 128 tile (the small ones above take 128 x 64 or 256 x 64).
+        (4, 64, 66, 66, 256, 3, 1, 1, 1),
     ];
     let mut checked = 0;
     for (ci, &(n, c, h, w, o, k, stride, pad, dil)) in cases.iter().enumerate() {
