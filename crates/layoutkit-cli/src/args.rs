@@ -119,6 +119,7 @@ Examples:
   layoutkit conv x.npy w.npy y.npy --input-format NCHW8c --input-dims N=1,C=3,H=32,W=32 \\
       --filter-format OIHW --output-format NHWC --stride 2 --padding 1 --bias b.npy --relu
   layoutkit conv x.npy w.npy y.npy --groups 32 --padding 1      # depthwise: W is O=32,I=1
+  layoutkit conv x.npy w.npy y.npy --input-format NHWC --padding 1 --device cuda
   layoutkit conv bench --batch 1 --layouts NCHW,NHWC,NCHW8c      # TFLOP/s per layer and layout")]
     Conv(Box<ConvCommand>),
     /// The built-in example (what `layoutkit` with no command runs).
@@ -252,6 +253,11 @@ pub struct ConvArgs {
     /// CPU threads for the fast engine (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Where to run: cpu (--engine), or cuda (the tensor-core kernel: operands are converted on
+    /// the host to NHWC / OHWI f16, the output from NHWC to --output-format; needs C a multiple
+    /// of 32 and groups = 1).
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub device: Device,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use layoutkit_cpu::{conv2d_fast, conv2d_fast_supports, conv2d_reference, Epilogu
 use serde_json::json;
 
 use super::list;
-use crate::args::{ConvArgs, ConvEngine};
+use crate::args::{ConvArgs, ConvEngine, Device};
 use crate::files::{read_input, write_atomic};
 
 /// An operand read from `path`: its shaped layout (dims from `dims` or the array's shape),
@@ -113,12 +113,18 @@ pub fn run(a: &ConvArgs, json_out: bool) -> Result<()> {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
     let start = Instant::now();
-    let out = if fast {
-        conv2d_fast(&conv, xr, wr, &epilogue, &y, y_dtype, threads)?
-    } else {
-        conv2d_reference(&conv, xr, wr, &epilogue, &y, y_dtype)?
+    let (out, engine) = match a.device {
+        Device::Cuda => (conv_cuda(&conv, xr, wr, &epilogue, &y, y_dtype)?, "cuda"),
+        Device::Cpu if fast => (
+            conv2d_fast(&conv, xr, wr, &epilogue, &y, y_dtype, threads)?,
+            "fast",
+        ),
+        Device::Cpu => (
+            conv2d_reference(&conv, xr, wr, &epilogue, &y, y_dtype)?,
+            "reference",
+        ),
+        Device::Opencl => bail!("conv runs on --device cpu or cuda"),
     };
-    let engine = if fast { "fast" } else { "reference" };
     let seconds = start.elapsed().as_secs_f64();
     let header = npy::header_bytes(y_dtype, &y.array_shape());
     write_atomic(output, &[&header, &out])?;
@@ -158,4 +164,66 @@ pub fn run(a: &ConvArgs, json_out: bool) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The convolution on the GPU: operands converted on the host to NHWC / OHWI f16 (exact for
+/// f16 inputs, rounded to nearest even otherwise), the tensor-core kernel writing NHWC f32, and
+/// the result converted to `y`'s layout and `y_dtype` on the host.
+fn conv_cuda(
+    conv: &Conv2d,
+    x: TensorRef<'_>,
+    w: TensorRef<'_>,
+    epilogue: &Epilogue<'_>,
+    y: &ShapedLayout,
+    y_dtype: DType,
+) -> Result<Vec<u8>> {
+    let (xd, wd) = (x.layout.dims(), w.layout.dims());
+    let out = conv.output_dims(&xd, &wd)?;
+    let to = |t: TensorRef<'_>, format: &str, d: &Dims| -> Result<Vec<u8>> {
+        let dst = parse_format(format)?.shaped(d)?;
+        Ok(layoutkit_cpu::convert(
+            t.layout,
+            t.data,
+            &dst,
+            &CastSpec::new(t.dtype, DType::F16, None)?,
+        )?)
+    };
+    let xb = to(x, "NHWC", &xd)?;
+    let wb = to(w, "OHWI", &wd)?;
+    let get = |d: &Dims, l: char| {
+        layoutkit_core::Axis::from_letter(l)
+            .and_then(|a| d.get(a))
+            .unwrap_or(0)
+    };
+    let s = layoutkit_cuda::conv::ConvShape {
+        n: get(&xd, 'N'),
+        h: get(&xd, 'H'),
+        w: get(&xd, 'W'),
+        c: get(&xd, 'C'),
+        o: get(&wd, 'O'),
+        kh: get(&wd, 'H'),
+        kw: get(&wd, 'W'),
+        oh: get(&out, 'H'),
+        ow: get(&out, 'W'),
+        conv: *conv,
+    };
+    let bias: Option<Vec<f32>> = epilogue.bias.map(|b| b.iter().map(|&v| v as f32).collect());
+    let gpu = layoutkit_cuda::Cuda::new(0)?;
+    let (nhwc, _) = gpu.conv2d_nhwc_f16_timed(
+        &s,
+        &xb,
+        &wb,
+        bias.as_deref(),
+        epilogue.relu,
+        DType::F32,
+        0,
+        1,
+    )?;
+    let plain = parse_format("NHWC")?.shaped(&out)?;
+    Ok(layoutkit_cpu::convert(
+        &plain,
+        &nhwc,
+        y,
+        &CastSpec::new(DType::F32, y_dtype, None)?,
+    )?)
 }
