@@ -159,8 +159,8 @@ pub enum ConvSubcommand {
     /// Time the fast convolution per layer and activation layout: TFLOP/s and bytes moved.
     #[command(after_help = "\
 Layers: the distinct convolutions of ResNet-50 (224 x 224 input) at --batch. Each layer runs
-with its activations and output in each of --layouts (the filter stays OIHW, packed once per
-run, inside the timing); FLOP = 2 x MACs; `MiB moved` is the activations, filter and output
+with its activations and output in each of --layouts (the filter is packed once per layer,
+outside the timing, as an engine keeps packed weights); FLOP = 2 x MACs; `MiB moved` is the activations, filter and output
 in that layout (padding included), read or written once. The median of --repeats timed runs
 after a warm-up is reported.
 

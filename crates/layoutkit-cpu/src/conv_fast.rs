@@ -103,7 +103,68 @@ pub fn conv2d_fast(
     y_dtype: DType,
     threads: usize,
 ) -> Result<Vec<u8>, Error> {
-    let out = check_problem(conv, x.layout, w.layout, epilogue, y)?;
+    check_problem(conv, x.layout, w.layout, epilogue, y)?;
+    let packed = PackedFilter::new(w, conv.groups)?;
+    conv2d_fast_packed(conv, x, &packed, epilogue, y, y_dtype, threads)
+}
+
+/// A filter packed once for [`conv2d_fast_packed`] (weights reused across calls, as an
+/// inference engine keeps them): 16-output-channel f32 panels per group.
+#[derive(Clone, Debug)]
+pub struct PackedFilter {
+    oihw: ShapedLayout,
+    groups: usize,
+    panels: Vec<f32>,
+}
+
+impl PackedFilter {
+    /// Packs `w` (axes O, I, H, W; any layout and element type) for convolutions with `groups`
+    /// groups. Errors when O is not a multiple of `groups` or the buffer does not match.
+    pub fn new(w: TensorRef<'_>, groups: usize) -> Result<PackedFilter, Error> {
+        let oihw = parse_format("OIHW")?.shaped(&w.layout.dims())?;
+        let [o, cg, kh, kw] = [0, 1, 2, 3].map(|i| oihw.extents()[i]);
+        if groups == 0 || o % groups != 0 {
+            return Err(Error::Unsupported(format!(
+                "a filter with O = {o} cannot be split into {groups} groups"
+            )));
+        }
+        let wf = convert(
+            w.layout,
+            w.data,
+            &oihw,
+            &CastSpec::new(w.dtype, DType::F32, None)?,
+        )?;
+        let wv: Vec<f32> = wf
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        let panels = pack_filter(&wv, groups, o / groups, cg, kh, kw);
+        Ok(PackedFilter {
+            oihw,
+            groups,
+            panels,
+        })
+    }
+}
+
+/// [`conv2d_fast`] with a filter packed beforehand by [`PackedFilter::new`] (same contract;
+/// the packed filter's group count must be `conv.groups`).
+pub fn conv2d_fast_packed(
+    conv: &Conv2d,
+    x: TensorRef<'_>,
+    w: &PackedFilter,
+    epilogue: &Epilogue<'_>,
+    y: &ShapedLayout,
+    y_dtype: DType,
+    threads: usize,
+) -> Result<Vec<u8>, Error> {
+    let out = check_problem(conv, x.layout, &w.oihw, epilogue, y)?;
+    if w.groups != conv.groups {
+        return Err(Error::Unsupported(format!(
+            "the filter was packed for {} groups, the convolution has {}",
+            w.groups, conv.groups
+        )));
+    }
     if !conv2d_fast_supports(&x) {
         return Err(Error::Unsupported(format!(
             "the fast convolution takes f32 activations in NCHW, NHWC or NCHW<x>c, not {} {}; \
@@ -128,19 +189,8 @@ pub fn conv2d_fast(
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect();
     let act = activation(x.layout, block);
-    let oihw = parse_format("OIHW")?.shaped(&w.layout.dims())?;
-    let wf = convert(
-        w.layout,
-        w.data,
-        &oihw,
-        &CastSpec::new(w.dtype, DType::F32, None)?,
-    )?;
-    let wv: Vec<f32> = wf
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect();
     let [n, o, oh, ow] = [0, 1, 2, 3].map(|i| out.entries()[i].1);
-    let [_, cg, kh, kw] = [0, 1, 2, 3].map(|i| oihw.extents()[i]);
+    let [_, cg, kh, kw] = [0, 1, 2, 3].map(|i| w.oihw.extents()[i]);
     let plain_x = x.layout.dims();
     let get = |d: &Dims, l: char| {
         layoutkit_core::Axis::from_letter(l)
@@ -159,7 +209,7 @@ pub fn conv2d_fast(
         kw,
         conv: *conv,
     };
-    let panels = pack_filter(&wv, &g);
+    let panels = &w.panels;
     let bias: Vec<f32> = match epilogue.bias {
         Some(b) => b.iter().map(|&v| v as f32).collect(),
         None => vec![0.0; o],
@@ -169,7 +219,7 @@ pub fn conv2d_fast(
     let row_len = (ow * o).max(1);
     let work = |(row, chunk): (usize, &mut [f32])| {
         let (ni, ohi) = (row / oh.max(1), row % oh.max(1));
-        compute_row(&g, &act, &xs, &panels, &bias, epilogue.relu, ni, ohi, chunk);
+        compute_row(&g, &act, &xs, panels, &bias, epilogue.relu, ni, ohi, chunk);
     };
     if threads <= 1 {
         yv.chunks_mut(row_len).enumerate().for_each(work);
@@ -191,13 +241,14 @@ pub fn conv2d_fast(
     convert(&nhwc, &bytes, y, &CastSpec::new(DType::F32, y_dtype, None)?)
 }
 
-/// The filter as panels `[group][o tile][r][s][c][OT]`, output channels past the group's end
-/// zero.
-fn pack_filter(wv: &[f32], g: &Geometry) -> Vec<f32> {
+/// The filter (`wv`, plain OIHW) as panels `[group][o tile][r][s][c][OT]`, output channels
+/// past the group's end zero.
+fn pack_filter(wv: &[f32], groups: usize, og: usize, cg: usize, kh: usize, kw: usize) -> Vec<f32> {
+    let g = PackShape { og, cg, kh, kw };
     let tiles = g.og.div_ceil(OT);
     let panel = g.kh * g.kw * g.cg * OT;
-    let mut p = vec![0f32; g.groups * tiles * panel];
-    for gi in 0..g.groups {
+    let mut p = vec![0f32; groups * tiles * panel];
+    for gi in 0..groups {
         for t in 0..tiles {
             let base = (gi * tiles + t) * panel;
             for r in 0..g.kh {
@@ -214,6 +265,14 @@ fn pack_filter(wv: &[f32], g: &Geometry) -> Vec<f32> {
         }
     }
     p
+}
+
+/// The filter extents the packing needs.
+struct PackShape {
+    og: usize,
+    cg: usize,
+    kh: usize,
+    kw: usize,
 }
 
 /// One output row `(n, oh)` into `row` (`OW x O`, NHWC order).

@@ -41,7 +41,7 @@ mod planned;
 mod reference;
 mod winograd;
 
-pub use conv_fast::{conv2d_fast, conv2d_fast_supports};
+pub use conv_fast::{conv2d_fast, conv2d_fast_packed, conv2d_fast_supports, PackedFilter};
 pub use conv_reference::{conv2d_reference, Epilogue, TensorRef};
 pub use error::Error;
 pub use fast::{convert_fast, AlignedBuf};

@@ -5,7 +5,8 @@
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::{parse_format, DType, Dims, ShapedLayout};
 use layoutkit_cpu::{
-    conv2d_fast, conv2d_fast_supports, conv2d_reference, convert, Epilogue, TensorRef,
+    conv2d_fast, conv2d_fast_packed, conv2d_fast_supports, conv2d_reference, convert, Epilogue,
+    PackedFilter, TensorRef,
 };
 use proptest::prelude::*;
 
@@ -75,7 +76,15 @@ proptest! {
         prop_assert!(err <= 1e-5 * norm.max(1e-30), "relative error {} ({} {} {})", err / norm, xf, wf, yf);
         // The thread count does not change the result.
         let one = conv2d_fast(&conv, xr, wr, &ep, &ys, DType::F32, 1).unwrap();
-        prop_assert_eq!(values(&one), got);
+        prop_assert_eq!(values(&one), got.clone());
+        // A filter packed beforehand gives the same bytes; one packed for other groups is refused.
+        let packed = PackedFilter::new(wr, groups).unwrap();
+        let again = conv2d_fast_packed(&conv, xr, &packed, &ep, &ys, DType::F32, threads).unwrap();
+        prop_assert_eq!(values(&again), got);
+        if groups > 1 {
+            let ungrouped = PackedFilter::new(wr, 1).unwrap();
+            prop_assert!(conv2d_fast_packed(&conv, xr, &ungrouped, &ep, &ys, DType::F32, 1).is_err());
+        }
     }
 }
 
