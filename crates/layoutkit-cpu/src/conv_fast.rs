@@ -44,27 +44,42 @@ fn channel_block(layout: &ShapedLayout) -> Option<usize> {
     }
 }
 
-fn activation(x: &ShapedLayout, block: usize) -> Activation {
-    let e = x.padded_extents();
-    let (c, h, w) = (x.extents()[1], e[2], e[3]);
-    let name = x.layout().to_string();
-    if name == "NHWC" {
-        let (hh, ww) = (x.extents()[1], x.extents()[2]);
-        let cc = x.extents()[3];
-        return Activation {
-            sn: hh * ww * cc,
-            sh: ww * cc,
-            sw: cc,
-            chan: (0..cc).collect(),
-        };
-    }
-    let cb = e[1].div_ceil(block);
-    let plane = h * w * block;
+/// The addressing of `x` from core's forward map. In the family only C is blocked, so the
+/// offset is linear in n, h and w, and channels need one table.
+fn activation(x: &ShapedLayout) -> Activation {
+    let at = |n: usize, c: usize, h: usize, w: usize| {
+        let coord: Vec<usize> = x
+            .axes()
+            .iter()
+            .map(|a| match a.letter() {
+                'N' => n,
+                'C' => c,
+                'H' => h,
+                _ => w,
+            })
+            .collect();
+        x.forward_unchecked(&coord)
+    };
+    let extent = |l: char| {
+        x.axes()
+            .iter()
+            .position(|a| a.letter() == l)
+            .map_or(0, |i| x.extents()[i])
+    };
+    // A stride is only asked for where the next coordinate is in range (forward's contract);
+    // an axis of extent 1 only ever has index 0.
+    let step = |l: char, next: [usize; 4]| {
+        if extent(l) > 1 {
+            at(next[0], next[1], next[2], next[3])
+        } else {
+            0
+        }
+    };
     Activation {
-        sn: cb * plane,
-        sh: w * block,
-        sw: block,
-        chan: (0..c).map(|ci| (ci / block) * plane + ci % block).collect(),
+        sn: step('N', [1, 0, 0, 0]),
+        sh: step('H', [0, 0, 1, 0]),
+        sw: step('W', [0, 0, 0, 1]),
+        chan: (0..extent('C')).map(|ci| at(0, ci, 0, 0)).collect(),
     }
 }
 
@@ -173,7 +188,6 @@ pub fn conv2d_fast_packed(
             x.layout.layout()
         )));
     }
-    let block = channel_block(x.layout).unwrap_or(1);
     let expected = x.layout.bytes(DType::F32)?;
     if x.data.len() != expected {
         return Err(layoutkit_core::Error::BufferSize {
@@ -188,7 +202,7 @@ pub fn conv2d_fast_packed(
         .chunks_exact(4)
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect();
-    let act = activation(x.layout, block);
+    let act = activation(x.layout);
     let [n, o, oh, ow] = [0, 1, 2, 3].map(|i| out.entries()[i].1);
     let [_, cg, kh, kw] = [0, 1, 2, 3].map(|i| w.oihw.extents()[i]);
     let plain_x = x.layout.dims();
