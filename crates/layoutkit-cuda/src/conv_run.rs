@@ -1,6 +1,5 @@
 //! Running the tensor-core convolution ([`crate::conv`]) on a [`Cuda`] device.
 
-use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 use layoutkit_core::DType;
 
@@ -85,34 +84,14 @@ impl Cuda {
             block_dim: (block(s), 1, 1),
             shared_mem_bytes: 0,
         };
-        let mut timing = Timing::default();
-        let launches = launches.max(1);
-        for rep in 0..=repeats {
-            let start = self
-                .stream
-                .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(|e| Error::driver("cuEventRecord", e))?;
-            let count = if rep == 0 { 1 } else { launches };
-            for _ in 0..count {
-                let mut b = self.stream.launch_builder(&f);
-                b.arg(&d_x).arg(&d_w).arg(&mut d_y).arg(&d_b);
-                // SAFETY: `conv` takes (x, w, y, bias) as generated for `s`; the buffers have
-                // the sizes checked above and the kernel guards every row and channel index.
-                unsafe { b.launch(cfg) }.map_err(|e| Error::driver("cuLaunchKernel", e))?;
-            }
-            let end = self
-                .stream
-                .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(|e| Error::driver("cuEventRecord", e))?;
-            end.synchronize()
-                .map_err(|e| Error::driver("cuEventSynchronize", e))?;
-            if rep > 0 {
-                let ms = start
-                    .elapsed_ms(&end)
-                    .map_err(|e| Error::driver("cuEventElapsedTime", e))?;
-                timing.seconds.push(ms as f64 * 1e-3 / launches as f64);
-            }
-        }
+        let timing = self.timed(repeats, launches, || {
+            let mut b = self.stream.launch_builder(&f);
+            b.arg(&d_x).arg(&d_w).arg(&mut d_y).arg(&d_b);
+            // SAFETY: `conv` takes (x, w, y, bias) as generated for `s`; the buffers have
+            // the sizes checked above and the kernel guards every row and channel index.
+            unsafe { b.launch(cfg) }.map_err(|e| Error::driver("cuLaunchKernel", e))?;
+            Ok(())
+        })?;
         let mut y = self
             .stream
             .clone_dtoh(&d_y)

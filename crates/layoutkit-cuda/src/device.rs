@@ -164,28 +164,12 @@ impl Cuda {
             .alloc_zeros::<u8>(out_bytes)
             .map_err(|e| Error::driver("cuMemAlloc", e))?;
         let fill = fill_bits(&plan, cast.dst);
-        let mut timing = Timing::default();
-        for rep in 0..=repeats {
-            let start = self
-                .stream
-                .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(|e| Error::driver("cuEventRecord", e))?;
+        let timing = self.timed(repeats, 1, || {
             for (l, f) in launches.iter().zip(&functions) {
                 self.launch(l, f, &d_src, &mut d_dst, fill, cast)?;
             }
-            let end = self
-                .stream
-                .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(|e| Error::driver("cuEventRecord", e))?;
-            end.synchronize()
-                .map_err(|e| Error::driver("cuEventSynchronize", e))?;
-            if rep > 0 {
-                let ms = start
-                    .elapsed_ms(&end)
-                    .map_err(|e| Error::driver("cuEventElapsedTime", e))?;
-                timing.seconds.push(ms as f64 * 1e-3);
-            }
-        }
+            Ok(())
+        })?;
         let out = self
             .stream
             .clone_dtoh(&d_dst)
@@ -242,26 +226,43 @@ impl Cuda {
             .stream
             .alloc_zeros::<u8>(n)
             .map_err(|e| Error::driver("cuMemAlloc", e))?;
-        let mut timing = Timing::default();
-        for rep in 0..=repeats {
-            let start = self
-                .stream
-                .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(|e| Error::driver("cuEventRecord", e))?;
+        let timing = self.timed(repeats, 1, || {
             self.stream
                 .memcpy_dtod(&a, &mut b)
-                .map_err(|e| Error::driver("cuMemcpyDtoD", e))?;
-            let end = self
-                .stream
+                .map_err(|e| Error::driver("cuMemcpyDtoD", e))
+        })?;
+        Ok(timing)
+    }
+
+    /// Runs `work` once untimed (warm-up), then `repeats` times `per` back-to-back calls, each
+    /// group between two CUDA events; the time per call (group time / `per`) of each repetition.
+    pub(crate) fn timed(
+        &self,
+        repeats: usize,
+        per: usize,
+        mut work: impl FnMut() -> Result<(), Error>,
+    ) -> Result<Timing, Error> {
+        let per = per.max(1);
+        let event = || {
+            self.stream
                 .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(|e| Error::driver("cuEventRecord", e))?;
+                .map_err(|e| Error::driver("cuEventRecord", e))
+        };
+        let mut timing = Timing::default();
+        for rep in 0..=repeats {
+            let count = if rep == 0 { 1 } else { per };
+            let start = event()?;
+            for _ in 0..count {
+                work()?;
+            }
+            let end = event()?;
             end.synchronize()
                 .map_err(|e| Error::driver("cuEventSynchronize", e))?;
             if rep > 0 {
                 let ms = start
                     .elapsed_ms(&end)
                     .map_err(|e| Error::driver("cuEventElapsedTime", e))?;
-                timing.seconds.push(ms as f64 * 1e-3);
+                timing.seconds.push(ms as f64 * 1e-3 / per as f64);
             }
         }
         Ok(timing)

@@ -22,6 +22,28 @@ struct Layer {
     pad: usize,
 }
 
+impl Layer {
+    /// The layer's parameters.
+    fn conv(&self) -> Conv2d {
+        Conv2d {
+            stride: [self.stride; 2],
+            padding: [self.pad; 2],
+            ..Conv2d::default()
+        }
+    }
+
+    /// Input and filter dims at batch `n`.
+    fn dims(&self, n: usize) -> Result<(Dims, Dims)> {
+        Ok((
+            Dims::parse(&format!("N={n},C={},H={},W={}", self.c, self.hw, self.hw))?,
+            Dims::parse(&format!(
+                "O={},I={},H={},W={}",
+                self.o, self.c, self.k, self.k
+            ))?,
+        ))
+    }
+}
+
 const fn layer(
     name: &'static str,
     c: usize,
@@ -148,13 +170,8 @@ pub fn run(a: &ConvBenchArgs, json_out: bool) -> Result<()> {
         );
     }
     for (li, l) in layers.iter().enumerate() {
-        let conv = Conv2d {
-            stride: [l.stride; 2],
-            padding: [l.pad; 2],
-            ..Conv2d::default()
-        };
-        let xd = Dims::parse(&format!("N={},C={},H={},W={}", a.batch, l.c, l.hw, l.hw))?;
-        let wd = Dims::parse(&format!("O={},I={},H={},W={}", l.o, l.c, l.k, l.k))?;
+        let conv = l.conv();
+        let (xd, wd) = l.dims(a.batch)?;
         let yd = conv.output_dims(&xd, &wd)?;
         let flop = 2.0 * conv.macs(&xd, &wd)? as f64;
         let ws = parse_format("OIHW")?.shaped(&wd)?;
@@ -247,12 +264,10 @@ fn run_cuda(a: &ConvBenchArgs, layers: &[&Layer], json_out: bool) -> Result<()> 
         );
     }
     for (li, l) in layers.iter().enumerate() {
-        let conv = Conv2d {
-            stride: [l.stride; 2],
-            padding: [l.pad; 2],
-            ..Conv2d::default()
-        };
-        let oh = (l.hw + 2 * l.pad - l.k) / l.stride + 1;
+        let conv = l.conv();
+        let (xd, wd) = l.dims(a.batch)?;
+        // Square inputs and kernels: OH = OW.
+        let oh = conv.output_dims(&xd, &wd)?.entries()[2].1;
         let s = ConvShape {
             n: a.batch,
             h: l.hw,
@@ -274,7 +289,7 @@ fn run_cuda(a: &ConvBenchArgs, layers: &[&Layer], json_out: bool) -> Result<()> 
             continue;
         }
         eprint!("\r{} ...        ", l.name);
-        let flop = 2.0 * (a.batch * l.o * oh * oh * l.c * l.k * l.k) as f64;
+        let flop = 2.0 * conv.macs(&xd, &wd)? as f64;
         let x = half_noise(a.batch * l.hw * l.hw * l.c, li as u64);
         let w = half_noise(l.o * l.k * l.k * l.c, 7 + li as u64);
         let (_, t) =
