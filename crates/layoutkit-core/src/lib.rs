@@ -12,6 +12,7 @@
 //! * [`DType`] and [`CastSpec`]: element types and the exact casts between them.
 //! * [`npy`]: `.npy` reading and writing, byte-identical to numpy's own files.
 //! * [`plan`]: conversion plans (pure data, reused by every backend).
+//! * [`index_expr`]: the per-element maps as C expressions, for kernel generators.
 //! * [`conv`]: 2-D convolution geometry (stride, padding, dilation, groups, output dims).
 //!
 //! ```
@@ -31,6 +32,7 @@ mod dims;
 mod dtype;
 mod error;
 pub mod formats;
+pub mod index_expr;
 mod layout;
 mod notation;
 pub mod npy;

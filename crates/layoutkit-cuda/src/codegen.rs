@@ -15,6 +15,7 @@
 use std::fmt::Write;
 
 use layoutkit_core::cast::Scalar;
+use layoutkit_core::index_expr::gather_exprs;
 use layoutkit_core::plan::{ConversionPlan, LoopDim, Region, Strategy};
 use layoutkit_core::{CastSpec, DType};
 
@@ -639,63 +640,22 @@ fn gather_kernel(plan: &ConversionPlan, c: &CastSpec) -> Launch {
 /// in padding, else the cast source element.
 fn gather_element(k: &mut String, plan: &ConversionPlan, it: &str, u: &str, out: &str) {
     let (src, dst) = (plan.src(), plan.dst());
-    let n = dst.elements();
+    let e = gather_exprs(src, dst, "o", "x", u);
     let _ = writeln!(k, "  {{");
     for ai in 0..dst.axes().len() {
         let _ = writeln!(k, "  {it} x{ai} = 0;");
     }
-    for p in dst.phys_dims() {
-        let st = p.stride as usize;
-        let mut t = if st == 1 {
-            "o".to_string()
-        } else {
-            format!("(o / {st}{u})")
-        };
-        if st * p.extent != n {
-            t = format!("({t} % {}{u})", p.extent);
-        }
-        if p.weight != 1 {
-            t = format!("{t} * {}{u}", p.weight);
-        }
-        let _ = writeln!(k, "  x{} += {t};", p.axis);
+    for (axis, t) in &e.coord_terms {
+        let _ = writeln!(k, "  x{axis} += {t};");
     }
-    let valid: Vec<String> = dst
-        .extents()
-        .iter()
-        .zip(dst.padded_extents())
-        .enumerate()
-        .filter(|(_, (e, p))| e != p)
-        .map(|(ai, (e, _))| format!("x{ai} < {e}{u}"))
-        .collect();
-    let perm = src.axis_permutation_to(dst);
-    let mut terms = Vec::new();
-    for p in src.phys_dims() {
-        let x = format!("x{}", perm[p.axis]);
-        let mut t = if p.weight == 1 {
-            x
-        } else {
-            format!("({x} / {}{u})", p.weight)
-        };
-        if p.weight * p.extent != src.padded_extents()[p.axis] {
-            t = format!("({t} % {}{u})", p.extent);
-        }
-        if p.stride != 1 {
-            t = format!("{t} * {}{u}", p.stride);
-        }
-        terms.push(t);
-    }
-    let so = if terms.is_empty() {
-        "0".to_string()
-    } else {
-        terms.join(" + ")
-    };
-    if valid.is_empty() {
+    let so = &e.src_offset;
+    if e.valid.is_empty() {
         let _ = writeln!(k, "  {out} = cast(src[{so}]);");
     } else {
         let _ = writeln!(
             k,
             "  {out} = ({}) ? cast(src[{so}]) : fill;",
-            valid.join(" && ")
+            e.valid.join(" && ")
         );
     }
     let _ = writeln!(k, "  }}");

@@ -5,6 +5,7 @@
 use std::fmt::Write;
 
 use layoutkit_core::cast::Scalar;
+use layoutkit_core::index_expr::gather_exprs;
 use layoutkit_core::plan::check_compatible;
 use layoutkit_core::{DType, ShapedLayout};
 
@@ -140,53 +141,11 @@ pub fn generate(
         for (ai, a) in axes.iter().enumerate() {
             let _ = writeln!(k, "{indent}idx_t c{ai} = 0; // {a}");
         }
-        let total = dst.elements();
-        for d in dst.phys_dims() {
-            let s = d.stride as usize;
-            let mut term = if s == 1 {
-                o.to_string()
-            } else {
-                format!("({o} / {s})")
-            };
-            if s * d.extent != total {
-                term = format!("({term} % {})", d.extent);
-            }
-            if d.weight != 1 {
-                term = format!("{term} * {}", d.weight);
-            }
-            let _ = writeln!(k, "{indent}c{} += {term};", d.axis);
+        let e = gather_exprs(src, dst, o, "c", "");
+        for (axis, t) in &e.coord_terms {
+            let _ = writeln!(k, "{indent}c{axis} += {t};");
         }
-        let valid: Vec<String> = dst
-            .extents()
-            .iter()
-            .zip(dst.padded_extents())
-            .enumerate()
-            .filter(|(_, (e, p))| e != p)
-            .map(|(ai, (e, _))| format!("c{ai} < {e}"))
-            .collect();
-        let perm = src.axis_permutation_to(dst);
-        let mut terms = Vec::new();
-        for d in src.phys_dims() {
-            let c = format!("c{}", perm[d.axis]);
-            let mut term = if d.weight == 1 {
-                c
-            } else {
-                format!("({c} / {})", d.weight)
-            };
-            // The outermost token of an axis needs no modulo: c / weight < extent already.
-            if d.weight * d.extent != src.padded_extents()[d.axis] {
-                term = format!("({term} % {})", d.extent);
-            }
-            if d.stride != 1 {
-                term = format!("{term} * {}", d.stride);
-            }
-            terms.push(term);
-        }
-        let so = if terms.is_empty() {
-            "0".to_string()
-        } else {
-            terms.join(" + ")
-        };
+        let (valid, so) = (e.valid, e.src_offset);
         let cond = if valid.is_empty() {
             "1".to_string()
         } else {
