@@ -17,7 +17,7 @@ pub use buffer::AlignedBuf;
 use layoutkit_core::cast::Scalar;
 use layoutkit_core::plan::{ConversionPlan, LoopDim, Region, Strategy};
 use layoutkit_core::CastSpec;
-use rayon::prelude::*;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::{check_buffers, Error};
 use casts::{run_kernel, RunKernel};
@@ -50,35 +50,56 @@ pub fn convert_fast(
     };
     let mut items: Vec<Item> = Vec::new();
     for r in copies {
-        split(r, false, cast, &mut items);
+        split(r, false, cast, threads, &mut items);
     }
     for r in fills {
-        split(r, true, cast, &mut items);
+        split(r, true, cast, threads, &mut items);
     }
     if threads <= 1 || items.len() <= 1 {
         items.iter().for_each(|it| job.execute(it));
         return Ok(());
     }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .map_err(|e| Error::Threads {
-            threads,
-            reason: e.to_string(),
-        })?;
-    pool.install(|| items.par_iter().for_each(|it| job.execute(it)));
+    // Each thread takes the next item in order until none is left: items run roughly in
+    // memory order on all threads at once, and unequal items still balance. (A rayon
+    // `par_iter` over the same items measured a third slower on the 2-core machine.)
+    // The calling thread works too; a thread the system refuses to start only means fewer
+    // workers (every item still runs).
+    let next = AtomicUsize::new(0);
+    let work = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        let Some(it) = items.get(i) else { break };
+        job.execute(it);
+    };
+    std::thread::scope(|scope| {
+        for _ in 1..threads.min(items.len()) {
+            if std::thread::Builder::new()
+                .spawn_scoped(scope, work)
+                .is_err()
+            {
+                break;
+            }
+        }
+        work();
+    });
     Ok(())
 }
 
+/// The most bytes one tile holds (of the wider element type).
+const TILE_BYTES: usize = 16384;
+
 /// A tile-sized scratch buffer, aligned so the cast kernels can view it as typed elements.
 #[repr(align(64))]
-struct TileBuf([u8; 16384]);
+struct TileBuf([u8; TILE_BYTES]);
 
-/// Scratch for casting tiles: made once per work item (zeroing it per tile cost more than the
-/// tile).
+/// Per work item scratch: row tables of the current tile, and for casting tiles two buffers
+/// made on first use (zeroing them per tile cost more than the tile).
+#[derive(Default)]
 struct Scratch {
-    transposed: Box<TileBuf>,
-    casted: Box<TileBuf>,
+    src_rows: Vec<isize>,
+    dst_rows: Vec<isize>,
+    src_ptrs: Vec<*const u8>,
+    dst_ptrs: Vec<*mut u8>,
+    bufs: Option<Box<[TileBuf; 2]>>,
 }
 
 /// The destination, shared by the work items, which write disjoint elements.
@@ -129,6 +150,10 @@ struct Item {
     /// Elements moved together: a short innermost run contiguous in both layouts (e.g. the 4
     /// lanes of an image pixel) is handled as one unit by the tile and strided kernels.
     unit: usize,
+    /// For tiles: how many loops before the last form the tile's source-contiguous index
+    /// (one, or several whose flattened index is contiguous in the source, like `(i, h, w)`
+    /// of `OIHW`); the last loop is the destination-contiguous one.
+    a_loops: usize,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -144,10 +169,12 @@ enum Kind {
     Fill,
 }
 
-impl Kind {
-    fn kernel_loops(self) -> usize {
-        match self {
-            Kind::Tile | Kind::Fill => 2,
+impl Item {
+    /// The loops at the end of `dims` that the kernel runs (the item iterates the others).
+    fn kernel_loops(&self) -> usize {
+        match self.kind {
+            Kind::Tile => self.a_loops + 1,
+            Kind::Fill => 2,
             _ => 1,
         }
     }
@@ -156,17 +183,16 @@ impl Kind {
 /// Runs up to this many bytes that are contiguous in both layouts become units.
 const MAX_UNIT_BYTES: usize = 64;
 
-/// Elements per work item (about): big enough to amortise the item, small enough to balance
-/// threads.
-const ITEM_ELEMENTS: usize = 1 << 16;
+/// Work items per thread (about), so threads stay balanced when items take unequal times.
+const ITEMS_PER_THREAD: usize = 8;
 
-/// The tile edge in elements, by element size: 32 x 32 for 4 bytes.
-fn tile_edge(size: usize) -> usize {
-    (128 / size).clamp(4, 128)
-}
+/// Elements per work item at least: enough to amortise an item.
+const MIN_ITEM_ELEMENTS: usize = 1 << 16;
 
-/// Splits a region into items of about [`ITEM_ELEMENTS`] elements by chunking its outer loops.
-fn split(r: &Region, fill: bool, cast: &CastSpec, items: &mut Vec<Item>) {
+/// Splits a region into about [`ITEMS_PER_THREAD`] items per thread (one on one thread) of at
+/// least [`MIN_ITEM_ELEMENTS`] elements, by chunking its outer loops. Few large items keep the
+/// tiles' source streams long, which the hardware prefetchers need.
+fn split(r: &Region, fill: bool, cast: &CastSpec, threads: usize, items: &mut Vec<Item>) {
     let mut dims = r.dims.clone();
     if dims.is_empty() {
         dims.push(LoopDim {
@@ -193,6 +219,7 @@ fn split(r: &Region, fill: bool, cast: &CastSpec, items: &mut Vec<Item>) {
     let n = dims.len();
     let inner = dims[n - 1];
     let u = unit as isize;
+    let mut a_loops = 1;
     let kind = if fill {
         Kind::Fill
     } else if inner.src_stride == u && inner.dst_stride == u {
@@ -202,9 +229,23 @@ fn split(r: &Region, fill: bool, cast: &CastSpec, items: &mut Vec<Item>) {
         .rposition(|d| d.src_stride == u)
         .filter(|_| inner.dst_stride == u)
     {
-        // Move the source-contiguous loop next to the innermost one: a tile.
+        // Move the source-contiguous loop next to the innermost one: a tile. Loops that
+        // continue it in the source (stride = the span so far) join it, outermost first, so the
+        // tile's rows run over their flattened index.
         let d = dims.remove(a);
         dims.insert(n - 2, d);
+        let mut span = d.extent as isize * u;
+        let mut first = n - 2;
+        while let Some(c) = dims[..first]
+            .iter()
+            .position(|d| d.src_stride == span && d.extent > 1)
+        {
+            let d = dims.remove(c);
+            first -= 1;
+            dims.insert(first, d);
+            span *= d.extent as isize;
+        }
+        a_loops = n - 1 - first;
         Kind::Tile
     } else {
         Kind::Strided
@@ -222,16 +263,35 @@ fn split(r: &Region, fill: bool, cast: &CastSpec, items: &mut Vec<Item>) {
     }
     let n = dims.len();
     let total: usize = dims.iter().map(|d| d.extent).product();
-    let target = total.div_ceil(ITEM_ELEMENTS).max(1);
+    let target = if threads <= 1 {
+        1
+    } else {
+        (threads * ITEMS_PER_THREAD).min(total.div_ceil(MIN_ITEM_ELEMENTS))
+    }
+    .max(1);
+    // Loops are chunked outermost first. A tile's destination-contiguous loop is chunked
+    // before its source-contiguous ones (which stay whole, so tiles stay wide): it moves in
+    // front of them here, and back to the end in each item.
+    let last = if kind == Kind::Tile {
+        let b = dims.pop().expect("a tile has two loops");
+        dims.insert(n - 1 - a_loops, b);
+        n - 1 - a_loops
+    } else {
+        n - 1
+    };
     // Find the loop to chunk: loops before it give one item per index.
     let mut before = 1usize;
     let mut k = 0;
-    while k < n - 1 && before * dims[k].extent < target {
+    while k < last && before * dims[k].extent < target {
         before *= dims[k].extent;
         k += 1;
     }
     let pieces_k = target.div_ceil(before).clamp(1, dims[k].extent);
-    let chunk = dims[k].extent.div_ceil(pieces_k);
+    let mut chunk = dims[k].extent.div_ceil(pieces_k);
+    if kind == Kind::Tile && k == last {
+        // Whole tile rows: a multiple of 16 destination-contiguous units.
+        chunk = chunk.next_multiple_of(16).min(dims[k].extent);
+    }
     let mut start = vec![0usize; k + 1];
     loop {
         let mut it = Item {
@@ -240,14 +300,19 @@ fn split(r: &Region, fill: bool, cast: &CastSpec, items: &mut Vec<Item>) {
             dims: dims[k..].to_vec(),
             kind,
             unit,
+            a_loops,
         };
         for (j, d) in dims[..=k].iter().enumerate() {
             it.src_offset = (it.src_offset as isize + start[j] as isize * d.src_stride) as usize;
             it.dst_offset = (it.dst_offset as isize + start[j] as isize * d.dst_stride) as usize;
         }
         it.dims[0].extent = chunk.min(dims[k].extent - start[k]);
+        if kind == Kind::Tile {
+            let b = it.dims.remove(last - k);
+            it.dims.push(b);
+        }
         // Keep the kernel's loop count: pad with unit loops if the chunked loop is inside it.
-        while it.dims.len() < kind.kernel_loops() {
+        while it.dims.len() < it.kernel_loops() {
             it.dims.insert(
                 0,
                 LoopDim {
@@ -277,14 +342,11 @@ fn split(r: &Region, fill: bool, cast: &CastSpec, items: &mut Vec<Item>) {
 impl Job<'_> {
     fn execute(&self, it: &Item) {
         let dst = self.dst.slice();
-        let m = it.kind.kernel_loops();
+        let m = it.kernel_loops();
         let outer = &it.dims[..it.dims.len() - m];
         let kernel = &it.dims[it.dims.len() - m..];
         // Odometer over the item's outer loops; the kernel does the rest.
-        let mut scratch = Scratch {
-            transposed: Box::new(TileBuf([0; 16384])),
-            casted: Box::new(TileBuf([0; 16384])),
-        };
+        let mut scratch = Scratch::default();
         let mut idx = vec![0usize; outer.len()];
         let (mut so, mut d) = (it.src_offset as isize, it.dst_offset as isize);
         loop {
@@ -360,125 +422,277 @@ impl Job<'_> {
                 }
             }
             Kind::Tile => {
-                // Tiles of the (a, b) plane of about t x t units; a short b gets a longer a.
-                let (a, b) = (k[0], k[1]);
-                let t = tile_edge(ss.max(ds) * unit);
-                let ta = t * (t / b.extent.min(t)).max(1);
-                // Tile order: `b` (destination-contiguous) blocks outermost, so the source is
-                // read as a few long row streams; the destination gets whole lines per tile.
-                let b_outer = true;
-                let (outer_n, inner_n) = if b_outer {
-                    (b.extent, a.extent)
-                } else {
-                    (a.extent, b.extent)
-                };
-                let (outer_t, inner_t) = if b_outer { (t, ta) } else { (ta, t) };
-                let mut o0 = 0;
-                while o0 < outer_n {
-                    let no = outer_t.min(outer_n - o0);
-                    let mut i0 = 0;
-                    while i0 < inner_n {
-                        let ni = inner_t.min(inner_n - i0);
-                        let (a0, na, b0, nb) = if b_outer {
-                            (i0, ni, o0, no)
-                        } else {
-                            (o0, no, i0, ni)
-                        };
-                        let s_off =
-                            (so as isize + a0 as isize * a.src_stride + b0 as isize * b.src_stride)
-                                as usize;
-                        let d_off =
-                            (d0 as isize + a0 as isize * a.dst_stride + b0 as isize * b.dst_stride)
-                                as usize;
-                        self.tile(s_off, d_off, a, b, na, nb, unit, dst, scratch);
-                        i0 += ni;
-                    }
-                    o0 += no;
-                }
+                let (a_loops, b) = k.split_at(k.len() - 1);
+                self.tiles(so, d0, a_loops, b[0], unit, scratch);
             }
         }
     }
 
-    /// One tile of `na x nb` units: `a` is contiguous in the source, `b` in the destination
-    /// (their strides are `unit`).
+    /// The `(a, b)` plane of a tile item in tiles of about [`tile_shape`]: `a` is the
+    /// flattened index of `a_loops` (contiguous in the source, `unit` elements per step), `b`
+    /// is contiguous in the destination. `b` tiles are outermost, so the source is read as a
+    /// few long row streams and each destination row gets a whole segment per tile.
     #[allow(clippy::too_many_arguments)]
-    fn tile(
+    fn tiles(
         &self,
         so: usize,
         d0: usize,
-        a: LoopDim,
+        a_loops: &[LoopDim],
         b: LoopDim,
-        na: usize,
-        nb: usize,
         unit: usize,
-        dst: &mut [u8],
         scratch: &mut Scratch,
     ) {
         let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
-        // Strides are positive in every plan (layouts have positive strides).
-        let s_row = b.src_stride as usize;
-        let d_row = a.dst_stride as usize;
-        let src_end = ((nb - 1) * s_row + na * unit) * ss;
-        let dst_end = ((na - 1) * d_row + nb * unit) * ds;
-        let src = &self.src[so * ss..so * ss + src_end];
-        let out = &mut dst[d0 * ds..d0 * ds + dst_end];
-        if unit > 1 && self.cast.is_identity() {
-            // Units of several elements, copied whole (fixed sizes compile to plain moves).
-            let (sr, dr) = (s_row * ss, d_row * ss);
-            match unit * ss {
-                4 => unit_tile::<4>(src, sr, out, dr, na, nb),
-                8 => unit_tile::<8>(src, sr, out, dr, na, nb),
-                16 => unit_tile::<16>(src, sr, out, dr, na, nb),
-                32 => unit_tile::<32>(src, sr, out, dr, na, nb),
-                64 => unit_tile::<64>(src, sr, out, dr, na, nb),
-                bytes => unit_tile_any(src, sr, out, dr, na, nb, bytes),
-            }
-            return;
-        }
-        if unit > 1 {
-            // Units of several elements: move (and cast) one unit at a time.
-            for ia in 0..na {
-                for ib in 0..nb {
-                    let s = (ib * s_row + ia * unit) * ss;
-                    let d = (ia * d_row + ib * unit) * ds;
-                    (self.run)(
-                        &src[s..s + unit * ss],
-                        &mut out[d..d + unit * ds],
-                        unit,
-                        &self.cast,
-                    );
+        let ea: usize = a_loops.iter().map(|l| l.extent).product();
+        let inner_a = a_loops[a_loops.len() - 1];
+        let (ta, tb) = tile_shape(
+            ss.max(ds) * unit,
+            inner_a.dst_stride.unsigned_abs() * ds,
+            b.extent,
+        );
+        let mut b0 = 0;
+        while b0 < b.extent {
+            let nb = tb.min(b.extent - b0);
+            let mut a0 = 0;
+            while a0 < ea {
+                let na = ta.min(ea - a0);
+                let s_first = so as isize + b0 as isize * b.src_stride + (a0 * unit) as isize;
+                let d_first = d0 as isize + b0 as isize * b.dst_stride;
+                if let [l] = a_loops {
+                    // One loop: rows a fixed distance apart.
+                    let d_first = d_first + a0 as isize * l.dst_stride;
+                    self.tile_strided(s_first, b.src_stride, d_first, l.dst_stride, na, nb, unit);
+                } else {
+                    scratch.src_rows.clear();
+                    scratch
+                        .src_rows
+                        .extend((0..nb).map(|i| s_first + i as isize * b.src_stride));
+                    dst_offsets(a_loops, a0, na, &mut scratch.dst_rows);
+                    scratch.dst_rows.iter_mut().for_each(|o| *o += d_first);
+                    self.tile(na, nb, unit, scratch);
                 }
+                a0 += na;
             }
-            return;
-        }
-        if self.cast.is_identity() {
-            match ss {
-                1 => transpose::transpose_tile::<1>(src, s_row, out, d_row, na, nb, true),
-                2 => transpose::transpose_tile::<2>(src, s_row, out, d_row, na, nb, true),
-                4 => transpose::transpose_tile::<4>(src, s_row, out, d_row, na, nb, true),
-                _ => transpose::transpose_tile::<8>(src, s_row, out, d_row, na, nb, true),
-            }
-            return;
-        }
-        // Casts: transpose into a small buffer of source elements, then cast its rows.
-        // At most t x t source elements: (128 / size)^2 * ss <= 16 KiB.
-        let tmp = &mut scratch.transposed.0[..na * nb * ss];
-        match ss {
-            1 => transpose::transpose_tile::<1>(src, s_row, tmp, nb, na, nb, false),
-            2 => transpose::transpose_tile::<2>(src, s_row, tmp, nb, na, nb, false),
-            4 => transpose::transpose_tile::<4>(src, s_row, tmp, nb, na, nb, false),
-            _ => transpose::transpose_tile::<8>(src, s_row, tmp, nb, na, nb, false),
-        }
-        // Cast the whole transposed tile at once (long vectorised runs), then copy its rows.
-        let casted = &mut scratch.casted.0[..na * nb * ds];
-        (self.run)(tmp, casted, na * nb, &self.cast);
-        for r in 0..na {
-            copy_short(
-                &mut out[r * d_row * ds..(r * d_row + nb) * ds],
-                &casted[r * nb * ds..(r + 1) * nb * ds],
-            );
+            b0 += nb;
         }
     }
+
+    /// A tile whose source rows start at `s_first + b * s_row` and destination rows at
+    /// `d_first + a * d_row` (elements).
+    #[allow(clippy::too_many_arguments)]
+    fn tile_strided(
+        &self,
+        s_first: isize,
+        s_row: isize,
+        d_first: isize,
+        d_row: isize,
+        na: usize,
+        nb: usize,
+        unit: usize,
+    ) {
+        let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
+        if !(self.cast.is_identity() && s_row >= 0 && d_row >= 0) {
+            // Casts (and, never planned, negative strides) go through the row tables.
+            let mut scratch = Scratch::default();
+            scratch
+                .src_rows
+                .extend((0..nb).map(|i| s_first + i as isize * s_row));
+            scratch
+                .dst_rows
+                .extend((0..na).map(|i| d_first + i as isize * d_row));
+            self.tile(na, nb, unit, &mut scratch);
+            return;
+        }
+        // Bounds: the first and last rows (strides are non-negative) lie inside the buffers.
+        let s_last = s_first + (nb as isize - 1) * s_row + (na * unit) as isize;
+        let d_last = d_first + (na as isize - 1) * d_row + (nb * unit) as isize;
+        assert!(
+            s_first >= 0
+                && d_first >= 0
+                && s_last as usize * ss <= self.src.len()
+                && d_last as usize * ds <= self.dst.len,
+            "a tile lies outside its buffer (plan and buffers disagree)"
+        );
+        let rows = transpose::Strided {
+            src: self.src.as_ptr().wrapping_add(s_first as usize * ss),
+            src_row: s_row as usize * ss,
+            dst: self.dst.ptr.wrapping_add(d_first as usize * ds),
+            dst_row: d_row as usize * ds,
+            na,
+            nb,
+        };
+        // SAFETY: every row of the tile is inside its buffer (asserted above); the
+        // destination rows belong to this item alone and the source is never written.
+        unsafe { transpose::transpose_rows_dyn(rows, unit * ss, true) };
+    }
+
+    /// One tile whose row starts (in elements) are in `scratch.src_rows` (b rows of `na`
+    /// units) and `scratch.dst_rows` (a rows of `nb` units).
+    fn tile(&self, na: usize, nb: usize, unit: usize, scratch: &mut Scratch) {
+        let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
+        // Every row must lie inside its buffer: checked here, once per row, so the kernels
+        // may use raw pointers.
+        let src_len = (na * unit * ss) as isize;
+        let dst_len = (nb * unit * ds) as isize;
+        let in_bounds = |rows: &[isize], size: usize, len: isize, total: usize| {
+            rows.iter()
+                .all(|&r| r >= 0 && r * size as isize + len <= total as isize)
+        };
+        assert!(
+            in_bounds(&scratch.src_rows, ss, src_len, self.src.len())
+                && in_bounds(&scratch.dst_rows, ds, dst_len, self.dst.len),
+            "a tile row lies outside its buffer (plan and buffers disagree)"
+        );
+        let src_base = self.src.as_ptr();
+        let dst_base = self.dst.ptr;
+        let srows = &mut scratch.src_ptrs;
+        srows.clear();
+        // SAFETY (pointer arithmetic): offsets are inside the source (asserted above).
+        srows.extend(
+            scratch
+                .src_rows
+                .iter()
+                .map(|&r| src_base.wrapping_add(r as usize * ss)),
+        );
+        if self.cast.is_identity() || unit > 1 {
+            let drows = &mut scratch.dst_ptrs;
+            drows.clear();
+            drows.extend(
+                scratch
+                    .dst_rows
+                    .iter()
+                    .map(|&r| dst_base.wrapping_add(r as usize * ds)),
+            );
+            if !self.cast.is_identity() {
+                // Units of several elements with a cast: one unit at a time.
+                for (a, d) in drows.iter().enumerate() {
+                    for (b, s) in srows.iter().enumerate() {
+                        // SAFETY: unit a of source row b and unit b of destination row a are
+                        // inside the rows (asserted above); items write disjoint elements.
+                        let (s, d) = unsafe {
+                            (
+                                std::slice::from_raw_parts(s.add(a * unit * ss), unit * ss),
+                                std::slice::from_raw_parts_mut(d.add(b * unit * ds), unit * ds),
+                            )
+                        };
+                        (self.run)(s, d, unit, &self.cast);
+                    }
+                }
+                return;
+            }
+            let rows = transpose::Table {
+                src: srows,
+                dst: drows,
+            };
+            // SAFETY: the rows hold the tile (asserted above); the destination rows belong to
+            // this item alone, and the source is never written.
+            unsafe { transpose::transpose_rows_dyn(rows, unit * ss, true) };
+            return;
+        }
+        // Casts: transpose into a buffer of source elements, cast it whole (long vectorised
+        // runs), then copy its rows out. The tile shape keeps it within the buffer.
+        let bufs = scratch
+            .bufs
+            .get_or_insert_with(|| Box::new([TileBuf([0; TILE_BYTES]), TileBuf([0; TILE_BYTES])]));
+        let [transposed, casted] = &mut **bufs;
+        let tmp = &mut transposed.0[..na * nb * ss];
+        let rows = transpose::Strided {
+            src: std::ptr::null(),
+            src_row: 0,
+            dst: tmp.as_mut_ptr(),
+            dst_row: nb * ss,
+            na,
+            nb,
+        };
+        let rows = TableToStrided {
+            src: srows,
+            dst: rows,
+        };
+        // SAFETY: rows inside the source (asserted above) and the buffer (na * nb elements),
+        // which no source row overlaps.
+        unsafe { transpose::transpose_rows_dyn(rows, ss, false) };
+        let casted = &mut casted.0[..na * nb * ds];
+        (self.run)(&transposed.0[..na * nb * ss], casted, na * nb, &self.cast);
+        for (a, &r) in scratch.dst_rows.iter().enumerate() {
+            // SAFETY: the destination row is inside the buffer (asserted above) and belongs
+            // to this item.
+            let out =
+                unsafe { std::slice::from_raw_parts_mut(dst_base.add(r as usize * ds), nb * ds) };
+            copy_short(out, &casted[a * nb * ds..(a + 1) * nb * ds]);
+        }
+    }
+}
+
+/// Source rows from a table, destination rows strided (a scratch tile).
+#[derive(Clone, Copy)]
+struct TableToStrided<'t> {
+    src: &'t [*const u8],
+    dst: transpose::Strided,
+}
+
+impl transpose::Rows for TableToStrided<'_> {
+    fn na(&self) -> usize {
+        self.dst.na
+    }
+    fn nb(&self) -> usize {
+        self.src.len()
+    }
+    fn src(&self, b: usize) -> *const u8 {
+        self.src[b]
+    }
+    fn dst(&self, a: usize) -> *mut u8 {
+        transpose::Rows::dst(&self.dst, a)
+    }
+    fn dst_lines(&self) -> bool {
+        false
+    }
+}
+
+/// Destination offsets (elements, relative) of flattened indices `a0 .. a0 + n` of `loops`
+/// (outermost first), into `out`.
+fn dst_offsets(loops: &[LoopDim], a0: usize, n: usize, out: &mut Vec<isize>) {
+    out.clear();
+    if let [l] = loops {
+        out.extend((a0..a0 + n).map(|a| a as isize * l.dst_stride));
+        return;
+    }
+    // Odometer from a0's digits.
+    let mut idx = vec![0usize; loops.len()];
+    let mut rest = a0;
+    let mut off = 0isize;
+    for (j, l) in loops.iter().enumerate().rev() {
+        idx[j] = rest % l.extent;
+        rest /= l.extent;
+        off += idx[j] as isize * l.dst_stride;
+    }
+    for _ in 0..n {
+        out.push(off);
+        let mut j = loops.len();
+        while j > 0 {
+            j -= 1;
+            idx[j] += 1;
+            off += loops[j].dst_stride;
+            if idx[j] < loops[j].extent {
+                break;
+            }
+            off -= loops[j].dst_stride * loops[j].extent as isize;
+            idx[j] = 0;
+        }
+    }
+}
+
+/// The tile shape `(a, b)` in units of `unit_bytes`, for destination rows `row_bytes` apart
+/// and a `b` extent `nb`.
+///
+/// Measured on the 2-core EPYC (bench/results/cpu.md): destination rows far apart (a page or
+/// more, as NCHW's channel planes) want long row segments per tile (512 bytes); rows close
+/// together (as NHWC's pixels) want few source streams (one line's worth of `b`). `a` fills
+/// the rest of a 16 KiB tile, between 16 and 256 units.
+fn tile_shape(unit_bytes: usize, row_bytes: usize, nb: usize) -> (usize, usize) {
+    let seg = if row_bytes >= 4096 { 512 } else { 64 };
+    let tb = (seg / unit_bytes).max(1).min(nb.max(1));
+    let ta = (TILE_BYTES / (tb * unit_bytes)).clamp(1, 256);
+    (ta, tb)
 }
 
 /// Fills an `o x l` plane of destination elements with the fill value (`N` bytes each).
@@ -490,46 +704,6 @@ fn fill_plane<const N: usize>(dst: &mut [u8], d0: usize, o: LoopDim, l: LoopDim,
         for j in 0..l.extent {
             let at = (base + j as isize * l.dst_stride) as usize * N;
             dst[at..at + N].copy_from_slice(&f);
-        }
-    }
-}
-
-/// A tile of `B`-byte units: unit `(a, b)` moves from byte `b * s_row_b + a * B` of `src` to
-/// byte `a * d_row_b + b * B` of `dst` (row strides in bytes).
-fn unit_tile<const B: usize>(
-    src: &[u8],
-    s_row_b: usize,
-    dst: &mut [u8],
-    d_row_b: usize,
-    na: usize,
-    nb: usize,
-) {
-    for ia in 0..na {
-        for ib in 0..nb {
-            let s = ib * s_row_b + ia * B;
-            let d = ia * d_row_b + ib * B;
-            let mut u = [0u8; B];
-            u.copy_from_slice(&src[s..s + B]);
-            dst[d..d + B].copy_from_slice(&u);
-        }
-    }
-}
-
-/// [`unit_tile`] for unit sizes without a specialisation.
-fn unit_tile_any(
-    src: &[u8],
-    s_row_b: usize,
-    dst: &mut [u8],
-    d_row_b: usize,
-    na: usize,
-    nb: usize,
-    b: usize,
-) {
-    for ia in 0..na {
-        for ib in 0..nb {
-            let s = ib * s_row_b + ia * b;
-            let d = ia * d_row_b + ib * b;
-            dst[d..d + b].copy_from_slice(&src[s..s + b]);
         }
     }
 }
