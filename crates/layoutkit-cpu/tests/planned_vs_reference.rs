@@ -173,6 +173,12 @@ fn fast_engine_on_larger_transposes_and_casts() {
         ("NHWC", "mace:in_out_channel", "N=3,H=41,W=45,C=10"),
         ("NCHW", "NCHW", "N=1,C=1,H=300,W=301"),
         ("OIHW", "OIHW4i16o4i", "O=70,I=66,H=3,W=5"),
+        // Rows of whole cache lines, so the streaming kernels of every element size run.
+        ("NCHW", "NHWC", "N=2,C=128,H=16,W=40"),
+        ("NHWC", "NCHW", "N=2,C=96,H=8,W=128"),
+        ("NCHW", "NCHW32c", "N=2,C=64,H=8,W=128"),
+        ("OIHW", "OIHW16i16o", "O=64,I=64,H=3,W=3"),
+        ("NHWC", "mace:in_out_channel", "N=2,H=8,W=64,C=64"),
     ];
     let casts = [
         CastSpec::identity(DType::F32),

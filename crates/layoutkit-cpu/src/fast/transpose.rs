@@ -108,10 +108,15 @@ pub(crate) unsafe fn transpose_rows<const N: usize, R: Rows>(rows: R, stream: bo
             match N {
                 4 if avx2() && lines && na >= 8 && nb >= 16 => x86::f32_lines(rows),
                 4 if avx2() && na >= 8 && nb >= 8 => x86::f32_blocks(rows),
+                2 if avx2() && lines && na >= 16 && nb >= 32 => x86::u16_lines_avx2(rows),
+                2 if avx2() && na >= 16 && nb >= 16 => x86::u16_blocks_avx2(rows),
                 2 if lines && na >= 8 && nb >= 32 => x86::u16_lines(rows),
                 2 if na >= 8 && nb >= 8 => x86::u16_blocks(rows),
                 1 if lines && na >= 16 && nb >= 64 => x86::u8_lines(rows),
                 1 if na >= 16 && nb >= 16 => x86::u8_blocks(rows),
+                8 if avx2() && lines && na >= 4 && nb >= 8 => x86::u64_lines(rows),
+                8 if avx2() && na >= 4 && nb >= 4 => x86::u64_blocks(rows),
+                16 if avx2() && lines && na >= 2 && nb >= 4 => x86::u128_lines(rows),
                 8 | 16 | 32 | 64 => {
                     x86::units::<N, R>(rows, lines);
                     (na, nb)
@@ -285,6 +290,173 @@ mod x86 {
                         let p = (r.dst(a + k) as *mut f32).add(b);
                         _mm256_stream_ps(p, lo[k]);
                         _mm256_stream_ps(p.add(8), hi[k]);
+                    }
+                }
+            }
+        }
+        (na, nb)
+    }
+
+    /// Four source rows from `b`, 8-byte columns `a..a+4`, transposed.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn u64_block4<R: Rows>(rows: R, a: usize, b: usize) -> [__m256d; 4] {
+        let mut r = [_mm256_setzero_pd(); 4];
+        for (k, v) in r.iter_mut().enumerate() {
+            // SAFETY: inside the tile (the caller's contract).
+            *v = unsafe { _mm256_loadu_pd(rows.src(b + k).add(a * 8) as *const f64) };
+        }
+        let t0 = _mm256_unpacklo_pd(r[0], r[1]);
+        let t1 = _mm256_unpackhi_pd(r[0], r[1]);
+        let t2 = _mm256_unpacklo_pd(r[2], r[3]);
+        let t3 = _mm256_unpackhi_pd(r[2], r[3]);
+        [
+            _mm256_permute2f128_pd::<0x20>(t0, t2),
+            _mm256_permute2f128_pd::<0x20>(t1, t3),
+            _mm256_permute2f128_pd::<0x31>(t0, t2),
+            _mm256_permute2f128_pd::<0x31>(t1, t3),
+        ]
+    }
+
+    /// 4 x 4 blocks of 8-byte elements (or units), plain stores.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn u64_blocks<R: Rows>(r: R) -> (usize, usize) {
+        let (na, nb) = (r.na() / 4 * 4, r.nb() / 4 * 4);
+        for a in (0..na).step_by(4) {
+            for b in (0..nb).step_by(4) {
+                // SAFETY: inside the tile.
+                unsafe {
+                    let t = u64_block4(r, a, b);
+                    for (k, v) in t.into_iter().enumerate() {
+                        _mm256_storeu_pd(r.dst(a + k).add(b * 8) as *mut f64, v);
+                    }
+                }
+            }
+        }
+        (na, nb)
+    }
+
+    /// 4 x 8 blocks of 8-byte elements: each destination row's line streamed.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn u64_lines<R: Rows>(r: R) -> (usize, usize) {
+        let (na, nb) = (r.na() / 4 * 4, r.nb() / 8 * 8);
+        for a in (0..na).step_by(4) {
+            for b in (0..nb).step_by(8) {
+                // SAFETY: inside the tile; aligned destination lines.
+                unsafe {
+                    let lo = u64_block4(r, a, b);
+                    let hi = u64_block4(r, a, b + 4);
+                    for k in 0..4 {
+                        let p = r.dst(a + k).add(b * 8) as *mut f64;
+                        _mm256_stream_pd(p, lo[k]);
+                        _mm256_stream_pd(p.add(4), hi[k]);
+                    }
+                }
+            }
+        }
+        (na, nb)
+    }
+
+    /// 2 x 4 blocks of 16-byte units (an image pixel of four floats): each of the two
+    /// destination rows gets one whole line, streamed.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn u128_lines<R: Rows>(r: R) -> (usize, usize) {
+        let (na, nb) = (r.na() / 2 * 2, r.nb() / 4 * 4);
+        for a in (0..na).step_by(2) {
+            for b in (0..nb).step_by(4) {
+                // SAFETY: inside the tile; aligned destination lines.
+                unsafe {
+                    // Units a, a+1 of source rows b..b+4.
+                    let mut y = [_mm256_setzero_si256(); 4];
+                    for (k, v) in y.iter_mut().enumerate() {
+                        *v = _mm256_loadu_si256(r.src(b + k).add(a * 16) as *const __m256i);
+                    }
+                    let p = r.dst(a).add(b * 16) as *mut __m256i;
+                    _mm256_stream_si256(p, _mm256_permute2x128_si256::<0x20>(y[0], y[1]));
+                    _mm256_stream_si256(p.add(1), _mm256_permute2x128_si256::<0x20>(y[2], y[3]));
+                    let q = r.dst(a + 1).add(b * 16) as *mut __m256i;
+                    _mm256_stream_si256(q, _mm256_permute2x128_si256::<0x31>(y[0], y[1]));
+                    _mm256_stream_si256(q.add(1), _mm256_permute2x128_si256::<0x31>(y[2], y[3]));
+                }
+            }
+        }
+        (na, nb)
+    }
+
+    /// Sixteen rows of sixteen 2-byte elements from source rows `b..b+16`, columns
+    /// `a..a+16`, transposed: vector `c` is column `a + c`.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn u16_block16<R: Rows>(rows: R, a: usize, b: usize) -> [__m256i; 16] {
+        let mut r = [_mm256_setzero_si256(); 16];
+        for (k, v) in r.iter_mut().enumerate() {
+            // SAFETY: inside the tile (the caller's contract).
+            *v = unsafe { _mm256_loadu_si256(rows.src(b + k).add(a * 2) as *const __m256i) };
+        }
+        // Within each 128-bit lane (columns 8L..8L+8): pairs of rows, then quads, then eights.
+        let mut t = [_mm256_setzero_si256(); 16];
+        for i in 0..8 {
+            t[2 * i] = _mm256_unpacklo_epi16(r[2 * i], r[2 * i + 1]);
+            t[2 * i + 1] = _mm256_unpackhi_epi16(r[2 * i], r[2 * i + 1]);
+        }
+        // u[4g + c]: rows 4g..4g+4, columns 2c, 2c+1 of each lane.
+        let mut u = [_mm256_setzero_si256(); 16];
+        for g in 0..4 {
+            u[4 * g] = _mm256_unpacklo_epi32(t[4 * g], t[4 * g + 2]);
+            u[4 * g + 1] = _mm256_unpackhi_epi32(t[4 * g], t[4 * g + 2]);
+            u[4 * g + 2] = _mm256_unpacklo_epi32(t[4 * g + 1], t[4 * g + 3]);
+            u[4 * g + 3] = _mm256_unpackhi_epi32(t[4 * g + 1], t[4 * g + 3]);
+        }
+        // v[8h + c]: rows 8h..8h+8, column c of each lane.
+        let mut v = [_mm256_setzero_si256(); 16];
+        for h in 0..2 {
+            for c in 0..4 {
+                v[8 * h + 2 * c] = _mm256_unpacklo_epi64(u[8 * h + c], u[8 * h + 4 + c]);
+                v[8 * h + 2 * c + 1] = _mm256_unpackhi_epi64(u[8 * h + c], u[8 * h + 4 + c]);
+            }
+        }
+        // Column c of lane 0 and of lane 1: rows 0..8 from v[c], rows 8..16 from v[8 + c].
+        let mut out = [_mm256_setzero_si256(); 16];
+        for c in 0..8 {
+            out[c] = _mm256_permute2x128_si256::<0x20>(v[c], v[8 + c]);
+            out[8 + c] = _mm256_permute2x128_si256::<0x31>(v[c], v[8 + c]);
+        }
+        out
+    }
+
+    /// 16 x 16 blocks of 2-byte elements, plain stores.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn u16_blocks_avx2<R: Rows>(r: R) -> (usize, usize) {
+        let (na, nb) = (r.na() / 16 * 16, r.nb() / 16 * 16);
+        for a in (0..na).step_by(16) {
+            for b in (0..nb).step_by(16) {
+                // SAFETY: inside the tile.
+                unsafe {
+                    let t = u16_block16(r, a, b);
+                    for (k, v) in t.into_iter().enumerate() {
+                        _mm256_storeu_si256(r.dst(a + k).add(b * 2) as *mut __m256i, v);
+                    }
+                }
+            }
+        }
+        (na, nb)
+    }
+
+    /// 16 x 32 blocks of 2-byte elements: two transposes, each destination row's line
+    /// streamed in two consecutive stores.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn u16_lines_avx2<R: Rows>(r: R) -> (usize, usize) {
+        let (na, nb) = (r.na() / 16 * 16, r.nb() / 32 * 32);
+        for a in (0..na).step_by(16) {
+            for b in (0..nb).step_by(32) {
+                // SAFETY: inside the tile; aligned destination lines.
+                unsafe {
+                    let lo = u16_block16(r, a, b);
+                    let hi = u16_block16(r, a, b + 16);
+                    for k in 0..16 {
+                        let p = r.dst(a + k).add(b * 2) as *mut __m256i;
+                        _mm256_stream_si256(p, lo[k]);
+                        _mm256_stream_si256(p.add(1), hi[k]);
                     }
                 }
             }
