@@ -8,6 +8,7 @@
 //! disjoint), so the result does not depend on the thread count or the order items run in.
 //! Tested against the reference converter on random layouts, shapes, casts and thread counts.
 
+mod absorb;
 mod buffer;
 mod casts;
 mod transpose;
@@ -41,19 +42,39 @@ pub fn convert_fast(
     let fill = Scalar::from_f64(cast.dst, plan.dst().layout().fill());
     let mut fill_bytes = [0u8; 8];
     fill.write(&mut fill_bytes);
+    let ds = cast.dst.size_bytes();
     let job = Job {
         src: src_data,
         dst: SharedMut::new(dst_data),
         cast: *cast,
         run: run_kernel(cast),
         fill: fill_bytes,
+        fill_line: fill_bytes[..ds].repeat(MAX_TILE_A),
     };
     let mut items: Vec<Item> = Vec::new();
-    for r in copies {
-        split(r, false, cast, threads, &mut items);
+    // Padding merged into the copies where it completes their runs (identity conversions:
+    // the tile kernels move source bytes, and the fill is a destination value).
+    let (padded, fills) = if cast.is_identity() {
+        absorb::absorb_fills(copies, fills)
+    } else {
+        (
+            copies
+                .iter()
+                .map(|region| absorb::PaddedCopy { region, pad: 0 })
+                .collect(),
+            fills.iter().collect(),
+        )
+    };
+    let mut left = Vec::new();
+    for c in &padded {
+        if !split(c.region, c.pad, false, cast, threads, &mut items) {
+            // No padded kernel for this shape: the copy, and its fill apart.
+            split(c.region, 0, false, cast, threads, &mut items);
+            left.push(fill_after(c.region, c.pad));
+        }
     }
-    for r in fills {
-        split(r, true, cast, threads, &mut items);
+    for r in fills.into_iter().chain(left.iter()) {
+        split(r, 0, true, cast, threads, &mut items);
     }
     if threads <= 1 || items.len() <= 1 {
         items.iter().for_each(|it| job.execute(it));
@@ -138,6 +159,28 @@ struct Job<'a> {
     cast: CastSpec,
     run: RunKernel,
     fill: [u8; 8],
+    /// [`MAX_TILE_A`] fill values: the source of a tile's fill rows.
+    fill_line: Vec<u8>,
+}
+
+/// The fill region after each innermost run of `copy` (`pad` elements each).
+fn fill_after(copy: &Region, pad: usize) -> Region {
+    let mut dims: Vec<LoopDim> = copy
+        .dims
+        .iter()
+        .map(|d| LoopDim {
+            src_stride: 0,
+            ..*d
+        })
+        .collect();
+    let last = dims.len() - 1;
+    let run = dims[last].extent;
+    dims[last].extent = pad;
+    Region {
+        src_offset: 0,
+        dst_offset: copy.dst_offset + run,
+        dims,
+    }
 }
 
 /// A unit of work: a box of one region (loops outermost first, offsets in elements). The last
@@ -154,6 +197,9 @@ struct Item {
     /// (one, or several whose flattened index is contiguous in the source, like `(i, h, w)`
     /// of `OIHW`); the last loop is the destination-contiguous one.
     a_loops: usize,
+    /// Fill elements written after each run: after each unit (strided items) or after the
+    /// destination-contiguous loop (tiles). See [`absorb`].
+    pad: usize,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -186,13 +232,26 @@ const MAX_UNIT_BYTES: usize = 64;
 /// Work items per thread (about), so threads stay balanced when items take unequal times.
 const ITEMS_PER_THREAD: usize = 8;
 
+/// The most source-contiguous units in one tile.
+const MAX_TILE_A: usize = 256;
+
 /// Elements per work item at least: enough to amortise an item.
 const MIN_ITEM_ELEMENTS: usize = 1 << 16;
 
 /// Splits a region into about [`ITEMS_PER_THREAD`] items per thread (one on one thread) of at
 /// least [`MIN_ITEM_ELEMENTS`] elements, by chunking its outer loops. Few large items keep the
 /// tiles' source streams long, which the hardware prefetchers need.
-fn split(r: &Region, fill: bool, cast: &CastSpec, threads: usize, items: &mut Vec<Item>) {
+///
+/// With `pad > 0` (a copy whose runs are followed by `pad` fill elements), returns false and
+/// adds nothing when no kernel writes that padding in the same pass.
+fn split(
+    r: &Region,
+    pad: usize,
+    fill: bool,
+    cast: &CastSpec,
+    threads: usize,
+    items: &mut Vec<Item>,
+) -> bool {
     let mut dims = r.dims.clone();
     if dims.is_empty() {
         dims.push(LoopDim {
@@ -250,6 +309,15 @@ fn split(r: &Region, fill: bool, cast: &CastSpec, threads: usize, items: &mut Ve
     } else {
         Kind::Strided
     };
+    // Padding after units is written by the strided kernel; after a tile's
+    // destination-contiguous loop, by fill rows of a tile holding the whole padded run.
+    let padded_tile = pad > 0 && unit == 1 && kind == Kind::Tile;
+    if pad > 0
+        && !(unit > 1 && kind == Kind::Strided)
+        && !(padded_tile && (inner.extent + pad) * size <= 512)
+    {
+        return false;
+    }
     // A fill needs two loops for its kernel.
     if kind == Kind::Fill && n == 1 {
         dims.insert(
@@ -272,7 +340,7 @@ fn split(r: &Region, fill: bool, cast: &CastSpec, threads: usize, items: &mut Ve
     // Loops are chunked outermost first. A tile's destination-contiguous loop is chunked
     // before its source-contiguous ones (which stay whole, so tiles stay wide): it moves in
     // front of them here, and back to the end in each item.
-    let last = if kind == Kind::Tile {
+    let last = if kind == Kind::Tile && !padded_tile {
         let b = dims.pop().expect("a tile has two loops");
         dims.insert(n - 1 - a_loops, b);
         n - 1 - a_loops
@@ -288,7 +356,7 @@ fn split(r: &Region, fill: bool, cast: &CastSpec, threads: usize, items: &mut Ve
     }
     let pieces_k = target.div_ceil(before).clamp(1, dims[k].extent);
     let mut chunk = dims[k].extent.div_ceil(pieces_k);
-    if kind == Kind::Tile && k == last {
+    if kind == Kind::Tile && !padded_tile && k == last {
         // Whole tile rows: a multiple of 16 destination-contiguous units.
         chunk = chunk.next_multiple_of(16).min(dims[k].extent);
     }
@@ -301,16 +369,19 @@ fn split(r: &Region, fill: bool, cast: &CastSpec, threads: usize, items: &mut Ve
             kind,
             unit,
             a_loops,
+            pad,
         };
         for (j, d) in dims[..=k].iter().enumerate() {
             it.src_offset = (it.src_offset as isize + start[j] as isize * d.src_stride) as usize;
             it.dst_offset = (it.dst_offset as isize + start[j] as isize * d.dst_stride) as usize;
         }
         it.dims[0].extent = chunk.min(dims[k].extent - start[k]);
-        if kind == Kind::Tile {
+        if kind == Kind::Tile && !padded_tile {
             let b = it.dims.remove(last - k);
             it.dims.push(b);
         }
+        // A chunk inside a padded tile's source-contiguous loops keeps the inner ones.
+        it.a_loops = a_loops.min(it.dims.len() - 1).max(1);
         // Keep the kernel's loop count: pad with unit loops if the chunked loop is inside it.
         while it.dims.len() < it.kernel_loops() {
             it.dims.insert(
@@ -327,7 +398,7 @@ fn split(r: &Region, fill: bool, cast: &CastSpec, threads: usize, items: &mut Ve
         let mut j = k + 1;
         loop {
             if j == 0 {
-                return;
+                return true;
             }
             j -= 1;
             start[j] += if j == k { chunk } else { 1 };
@@ -350,15 +421,7 @@ impl Job<'_> {
         let mut idx = vec![0usize; outer.len()];
         let (mut so, mut d) = (it.src_offset as isize, it.dst_offset as isize);
         loop {
-            self.kernel(
-                it.kind,
-                it.unit,
-                so as usize,
-                d as usize,
-                kernel,
-                dst,
-                &mut scratch,
-            );
+            self.kernel(it, so as usize, d as usize, kernel, dst, &mut scratch);
             let mut j = outer.len();
             loop {
                 if j == 0 {
@@ -383,8 +446,7 @@ impl Job<'_> {
     #[allow(clippy::too_many_arguments)]
     fn kernel(
         &self,
-        kind: Kind,
-        unit: usize,
+        it: &Item,
         so: usize,
         d0: usize,
         k: &[LoopDim],
@@ -392,7 +454,8 @@ impl Job<'_> {
         scratch: &mut Scratch,
     ) {
         let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
-        match kind {
+        let unit = it.unit;
+        match it.kind {
             Kind::Run => {
                 let n = k[0].extent * unit;
                 let s = &self.src[so * ss..(so + n) * ss];
@@ -410,20 +473,19 @@ impl Job<'_> {
             }
             Kind::Strided => {
                 let l = k[0];
+                let pad = &self.fill_line[..it.pad * ds];
                 for j in 0..l.extent {
                     let s = (so as isize + j as isize * l.src_stride) as usize;
                     let d = (d0 as isize + j as isize * l.dst_stride) as usize;
-                    (self.run)(
-                        &self.src[s * ss..(s + unit) * ss],
-                        &mut dst[d * ds..(d + unit) * ds],
-                        unit,
-                        &self.cast,
-                    );
+                    let out = &mut dst[d * ds..(d + unit) * ds + pad.len()];
+                    let (data, fill) = out.split_at_mut(unit * ds);
+                    (self.run)(&self.src[s * ss..(s + unit) * ss], data, unit, &self.cast);
+                    fill.copy_from_slice(pad);
                 }
             }
             Kind::Tile => {
                 let (a_loops, b) = k.split_at(k.len() - 1);
-                self.tiles(so, d0, a_loops, b[0], unit, scratch);
+                self.tiles(so, d0, a_loops, b[0], unit, it.pad, scratch);
             }
         }
     }
@@ -440,16 +502,22 @@ impl Job<'_> {
         a_loops: &[LoopDim],
         b: LoopDim,
         unit: usize,
+        pad: usize,
         scratch: &mut Scratch,
     ) {
         let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
         let ea: usize = a_loops.iter().map(|l| l.extent).product();
         let inner_a = a_loops[a_loops.len() - 1];
-        let (ta, tb) = tile_shape(
+        let (mut ta, mut tb) = tile_shape(
             ss.max(ds) * unit,
             inner_a.dst_stride.unsigned_abs() * ds,
             b.extent,
         );
+        if pad > 0 {
+            // The whole padded run in one tile: its last `pad` rows read the fill line.
+            tb = b.extent;
+            ta = (TILE_BYTES / ((tb + pad) * ss)).clamp(1, MAX_TILE_A);
+        }
         let mut b0 = 0;
         while b0 < b.extent {
             let nb = tb.min(b.extent - b0);
@@ -461,7 +529,16 @@ impl Job<'_> {
                 if let [l] = a_loops {
                     // One loop: rows a fixed distance apart.
                     let d_first = d_first + a0 as isize * l.dst_stride;
-                    self.tile_strided(s_first, b.src_stride, d_first, l.dst_stride, na, nb, unit);
+                    let tile = StridedTile {
+                        s_first,
+                        s_row: b.src_stride,
+                        d_first,
+                        d_row: l.dst_stride,
+                        na,
+                        nb,
+                        pad,
+                    };
+                    self.tile_strided(tile, unit);
                 } else {
                     scratch.src_rows.clear();
                     scratch
@@ -469,7 +546,7 @@ impl Job<'_> {
                         .extend((0..nb).map(|i| s_first + i as isize * b.src_stride));
                     dst_offsets(a_loops, a0, na, &mut scratch.dst_rows);
                     scratch.dst_rows.iter_mut().for_each(|o| *o += d_first);
-                    self.tile(na, nb, unit, scratch);
+                    self.tile(na, nb, unit, pad, scratch);
                 }
                 a0 += na;
             }
@@ -477,63 +554,67 @@ impl Job<'_> {
         }
     }
 
-    /// A tile whose source rows start at `s_first + b * s_row` and destination rows at
-    /// `d_first + a * d_row` (elements).
-    #[allow(clippy::too_many_arguments)]
-    fn tile_strided(
-        &self,
-        s_first: isize,
-        s_row: isize,
-        d_first: isize,
-        d_row: isize,
-        na: usize,
-        nb: usize,
-        unit: usize,
-    ) {
+    /// A tile of rows a fixed distance apart (see [`StridedTile`]).
+    fn tile_strided(&self, t: StridedTile, unit: usize) {
         let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
-        if !(self.cast.is_identity() && s_row >= 0 && d_row >= 0) {
+        let (na, nb) = (t.na, t.nb);
+        if !(self.cast.is_identity() && t.s_row >= 0 && t.d_row >= 0) {
             // Casts (and, never planned, negative strides) go through the row tables.
             let mut scratch = Scratch::default();
             scratch
                 .src_rows
-                .extend((0..nb).map(|i| s_first + i as isize * s_row));
+                .extend((0..nb).map(|i| t.s_first + i as isize * t.s_row));
             scratch
                 .dst_rows
-                .extend((0..na).map(|i| d_first + i as isize * d_row));
-            self.tile(na, nb, unit, &mut scratch);
+                .extend((0..na).map(|i| t.d_first + i as isize * t.d_row));
+            self.tile(na, nb, unit, t.pad, &mut scratch);
             return;
         }
-        // Bounds: the first and last rows (strides are non-negative) lie inside the buffers.
-        let s_last = s_first + (nb as isize - 1) * s_row + (na * unit) as isize;
-        let d_last = d_first + (na as isize - 1) * d_row + (nb * unit) as isize;
+        // Bounds: the first and last rows (strides are non-negative) lie inside the buffers,
+        // and the fill line holds a row of the tile.
+        let s_last = t.s_first + (nb as isize - 1) * t.s_row + (na * unit) as isize;
+        let d_last = t.d_first + (na as isize - 1) * t.d_row + ((nb + t.pad) * unit) as isize;
         assert!(
-            s_first >= 0
-                && d_first >= 0
+            t.s_first >= 0
+                && t.d_first >= 0
                 && s_last as usize * ss <= self.src.len()
-                && d_last as usize * ds <= self.dst.len,
+                && d_last as usize * ds <= self.dst.len
+                && (t.pad == 0 || na * unit * ss <= self.fill_line.len()),
             "a tile lies outside its buffer (plan and buffers disagree)"
         );
         let rows = transpose::Strided {
-            src: self.src.as_ptr().wrapping_add(s_first as usize * ss),
-            src_row: s_row as usize * ss,
-            dst: self.dst.ptr.wrapping_add(d_first as usize * ds),
-            dst_row: d_row as usize * ds,
+            src: self.src.as_ptr().wrapping_add(t.s_first as usize * ss),
+            src_row: t.s_row as usize * ss,
+            dst: self.dst.ptr.wrapping_add(t.d_first as usize * ds),
+            dst_row: t.d_row as usize * ds,
             na,
-            nb,
+            nb: nb + t.pad,
         };
         // SAFETY: every row of the tile is inside its buffer (asserted above); the
         // destination rows belong to this item alone and the source is never written.
-        unsafe { transpose::transpose_rows_dyn(rows, unit * ss, true) };
+        unsafe {
+            if t.pad == 0 {
+                transpose::transpose_rows_dyn(rows, unit * ss, true)
+            } else {
+                let rows = transpose::Padded {
+                    rows,
+                    data_rows: nb,
+                    fill: self.fill_line.as_ptr(),
+                };
+                transpose::transpose_rows_dyn(rows, unit * ss, true)
+            }
+        };
     }
 
     /// One tile whose row starts (in elements) are in `scratch.src_rows` (b rows of `na`
     /// units) and `scratch.dst_rows` (a rows of `nb` units).
-    fn tile(&self, na: usize, nb: usize, unit: usize, scratch: &mut Scratch) {
+    fn tile(&self, na: usize, nb: usize, unit: usize, pad: usize, scratch: &mut Scratch) {
         let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
         // Every row must lie inside its buffer: checked here, once per row, so the kernels
         // may use raw pointers.
         let src_len = (na * unit * ss) as isize;
-        let dst_len = (nb * unit * ds) as isize;
+        let dst_len = ((nb + pad) * unit * ds) as isize;
+        assert!(pad == 0 || (self.cast.is_identity() && src_len as usize <= self.fill_line.len()));
         let in_bounds = |rows: &[isize], size: usize, len: isize, total: usize| {
             rows.iter()
                 .all(|&r| r >= 0 && r * size as isize + len <= total as isize)
@@ -554,6 +635,8 @@ impl Job<'_> {
                 .iter()
                 .map(|&r| src_base.wrapping_add(r as usize * ss)),
         );
+        // Fill rows (identity conversions only, asserted above).
+        srows.extend(std::iter::repeat_n(self.fill_line.as_ptr(), pad));
         if self.cast.is_identity() || unit > 1 {
             let drows = &mut scratch.dst_ptrs;
             drows.clear();
@@ -621,6 +704,19 @@ impl Job<'_> {
             copy_short(out, &casted[a * nb * ds..(a + 1) * nb * ds]);
         }
     }
+}
+
+/// A tile of rows a fixed distance apart: source rows `s_first + b * s_row` for `b < nb`,
+/// destination rows `d_first + a * d_row` for `a < na` (elements), each destination row
+/// followed by `pad` fill elements.
+struct StridedTile {
+    s_first: isize,
+    s_row: isize,
+    d_first: isize,
+    d_row: isize,
+    na: usize,
+    nb: usize,
+    pad: usize,
 }
 
 /// Source rows from a table, destination rows strided (a scratch tile).
@@ -691,7 +787,7 @@ fn dst_offsets(loops: &[LoopDim], a0: usize, n: usize, out: &mut Vec<isize>) {
 fn tile_shape(unit_bytes: usize, row_bytes: usize, nb: usize) -> (usize, usize) {
     let seg = if row_bytes >= 4096 { 512 } else { 64 };
     let tb = (seg / unit_bytes).max(1).min(nb.max(1));
-    let ta = (TILE_BYTES / (tb * unit_bytes)).clamp(1, 256);
+    let ta = (TILE_BYTES / (tb * unit_bytes)).clamp(1, MAX_TILE_A);
     (ta, tb)
 }
 

@@ -23,6 +23,48 @@ pub(crate) trait Rows: Copy {
     fn dst(&self, a: usize) -> *mut u8;
     /// Whether every destination row starts on a 64-byte boundary.
     fn dst_lines(&self) -> bool;
+    /// Whether the destination rows of `N`-byte elements follow each other without gaps
+    /// from a 64-byte boundary (a block of whole short rows is whole lines).
+    fn dst_packed(&self, _n: usize) -> bool {
+        false
+    }
+}
+
+/// Rows `data_rows..` of the source read a line of the fill value instead: they pad each
+/// destination row (a record such as `kHWC8`'s eight channels) in the same pass.
+#[derive(Clone, Copy)]
+pub(crate) struct Padded<R: Rows> {
+    pub rows: R,
+    pub data_rows: usize,
+    /// At least `rows.na()` elements of the fill value.
+    pub fill: *const u8,
+}
+
+impl<R: Rows> Rows for Padded<R> {
+    fn na(&self) -> usize {
+        self.rows.na()
+    }
+    fn nb(&self) -> usize {
+        self.rows.nb()
+    }
+    #[inline(always)]
+    fn src(&self, b: usize) -> *const u8 {
+        if b < self.data_rows {
+            self.rows.src(b)
+        } else {
+            self.fill
+        }
+    }
+    #[inline(always)]
+    fn dst(&self, a: usize) -> *mut u8 {
+        self.rows.dst(a)
+    }
+    fn dst_lines(&self) -> bool {
+        self.rows.dst_lines()
+    }
+    fn dst_packed(&self, n: usize) -> bool {
+        self.rows.dst_packed(n)
+    }
 }
 
 /// Rows a fixed number of bytes apart (a plain matrix): no tables to build.
@@ -53,6 +95,9 @@ impl Rows for Strided {
     }
     fn dst_lines(&self) -> bool {
         self.dst as usize % 64 == 0 && (self.dst_row % 64 == 0 || self.na <= 1)
+    }
+    fn dst_packed(&self, n: usize) -> bool {
+        self.dst as usize % 64 == 0 && self.dst_row == self.nb * n
     }
 }
 
@@ -99,6 +144,8 @@ pub(crate) unsafe fn transpose_rows<const N: usize, R: Rows>(rows: R, stream: bo
         return;
     }
     let lines = stream && rows.dst_lines();
+    // Short rows packed together: a block of 8 rows of 8 is whole lines.
+    let packed = stream && nb == 8 && na % 8 == 0 && rows.dst_packed(N);
     let (src, dst) = (rows, rows);
     #[cfg(target_arch = "x86_64")]
     {
@@ -107,11 +154,13 @@ pub(crate) unsafe fn transpose_rows<const N: usize, R: Rows>(rows: R, stream: bo
         let (da, db) = unsafe {
             match N {
                 4 if avx2() && lines && na >= 8 && nb >= 16 => x86::f32_lines(rows),
-                4 if avx2() && na >= 8 && nb >= 8 => x86::f32_blocks(rows),
+                4 if avx2() && packed => x86::f32_blocks::<true, R>(rows),
+                4 if avx2() && na >= 8 && nb >= 8 => x86::f32_blocks::<false, R>(rows),
                 2 if avx2() && lines && na >= 16 && nb >= 32 => x86::u16_lines_avx2(rows),
                 2 if avx2() && na >= 16 && nb >= 16 => x86::u16_blocks_avx2(rows),
                 2 if lines && na >= 8 && nb >= 32 => x86::u16_lines(rows),
-                2 if na >= 8 && nb >= 8 => x86::u16_blocks(rows),
+                2 if packed => x86::u16_blocks::<true, R>(rows),
+                2 if na >= 8 && nb >= 8 => x86::u16_blocks::<false, R>(rows),
                 1 if lines && na >= 16 && nb >= 64 => x86::u8_lines(rows),
                 1 if na >= 16 && nb >= 16 => x86::u8_blocks(rows),
                 8 if avx2() && lines && na >= 4 && nb >= 8 => x86::u64_lines(rows),
@@ -249,9 +298,10 @@ mod x86 {
         ]
     }
 
-    /// 8 x 8 blocks of floats, plain stores.
+    /// 8 x 8 blocks of floats; with `STREAM`, streaming stores (the caller checked that the
+    /// destination rows are packed from a 64-byte boundary, so each block is whole lines).
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn f32_blocks<R: Rows>(r: R) -> (usize, usize) {
+    pub(super) unsafe fn f32_blocks<const STREAM: bool, R: Rows>(r: R) -> (usize, usize) {
         let (na, nb) = (r.na() / 8 * 8, r.nb() / 8 * 8);
         for a in (0..na).step_by(8) {
             for b in (0..nb).step_by(8) {
@@ -262,7 +312,12 @@ mod x86 {
                         _mm256_loadu_ps((r.src(b + k) as *const f32).add(a))
                     }));
                     for (k, v) in t.into_iter().enumerate() {
-                        _mm256_storeu_ps((r.dst(a + k) as *mut f32).add(b), v);
+                        let p = (r.dst(a + k) as *mut f32).add(b);
+                        if STREAM {
+                            _mm256_stream_ps(p, v);
+                        } else {
+                            _mm256_storeu_ps(p, v);
+                        }
                     }
                 }
             }
@@ -507,8 +562,9 @@ mod x86 {
         }))
     }
 
-    /// 8 x 8 blocks of 2-byte elements, plain stores.
-    pub(super) unsafe fn u16_blocks<R: Rows>(r: R) -> (usize, usize) {
+    /// 8 x 8 blocks of 2-byte elements; with `STREAM`, streaming stores (as
+    /// [`f32_blocks`]).
+    pub(super) unsafe fn u16_blocks<const STREAM: bool, R: Rows>(r: R) -> (usize, usize) {
         let (na, nb) = (r.na() / 8 * 8, r.nb() / 8 * 8);
         for a in (0..na).step_by(8) {
             for b in (0..nb).step_by(8) {
@@ -516,7 +572,12 @@ mod x86 {
                 unsafe {
                     let t = u16_block(r, a, b);
                     for (k, v) in t.into_iter().enumerate() {
-                        _mm_storeu_si128(r.dst(a + k).add(b * 2) as *mut __m128i, v);
+                        let p = r.dst(a + k).add(b * 2) as *mut __m128i;
+                        if STREAM {
+                            _mm_stream_si128(p, v);
+                        } else {
+                            _mm_storeu_si128(p, v);
+                        }
                     }
                 }
             }
