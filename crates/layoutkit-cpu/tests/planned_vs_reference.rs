@@ -179,6 +179,11 @@ fn fast_engine_on_larger_transposes_and_casts() {
         ("NCHW", "NCHW32c", "N=2,C=64,H=8,W=128"),
         ("OIHW", "OIHW16i16o", "O=64,I=64,H=3,W=3"),
         ("NHWC", "mace:in_out_channel", "N=2,H=8,W=64,C=64"),
+        // Padding written with the data: tails of channel blocks after compound and plain
+        // tile rows, and the last pixel of an image.
+        ("OIHW", "OIHW16i16o", "O=40,I=32,H=3,W=3"),
+        ("NCHW", "NCHW32c", "N=2,C=40,H=8,W=64"),
+        ("NHWC", "mace:in_out_channel", "N=2,H=8,W=64,C=62"),
     ];
     let casts = [
         CastSpec::identity(DType::F32),

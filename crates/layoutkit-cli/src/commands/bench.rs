@@ -209,23 +209,21 @@ fn bench_one(
             let plan = ConversionPlan::new(&src, &dst)?;
             let cast = CastSpec::new(st, dt, None)?;
             let mut out = layoutkit_cpu::AlignedBuf::zeroed(dst_bytes);
-            let mut times = Vec::new();
-            for rep in 0..=repeats {
-                let t0 = Instant::now();
-                layoutkit_cpu::convert_fast(&plan, &data, &mut out, &cast, threads)?;
-                if rep > 0 {
-                    times.push(t0.elapsed().as_secs_f64());
-                }
-            }
-            // The same number of bytes through a plain copy, on the same number of threads.
+            // The same number of bytes through a plain copy, on the same number of threads,
+            // timed alternately with the conversion: the machine's state (other tenants,
+            // clock) drifts during a run, and alternating exposes both to the same drift.
             let n = bytes_moved / 2;
             let a = vec![1u8; n];
             let mut b = vec![0u8; n];
-            let mut copies = Vec::new();
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
                 .build()?;
+            let mut times = Vec::new();
+            let mut copies = Vec::new();
             for rep in 0..=repeats {
+                let t0 = Instant::now();
+                layoutkit_cpu::convert_fast(&plan, &data, &mut out, &cast, threads)?;
+                let t = t0.elapsed().as_secs_f64();
                 let t0 = Instant::now();
                 if threads == 1 {
                     b.copy_from_slice(std::hint::black_box(&a));
@@ -238,8 +236,11 @@ fn bench_one(
                     });
                 }
                 std::hint::black_box(&mut b);
+                let c = t0.elapsed().as_secs_f64();
+                // The first round touches fresh pages: a warm-up.
                 if rep > 0 {
-                    copies.push(t0.elapsed().as_secs_f64());
+                    times.push(t);
+                    copies.push(c);
                 }
             }
             (median(times), median(copies), "cpu".to_string())

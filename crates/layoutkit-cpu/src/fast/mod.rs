@@ -105,7 +105,11 @@ pub fn convert_fast(
     Ok(())
 }
 
-/// The most bytes one tile holds (of the wider element type).
+/// The most bytes one tile of an identity conversion holds (in cache between its reads and
+/// its writes).
+const IDENTITY_TILE_BYTES: usize = 65536;
+
+/// The most bytes one casting tile holds (of the wider element type): its scratch buffers.
 const TILE_BYTES: usize = 16384;
 
 /// A tile-sized scratch buffer, aligned so the cast kernels can view it as typed elements.
@@ -121,7 +125,12 @@ struct Scratch {
     src_ptrs: Vec<*const u8>,
     dst_ptrs: Vec<*mut u8>,
     bufs: Option<Box<[TileBuf; 2]>>,
+    /// A tile whose destination is contiguous, before it is streamed out.
+    stream_buf: Option<AlignedBuf>,
 }
+
+/// The scratch tile for contiguous destinations.
+const SCRATCH_BYTES: usize = IDENTITY_TILE_BYTES;
 
 /// The destination, shared by the work items, which write disjoint elements.
 struct SharedMut {
@@ -474,6 +483,18 @@ impl Job<'_> {
             Kind::Strided => {
                 let l = k[0];
                 let pad = &self.fill_line[..it.pad * ds];
+                if self.cast.is_identity() {
+                    // Plain moves of a few bytes: inline copies, no kernel call per unit.
+                    let n = unit * ss;
+                    for j in 0..l.extent {
+                        let s = (so as isize + j as isize * l.src_stride) as usize * ss;
+                        let d = (d0 as isize + j as isize * l.dst_stride) as usize * ds;
+                        let out = &mut dst[d..d + n + pad.len()];
+                        copy_short(&mut out[..n], &self.src[s..s + n]);
+                        copy_short(&mut out[n..], pad);
+                    }
+                    return;
+                }
                 for j in 0..l.extent {
                     let s = (so as isize + j as isize * l.src_stride) as usize;
                     let d = (d0 as isize + j as isize * l.dst_stride) as usize;
@@ -510,14 +531,30 @@ impl Job<'_> {
         let inner_a = a_loops[a_loops.len() - 1];
         let (mut ta, mut tb) = tile_shape(
             ss.max(ds) * unit,
+            b.src_stride.unsigned_abs() * ss,
             inner_a.dst_stride.unsigned_abs() * ds,
             b.extent,
+            if self.cast.is_identity() {
+                IDENTITY_TILE_BYTES
+            } else {
+                TILE_BYTES
+            },
         );
         if pad > 0 {
             // The whole padded run in one tile: its last `pad` rows read the fill line.
             tb = b.extent;
             ta = (TILE_BYTES / ((tb + pad) * ss)).clamp(1, MAX_TILE_A);
         }
+        // Several source-contiguous loops: tiles that start on a multiple of the inner loops'
+        // span see the same destination offsets, computed once (identity conversions).
+        let period: usize = a_loops[1..].iter().map(|l| l.extent).product();
+        let periodic =
+            (a_loops.len() > 1 && self.cast.is_identity() && period <= MAX_TILE_A).then(|| {
+                ta = period * (ta / period).max(1);
+                let mut rel = Vec::new();
+                dst_offsets(a_loops, 0, ta.min(ea), &mut rel);
+                PeriodicRows::new(period, &rel, ds, nb_total(tb, pad), unit)
+            });
         let mut b0 = 0;
         while b0 < b.extent {
             let nb = tb.min(b.extent - b0);
@@ -539,6 +576,20 @@ impl Job<'_> {
                         pad,
                     };
                     self.tile_strided(tile, unit);
+                } else if let Some(table) = &periodic {
+                    // Compound rows whose offsets repeat every tile.
+                    let d_first = d_first + (a0 / table.period) as isize * a_loops[0].dst_stride;
+                    self.tile_offsets(
+                        s_first,
+                        b.src_stride,
+                        d_first,
+                        table,
+                        na,
+                        nb,
+                        unit,
+                        pad,
+                        scratch,
+                    );
                 } else {
                     scratch.src_rows.clear();
                     scratch
@@ -604,6 +655,82 @@ impl Job<'_> {
                 transpose::transpose_rows_dyn(rows, unit * ss, true)
             }
         };
+    }
+
+    /// A tile of `na` destination rows at `table`'s offsets from `d_first` and `nb` source
+    /// rows `s_row` apart from `s_first` (elements), plus `pad` fill rows. When the tile's
+    /// destination is one contiguous range whose rows are not whole lines, it is transposed
+    /// into a scratch tile in cache and streamed out in one piece.
+    #[allow(clippy::too_many_arguments)]
+    fn tile_offsets(
+        &self,
+        s_first: isize,
+        s_row: isize,
+        d_first: isize,
+        table: &PeriodicRows,
+        na: usize,
+        nb: usize,
+        unit: usize,
+        pad: usize,
+        scratch: &mut Scratch,
+    ) {
+        let n = unit * self.cast.src.size_bytes();
+        let rows_bytes = &table.bytes[..na];
+        let row = (nb + pad) * n;
+        let s_last = s_first + (nb as isize - 1) * s_row + (na * unit) as isize;
+        assert!(
+            s_first >= 0
+                && d_first >= 0
+                && s_row >= 0
+                && s_last as usize * n / unit <= self.src.len()
+                && d_first as usize * n / unit + table.max + row <= self.dst.len
+                && (pad == 0 || na * n <= self.fill_line.len()),
+            "a tile lies outside its buffer (plan and buffers disagree)"
+        );
+        let src = self.src.as_ptr().wrapping_add(s_first as usize * n / unit);
+        let dst = self.dst.ptr.wrapping_add(d_first as usize * n / unit);
+        let whole = table.contiguous && na == table.bytes.len();
+        let lines =
+            dst as usize % 64 == 0 && row % 64 == 0 && rows_bytes.iter().all(|o| o % 64 == 0);
+        let through_scratch = whole && !lines && na * row <= SCRATCH_BYTES;
+        let out = if through_scratch {
+            scratch
+                .stream_buf
+                .get_or_insert_with(|| AlignedBuf::zeroed(SCRATCH_BYTES))
+                .as_mut_ptr()
+        } else {
+            dst
+        };
+        let rows = transpose::Offsets {
+            src,
+            src_row: s_row as usize * n / unit,
+            dst: out,
+            dst_rows: rows_bytes,
+            nb: nb + pad,
+        };
+        // SAFETY: every row is inside its buffer (asserted above: offsets are non-negative
+        // and at most `max`; the scratch holds `na * row` bytes); destination rows belong to
+        // this item alone and the source is never written.
+        unsafe {
+            if pad == 0 {
+                transpose::transpose_rows_dyn(rows, n, !through_scratch)
+            } else {
+                let rows = transpose::Padded {
+                    rows,
+                    data_rows: nb,
+                    fill: self.fill_line.as_ptr(),
+                };
+                transpose::transpose_rows_dyn(rows, n, !through_scratch)
+            }
+        }
+        if through_scratch {
+            let bytes = na * row;
+            let tile = &scratch.stream_buf.as_ref().expect("made above")[..bytes];
+            // SAFETY: the tile's destination range is inside the buffer (asserted above) and
+            // belongs to this item.
+            let out = unsafe { std::slice::from_raw_parts_mut(dst, bytes) };
+            transpose::stream_copy(out, tile);
+        }
     }
 
     /// One tile whose row starts (in elements) are in `scratch.src_rows` (b rows of `na`
@@ -706,6 +833,40 @@ impl Job<'_> {
     }
 }
 
+/// Destination-contiguous units per row of a tile: its data rows and fill rows.
+fn nb_total(tb: usize, pad: usize) -> usize {
+    tb + pad
+}
+
+/// The destination row offsets of tiles over several source-contiguous loops, which repeat
+/// every `period` rows.
+struct PeriodicRows {
+    period: usize,
+    /// Byte offsets of rows `0..ta`, from the tile's start.
+    bytes: Vec<usize>,
+    /// The largest offset.
+    max: usize,
+    /// Whether a whole tile's destination is one contiguous range starting at offset 0 (then
+    /// it can be written through a scratch tile and streamed out).
+    contiguous: bool,
+}
+
+impl PeriodicRows {
+    fn new(period: usize, rel: &[isize], elem: usize, row_units: usize, unit: usize) -> Self {
+        let bytes: Vec<usize> = rel.iter().map(|&o| o as usize * elem).collect();
+        let max = bytes.iter().copied().max().unwrap_or(0);
+        let min = bytes.iter().copied().min().unwrap_or(0);
+        let row = row_units * unit * elem;
+        let contiguous = min == 0 && max + row == bytes.len() * row;
+        PeriodicRows {
+            period,
+            bytes,
+            max,
+            contiguous,
+        }
+    }
+}
+
 /// A tile of rows a fixed distance apart: source rows `s_first + b * s_row` for `b < nb`,
 /// destination rows `d_first + a * d_row` for `a < na` (elements), each destination row
 /// followed by `pad` fill elements.
@@ -777,17 +938,32 @@ fn dst_offsets(loops: &[LoopDim], a0: usize, n: usize, out: &mut Vec<isize>) {
     }
 }
 
-/// The tile shape `(a, b)` in units of `unit_bytes`, for destination rows `row_bytes` apart
-/// and a `b` extent `nb`.
+/// The tile shape `(a, b)` in units of `unit_bytes`: `a` along the source rows (contiguous
+/// in the source), `b` along the destination rows, for source rows `src_row_bytes` apart,
+/// destination rows `dst_row_bytes` apart, and at most `max_bytes` per tile.
 ///
-/// Measured on the 2-core EPYC (bench/results/cpu.md): destination rows far apart (a page or
-/// more, as NCHW's channel planes) want long row segments per tile (512 bytes); rows close
-/// together (as NHWC's pixels) want few source streams (one line's worth of `b`). `a` fills
-/// the rest of a 16 KiB tile, between 16 and 256 units.
-fn tile_shape(unit_bytes: usize, row_bytes: usize, nb: usize) -> (usize, usize) {
-    let seg = if row_bytes >= 4096 { 512 } else { 64 };
-    let tb = (seg / unit_bytes).max(1).min(nb.max(1));
-    let ta = (TILE_BYTES / (tb * unit_bytes)).clamp(1, MAX_TILE_A);
+/// Chosen from measurements on the 2-core EPYC (bench/results/cpu.md): the destination
+/// segment each row gets per tile (`b`) is long (2 KiB) when the source rows are close
+/// together (NHWC's pixels: few pages to read from), short (one line) when the source rows
+/// are far apart and the destination rows close (NCHW -> NHWC: few source streams, which the
+/// prefetchers follow), 256 bytes when both are far apart. `a` fills the rest of the tile.
+fn tile_shape(
+    unit_bytes: usize,
+    src_row_bytes: usize,
+    dst_row_bytes: usize,
+    nb: usize,
+    max_bytes: usize,
+) -> (usize, usize) {
+    const PAGE: usize = 4096;
+    let segment = if src_row_bytes < PAGE {
+        2048
+    } else if dst_row_bytes >= PAGE {
+        256
+    } else {
+        64
+    };
+    let tb = (segment / unit_bytes).clamp(1, nb.max(1));
+    let ta = (max_bytes / (tb * unit_bytes)).clamp(1, MAX_TILE_A);
     (ta, tb)
 }
 

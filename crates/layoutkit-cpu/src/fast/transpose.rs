@@ -23,6 +23,12 @@ pub(crate) trait Rows: Copy {
     fn dst(&self, a: usize) -> *mut u8;
     /// Whether every destination row starts on a 64-byte boundary.
     fn dst_lines(&self) -> bool;
+    /// The order the kernels walk the tile's blocks in: along the source rows (each read
+    /// sequentially) when true, along the destination rows when false. Destination rows far
+    /// apart (a page or more) want the latter: each gets a long run of lines in a row.
+    fn src_major(&self) -> bool {
+        false
+    }
     /// Whether the destination rows of `N`-byte elements follow each other without gaps
     /// from a 64-byte boundary (a block of whole short rows is whole lines).
     fn dst_packed(&self, _n: usize) -> bool {
@@ -65,6 +71,9 @@ impl<R: Rows> Rows for Padded<R> {
     fn dst_packed(&self, n: usize) -> bool {
         self.rows.dst_packed(n)
     }
+    fn src_major(&self) -> bool {
+        self.rows.src_major()
+    }
 }
 
 /// Rows a fixed number of bytes apart (a plain matrix): no tables to build.
@@ -99,6 +108,75 @@ impl Rows for Strided {
     fn dst_packed(&self, n: usize) -> bool {
         self.dst as usize % 64 == 0 && self.dst_row == self.nb * n
     }
+    fn src_major(&self) -> bool {
+        self.dst_row < 4096
+    }
+}
+
+/// Source rows a fixed distance apart; destination rows at byte offsets from a table (a
+/// compound row index whose offsets repeat from tile to tile, as `(i, h, w)` of
+/// `OIHW16i16o`).
+#[derive(Clone, Copy)]
+pub(crate) struct Offsets<'t> {
+    pub src: *const u8,
+    pub src_row: usize,
+    pub dst: *mut u8,
+    /// One byte offset per destination row: `na` is its length.
+    pub dst_rows: &'t [usize],
+    pub nb: usize,
+}
+
+impl Rows for Offsets<'_> {
+    fn na(&self) -> usize {
+        self.dst_rows.len()
+    }
+    fn nb(&self) -> usize {
+        self.nb
+    }
+    #[inline(always)]
+    fn src(&self, b: usize) -> *const u8 {
+        self.src.wrapping_add(b * self.src_row)
+    }
+    #[inline(always)]
+    fn dst(&self, a: usize) -> *mut u8 {
+        self.dst.wrapping_add(self.dst_rows[a])
+    }
+    fn dst_lines(&self) -> bool {
+        self.dst as usize % 64 == 0 && self.dst_rows.iter().all(|o| o % 64 == 0)
+    }
+    fn src_major(&self) -> bool {
+        true
+    }
+}
+
+/// Copies `src` to `dst` (same length), streaming the 64-byte aligned lines of the
+/// destination past the cache.
+pub(crate) fn stream_copy(dst: &mut [u8], src: &[u8]) {
+    assert_eq!(dst.len(), src.len());
+    let head = (dst.as_ptr() as usize).wrapping_neg() % 64;
+    if head >= dst.len() {
+        dst.copy_from_slice(src);
+        return;
+    }
+    let (dh, rest) = dst.split_at_mut(head);
+    dh.copy_from_slice(&src[..head]);
+    let lines = rest.len() / 64 * 64;
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        let (s, d) = (src[head..].as_ptr(), rest.as_mut_ptr());
+        for i in (0..lines).step_by(16) {
+            // SAFETY: i + 16 <= lines <= both lengths past `head`; the destination address is
+            // 16-byte aligned (64-byte aligned from `head` on); SSE2 is part of x86-64.
+            unsafe {
+                let v = _mm_loadu_si128(s.add(i) as *const __m128i);
+                _mm_stream_si128(d.add(i) as *mut __m128i, v);
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    rest[..lines].copy_from_slice(&src[head..head + lines]);
+    rest[lines..].copy_from_slice(&src[head + lines..]);
 }
 
 /// Rows from tables of pointers (compound row indices, fill rows).
@@ -303,8 +381,15 @@ mod x86 {
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn f32_blocks<const STREAM: bool, R: Rows>(r: R) -> (usize, usize) {
         let (na, nb) = (r.na() / 8 * 8, r.nb() / 8 * 8);
-        for a in (0..na).step_by(8) {
-            for b in (0..nb).step_by(8) {
+        let src_major = r.src_major();
+        let (no, so, ni, si) = if src_major {
+            (nb, 8, na, 8)
+        } else {
+            (na, 8, nb, 8)
+        };
+        for o in (0..no).step_by(so) {
+            for i in (0..ni).step_by(si) {
+                let (a, b) = if src_major { (i, o) } else { (o, i) };
                 // SAFETY: rows b..b+8 at columns a..a+8 and rows a..a+8 at columns b..b+8
                 // are inside the tile.
                 unsafe {
@@ -330,8 +415,15 @@ mod x86 {
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn f32_lines<R: Rows>(r: R) -> (usize, usize) {
         let (na, nb) = (r.na() / 8 * 8, r.nb() / 16 * 16);
-        for a in (0..na).step_by(8) {
-            for b in (0..nb).step_by(16) {
+        let src_major = r.src_major();
+        let (no, so, ni, si) = if src_major {
+            (nb, 16, na, 8)
+        } else {
+            (na, 8, nb, 16)
+        };
+        for o in (0..no).step_by(so) {
+            for i in (0..ni).step_by(si) {
+                let (a, b) = if src_major { (i, o) } else { (o, i) };
                 // SAFETY: inside the tile; destination addresses are 64-byte aligned rows plus
                 // a multiple of 64 bytes.
                 unsafe {
@@ -377,8 +469,15 @@ mod x86 {
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn u64_blocks<R: Rows>(r: R) -> (usize, usize) {
         let (na, nb) = (r.na() / 4 * 4, r.nb() / 4 * 4);
-        for a in (0..na).step_by(4) {
-            for b in (0..nb).step_by(4) {
+        let src_major = r.src_major();
+        let (no, so, ni, si) = if src_major {
+            (nb, 4, na, 4)
+        } else {
+            (na, 4, nb, 4)
+        };
+        for o in (0..no).step_by(so) {
+            for i in (0..ni).step_by(si) {
+                let (a, b) = if src_major { (i, o) } else { (o, i) };
                 // SAFETY: inside the tile.
                 unsafe {
                     let t = u64_block4(r, a, b);
@@ -395,8 +494,15 @@ mod x86 {
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn u64_lines<R: Rows>(r: R) -> (usize, usize) {
         let (na, nb) = (r.na() / 4 * 4, r.nb() / 8 * 8);
-        for a in (0..na).step_by(4) {
-            for b in (0..nb).step_by(8) {
+        let src_major = r.src_major();
+        let (no, so, ni, si) = if src_major {
+            (nb, 8, na, 4)
+        } else {
+            (na, 4, nb, 8)
+        };
+        for o in (0..no).step_by(so) {
+            for i in (0..ni).step_by(si) {
+                let (a, b) = if src_major { (i, o) } else { (o, i) };
                 // SAFETY: inside the tile; aligned destination lines.
                 unsafe {
                     let lo = u64_block4(r, a, b);
@@ -417,8 +523,15 @@ mod x86 {
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn u128_lines<R: Rows>(r: R) -> (usize, usize) {
         let (na, nb) = (r.na() / 2 * 2, r.nb() / 4 * 4);
-        for a in (0..na).step_by(2) {
-            for b in (0..nb).step_by(4) {
+        let src_major = r.src_major();
+        let (no, so, ni, si) = if src_major {
+            (nb, 4, na, 2)
+        } else {
+            (na, 2, nb, 4)
+        };
+        for o in (0..no).step_by(so) {
+            for i in (0..ni).step_by(si) {
+                let (a, b) = if src_major { (i, o) } else { (o, i) };
                 // SAFETY: inside the tile; aligned destination lines.
                 unsafe {
                     // Units a, a+1 of source rows b..b+4.
@@ -483,8 +596,15 @@ mod x86 {
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn u16_blocks_avx2<R: Rows>(r: R) -> (usize, usize) {
         let (na, nb) = (r.na() / 16 * 16, r.nb() / 16 * 16);
-        for a in (0..na).step_by(16) {
-            for b in (0..nb).step_by(16) {
+        let src_major = r.src_major();
+        let (no, so, ni, si) = if src_major {
+            (nb, 16, na, 16)
+        } else {
+            (na, 16, nb, 16)
+        };
+        for o in (0..no).step_by(so) {
+            for i in (0..ni).step_by(si) {
+                let (a, b) = if src_major { (i, o) } else { (o, i) };
                 // SAFETY: inside the tile.
                 unsafe {
                     let t = u16_block16(r, a, b);
@@ -502,8 +622,15 @@ mod x86 {
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn u16_lines_avx2<R: Rows>(r: R) -> (usize, usize) {
         let (na, nb) = (r.na() / 16 * 16, r.nb() / 32 * 32);
-        for a in (0..na).step_by(16) {
-            for b in (0..nb).step_by(32) {
+        let src_major = r.src_major();
+        let (no, so, ni, si) = if src_major {
+            (nb, 32, na, 16)
+        } else {
+            (na, 16, nb, 32)
+        };
+        for o in (0..no).step_by(so) {
+            for i in (0..ni).step_by(si) {
+                let (a, b) = if src_major { (i, o) } else { (o, i) };
                 // SAFETY: inside the tile; aligned destination lines.
                 unsafe {
                     let lo = u16_block16(r, a, b);
@@ -566,8 +693,15 @@ mod x86 {
     /// [`f32_blocks`]).
     pub(super) unsafe fn u16_blocks<const STREAM: bool, R: Rows>(r: R) -> (usize, usize) {
         let (na, nb) = (r.na() / 8 * 8, r.nb() / 8 * 8);
-        for a in (0..na).step_by(8) {
-            for b in (0..nb).step_by(8) {
+        let src_major = r.src_major();
+        let (no, so, ni, si) = if src_major {
+            (nb, 8, na, 8)
+        } else {
+            (na, 8, nb, 8)
+        };
+        for o in (0..no).step_by(so) {
+            for i in (0..ni).step_by(si) {
+                let (a, b) = if src_major { (i, o) } else { (o, i) };
                 // SAFETY: inside the tile.
                 unsafe {
                     let t = u16_block(r, a, b);
@@ -589,8 +723,15 @@ mod x86 {
     /// streamed in four consecutive stores.
     pub(super) unsafe fn u16_lines<R: Rows>(r: R) -> (usize, usize) {
         let (na, nb) = (r.na() / 8 * 8, r.nb() / 32 * 32);
-        for a in (0..na).step_by(8) {
-            for b in (0..nb).step_by(32) {
+        let src_major = r.src_major();
+        let (no, so, ni, si) = if src_major {
+            (nb, 32, na, 8)
+        } else {
+            (na, 8, nb, 32)
+        };
+        for o in (0..no).step_by(so) {
+            for i in (0..ni).step_by(si) {
+                let (a, b) = if src_major { (i, o) } else { (o, i) };
                 // SAFETY: inside the tile; aligned destination lines.
                 unsafe {
                     let q: [[__m128i; 8]; 4] = std::array::from_fn(|j| u16_block(r, a, b + 8 * j));
@@ -659,8 +800,15 @@ mod x86 {
     /// 16 x 16 blocks of bytes, plain stores.
     pub(super) unsafe fn u8_blocks<R: Rows>(r: R) -> (usize, usize) {
         let (na, nb) = (r.na() / 16 * 16, r.nb() / 16 * 16);
-        for a in (0..na).step_by(16) {
-            for b in (0..nb).step_by(16) {
+        let src_major = r.src_major();
+        let (no, so, ni, si) = if src_major {
+            (nb, 16, na, 16)
+        } else {
+            (na, 16, nb, 16)
+        };
+        for o in (0..no).step_by(so) {
+            for i in (0..ni).step_by(si) {
+                let (a, b) = if src_major { (i, o) } else { (o, i) };
                 // SAFETY: inside the tile.
                 unsafe {
                     let t = u8_block(r, a, b);
@@ -676,8 +824,15 @@ mod x86 {
     /// 16 x 64 blocks of bytes: four transposes, each destination line streamed.
     pub(super) unsafe fn u8_lines<R: Rows>(r: R) -> (usize, usize) {
         let (na, nb) = (r.na() / 16 * 16, r.nb() / 64 * 64);
-        for a in (0..na).step_by(16) {
-            for b in (0..nb).step_by(64) {
+        let src_major = r.src_major();
+        let (no, so, ni, si) = if src_major {
+            (nb, 64, na, 16)
+        } else {
+            (na, 16, nb, 64)
+        };
+        for o in (0..no).step_by(so) {
+            for i in (0..ni).step_by(si) {
+                let (a, b) = if src_major { (i, o) } else { (o, i) };
                 // SAFETY: inside the tile; aligned destination lines.
                 unsafe {
                     let q: [[__m128i; 16]; 4] = std::array::from_fn(|j| u8_block(r, a, b + 16 * j));
