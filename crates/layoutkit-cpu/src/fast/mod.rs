@@ -955,12 +955,11 @@ fn tile_shape(
     max_bytes: usize,
 ) -> (usize, usize) {
     const PAGE: usize = 4096;
-    let segment = if src_row_bytes < PAGE {
-        2048
-    } else if dst_row_bytes >= PAGE {
-        256
-    } else {
-        64
+    let (segment, max_bytes) = match (src_row_bytes < PAGE, dst_row_bytes < PAGE) {
+        (true, true) => (2048, max_bytes),
+        (true, false) => (512, max_bytes.min(16384)),
+        (false, false) => (256, max_bytes),
+        (false, true) => (64, max_bytes),
     };
     let tb = (segment / unit_bytes).clamp(1, nb.max(1));
     let ta = (max_bytes / (tb * unit_bytes)).clamp(1, MAX_TILE_A);
