@@ -184,6 +184,8 @@ fn fast_engine_on_larger_transposes_and_casts() {
         ("OIHW", "OIHW16i16o", "O=40,I=32,H=3,W=3"),
         ("NCHW", "NCHW32c", "N=2,C=40,H=8,W=64"),
         ("NHWC", "mace:in_out_channel", "N=2,H=8,W=64,C=62"),
+        // Compound tile rows whose last tile is shorter than the others.
+        ("OIHW", "OIHW16i16o", "O=16,I=96,H=1,W=3"),
     ];
     let casts = [
         CastSpec::identity(DType::F32),

@@ -677,13 +677,19 @@ impl Job<'_> {
         let n = unit * self.cast.src.size_bytes();
         let rows_bytes = &table.bytes[..na];
         let row = (nb + pad) * n;
+        // The last tile can be shorter: its own largest offset.
+        let max = if na == table.bytes.len() {
+            table.max
+        } else {
+            rows_bytes.iter().copied().max().unwrap_or(0)
+        };
         let s_last = s_first + (nb as isize - 1) * s_row + (na * unit) as isize;
         assert!(
             s_first >= 0
                 && d_first >= 0
                 && s_row >= 0
                 && s_last as usize * n / unit <= self.src.len()
-                && d_first as usize * n / unit + table.max + row <= self.dst.len
+                && d_first as usize * n / unit + max + row <= self.dst.len
                 && (pad == 0 || na * n <= self.fill_line.len()),
             "a tile lies outside its buffer (plan and buffers disagree)"
         );
