@@ -10,6 +10,7 @@
 
 mod absorb;
 mod buffer;
+mod cast_tiles;
 mod casts;
 mod transpose;
 
@@ -48,6 +49,7 @@ pub fn convert_fast(
         dst: SharedMut::new(dst_data),
         cast: *cast,
         run: run_kernel(cast),
+        fused: cast_tiles::FusedCast::for_spec(cast),
         fill: fill_bytes,
         fill_line: fill_bytes[..ds].repeat(MAX_TILE_A),
     };
@@ -167,6 +169,8 @@ struct Job<'a> {
     dst: SharedMut,
     cast: CastSpec,
     run: RunKernel,
+    /// The transpose-and-cast kernel for this cast, if there is one.
+    fused: Option<cast_tiles::FusedCast>,
     fill: [u8; 8],
     /// [`MAX_TILE_A`] fill values: the source of a tile's fill rows.
     fill_line: Vec<u8>,
@@ -531,10 +535,12 @@ impl Job<'_> {
         let inner_a = a_loops[a_loops.len() - 1];
         let (mut ta, mut tb) = tile_shape(
             ss.max(ds) * unit,
+            ds * unit,
             b.src_stride.unsigned_abs() * ss,
             inner_a.dst_stride.unsigned_abs() * ds,
             b.extent,
-            if self.cast.is_identity() {
+            // Casting tiles without a fused kernel go through two scratch buffers.
+            if self.cast.is_identity() || (self.fused.is_some() && unit == 1) {
                 IDENTITY_TILE_BYTES
             } else {
                 TILE_BYTES
@@ -575,7 +581,7 @@ impl Job<'_> {
                         nb,
                         pad,
                     };
-                    self.tile_strided(tile, unit);
+                    self.tile_strided(tile, unit, scratch);
                 } else if let Some(table) = &periodic {
                     // Compound rows whose offsets repeat every tile.
                     let d_first = d_first + (a0 / table.period) as isize * a_loops[0].dst_stride;
@@ -606,19 +612,20 @@ impl Job<'_> {
     }
 
     /// A tile of rows a fixed distance apart (see [`StridedTile`]).
-    fn tile_strided(&self, t: StridedTile, unit: usize) {
+    fn tile_strided(&self, t: StridedTile, unit: usize, scratch: &mut Scratch) {
         let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
         let (na, nb) = (t.na, t.nb);
         if !(self.cast.is_identity() && t.s_row >= 0 && t.d_row >= 0) {
             // Casts (and, never planned, negative strides) go through the row tables.
-            let mut scratch = Scratch::default();
+            scratch.src_rows.clear();
             scratch
                 .src_rows
                 .extend((0..nb).map(|i| t.s_first + i as isize * t.s_row));
+            scratch.dst_rows.clear();
             scratch
                 .dst_rows
                 .extend((0..na).map(|i| t.d_first + i as isize * t.d_row));
-            self.tile(na, nb, unit, t.pad, &mut scratch);
+            self.tile(na, nb, unit, t.pad, scratch);
             return;
         }
         // Bounds: the first and last rows (strides are non-negative) lie inside the buffers,
@@ -805,6 +812,40 @@ impl Job<'_> {
             unsafe { transpose::transpose_rows_dyn(rows, unit * ss, true) };
             return;
         }
+        if let Some(fused) = self.fused.filter(|_| unit == 1) {
+            // Transposed and cast in registers; the strips the kernel leaves, element by
+            // element.
+            let drows = &mut scratch.dst_ptrs;
+            drows.clear();
+            drows.extend(
+                scratch
+                    .dst_rows
+                    .iter()
+                    .map(|&r| dst_base.wrapping_add(r as usize * ds)),
+            );
+            let rows = transpose::Table {
+                src: srows,
+                dst: drows,
+            };
+            // SAFETY: the rows hold the tile (asserted above); destination rows belong to this
+            // item alone; `fused` exists only where the CPU has its features.
+            let (da, db) = unsafe { fused.run(rows, true) };
+            for (a, d) in drows.iter().enumerate() {
+                let from = if a < da { db } else { 0 };
+                for (b, s) in srows.iter().enumerate().skip(from) {
+                    // SAFETY: element a of source row b and element b of destination row a
+                    // are inside the rows (asserted above).
+                    let (s, d) = unsafe {
+                        (
+                            std::slice::from_raw_parts(s.add(a * ss), ss),
+                            std::slice::from_raw_parts_mut(d.add(b * ds), ds),
+                        )
+                    };
+                    (self.run)(s, d, 1, &self.cast);
+                }
+            }
+            return;
+        }
         // Casts: transpose into a buffer of source elements, cast it whole (long vectorised
         // runs), then copy its rows out. The tile shape keeps it within the buffer.
         let bufs = scratch
@@ -834,7 +875,13 @@ impl Job<'_> {
             // to this item.
             let out =
                 unsafe { std::slice::from_raw_parts_mut(dst_base.add(r as usize * ds), nb * ds) };
-            copy_short(out, &casted[a * nb * ds..(a + 1) * nb * ds]);
+            let row = &casted[a * nb * ds..(a + 1) * nb * ds];
+            if row.len() % 64 == 0 && out.as_ptr() as usize % 64 == 0 {
+                // Whole lines: streamed past the cache, as the identity tiles do.
+                transpose::stream_copy(out, row);
+            } else {
+                copy_short(out, row);
+            }
         }
     }
 }
@@ -944,9 +991,11 @@ fn dst_offsets(loops: &[LoopDim], a0: usize, n: usize, out: &mut Vec<isize>) {
     }
 }
 
-/// The tile shape `(a, b)` in units of `unit_bytes`: `a` along the source rows (contiguous
-/// in the source), `b` along the destination rows, for source rows `src_row_bytes` apart,
-/// destination rows `dst_row_bytes` apart, and at most `max_bytes` per tile.
+/// The tile shape `(a, b)` in units of `unit_bytes` (the wider of the source and destination
+/// unit; `dst_unit_bytes` the destination's): `a` along the source rows (contiguous in the
+/// source), `b` along the destination rows, for source rows `src_row_bytes` apart,
+/// destination rows `dst_row_bytes` apart, and at most `max_bytes` per tile. Segments are
+/// counted in destination bytes, so a cast to a narrower type still writes whole lines.
 ///
 /// Chosen from measurements on the 2-core EPYC (bench/results/cpu.md): the destination
 /// segment each row gets per tile (`b`) is long (2 KiB) when the source rows are close
@@ -955,6 +1004,7 @@ fn dst_offsets(loops: &[LoopDim], a0: usize, n: usize, out: &mut Vec<isize>) {
 /// prefetchers follow), 256 bytes when both are far apart. `a` fills the rest of the tile.
 fn tile_shape(
     unit_bytes: usize,
+    dst_unit_bytes: usize,
     src_row_bytes: usize,
     dst_row_bytes: usize,
     nb: usize,
@@ -967,7 +1017,7 @@ fn tile_shape(
         (false, false) => (256, max_bytes),
         (false, true) => (64, max_bytes),
     };
-    let tb = (segment / unit_bytes).clamp(1, nb.max(1));
+    let tb = (segment / dst_unit_bytes).clamp(1, nb.max(1));
     let ta = (max_bytes / (tb * unit_bytes)).clamp(1, MAX_TILE_A);
     (ta, tb)
 }

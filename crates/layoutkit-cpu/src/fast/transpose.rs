@@ -343,13 +343,16 @@ mod x86 {
     use super::Rows;
     use std::arch::x86_64::*;
 
+    /// How far ahead along a source row [`prefetch_next_line`] asks for data.
+    const PF_DIST: usize = 256;
+
     /// Asks for the line after `p`'s into the L2 cache: the next blocks along the
     /// destination rows read it, and source rows visited a block at a time defeat the hardware
     /// prefetchers. A prefetch never faults, so addresses past the buffer are harmless.
     #[inline(always)]
     fn prefetch_next_line(p: *const u8) {
         // SAFETY: a prefetch is a hint with no architectural effect; SSE is part of x86-64.
-        unsafe { _mm_prefetch::<_MM_HINT_T1>(p.wrapping_add(64) as *const i8) };
+        unsafe { _mm_prefetch::<_MM_HINT_T1>(p.wrapping_add(PF_DIST) as *const i8) };
     }
 
     /// The 8x8 transpose of eight rows of eight floats.

@@ -1,0 +1,352 @@
+//! Transposing and casting in one pass, in registers: a tile of `f32` source rows becomes
+//! destination rows of `f16` (round to nearest even, F16C) or of 8-bit integers (quantised
+//! exactly as [`layoutkit_core::CastSpec::apply`] does: divide by the scale, round half to
+//! even, add the zero point, saturate; NaN becomes the zero point). Destination rows that are
+//! whole, 64-byte aligned lines are written with streaming stores, as the identity tiles are.
+//!
+//! Each kernel returns `(da, db)`: the rows `..da` and columns `..db` it did; the caller casts
+//! the strips it left one element at a time.
+
+use super::transpose::Rows;
+
+/// The casts with a fused kernel.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub(crate) enum FusedCast {
+    F32ToF16,
+    /// `f32` to `i8` (`signed`) or `u8`.
+    F32ToQ8 {
+        scale: f32,
+        zero_point: i32,
+        signed: bool,
+    },
+}
+
+impl FusedCast {
+    /// The fused kernel for `spec`, if there is one and the CPU can run it.
+    pub(crate) fn for_spec(spec: &layoutkit_core::CastSpec) -> Option<FusedCast> {
+        use layoutkit_core::DType::*;
+        #[cfg(target_arch = "x86_64")]
+        {
+            let f16c = std::arch::is_x86_feature_detected!("f16c");
+            if !std::arch::is_x86_feature_detected!("avx2") {
+                return None;
+            }
+            let q = spec.quant;
+            match (spec.src, spec.dst) {
+                (F32, F16) if f16c => Some(FusedCast::F32ToF16),
+                (F32, I8) | (F32, U8) => Some(FusedCast::F32ToQ8 {
+                    scale: q.scale,
+                    zero_point: q.zero_point,
+                    signed: spec.dst == I8,
+                }),
+                _ => None,
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = spec;
+            None
+        }
+    }
+
+    /// Transposes and casts the tile's whole blocks. `stream` allows streaming stores.
+    ///
+    /// # Safety
+    /// As [`super::transpose::transpose_rows`], with `f32` source elements and destination
+    /// elements of the cast's type; the CPU has the features [`FusedCast::for_spec`] checked.
+    pub(crate) unsafe fn run<R: Rows>(self, rows: R, stream: bool) -> (usize, usize) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as the caller guarantees.
+        unsafe {
+            let lines = stream && rows.dst_lines();
+            match self {
+                FusedCast::F32ToF16 => x86::to_f16(rows, lines),
+                FusedCast::F32ToQ8 {
+                    scale,
+                    zero_point,
+                    signed,
+                } => {
+                    let (lo, hi) = if signed { (-128, 127) } else { (0, 255) };
+                    x86::to_q8(rows, lines, scale, zero_point, lo, hi, signed)
+                }
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (rows, stream);
+            (0, 0)
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::Rows;
+    use std::arch::x86_64::*;
+
+    /// Source rows `b..b+8`, float columns `a..a+8`, transposed: vector `k` is column `a + k`.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn block<R: Rows>(r: R, a: usize, b: usize) -> [__m256; 8] {
+        let mut v = [_mm256_setzero_ps(); 8];
+        for (k, x) in v.iter_mut().enumerate() {
+            let p = r.src(b + k).wrapping_add(a * 4);
+            // The row's data a few lines on, which later blocks along the destination rows
+            // read (a prefetch never faults).
+            _mm_prefetch::<_MM_HINT_T1>(p.wrapping_add(256) as *const i8);
+            // SAFETY: inside the tile (the caller's contract).
+            *x = unsafe { _mm256_loadu_ps(p as *const f32) };
+        }
+        let t0 = _mm256_unpacklo_ps(v[0], v[1]);
+        let t1 = _mm256_unpackhi_ps(v[0], v[1]);
+        let t2 = _mm256_unpacklo_ps(v[2], v[3]);
+        let t3 = _mm256_unpackhi_ps(v[2], v[3]);
+        let t4 = _mm256_unpacklo_ps(v[4], v[5]);
+        let t5 = _mm256_unpackhi_ps(v[4], v[5]);
+        let t6 = _mm256_unpacklo_ps(v[6], v[7]);
+        let t7 = _mm256_unpackhi_ps(v[6], v[7]);
+        let u0 = _mm256_shuffle_ps::<0x44>(t0, t2);
+        let u1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
+        let u2 = _mm256_shuffle_ps::<0x44>(t1, t3);
+        let u3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
+        let u4 = _mm256_shuffle_ps::<0x44>(t4, t6);
+        let u5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
+        let u6 = _mm256_shuffle_ps::<0x44>(t5, t7);
+        let u7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
+        [
+            _mm256_permute2f128_ps::<0x20>(u0, u4),
+            _mm256_permute2f128_ps::<0x20>(u1, u5),
+            _mm256_permute2f128_ps::<0x20>(u2, u6),
+            _mm256_permute2f128_ps::<0x20>(u3, u7),
+            _mm256_permute2f128_ps::<0x31>(u0, u4),
+            _mm256_permute2f128_ps::<0x31>(u1, u5),
+            _mm256_permute2f128_ps::<0x31>(u2, u6),
+            _mm256_permute2f128_ps::<0x31>(u3, u7),
+        ]
+    }
+
+    /// To `f16`: 8 x 32 blocks streamed as whole lines, or 8 x 8 blocks with plain stores.
+    // Indices address rows of one array and columns of another (a transposition).
+    #[allow(clippy::needless_range_loop)]
+    #[target_feature(enable = "avx2,f16c")]
+    pub(super) unsafe fn to_f16<R: Rows>(r: R, lines: bool) -> (usize, usize) {
+        const NEAREST: i32 = _MM_FROUND_TO_NEAREST_INT;
+        let w = if lines && r.nb() >= 32 { 32 } else { 8 };
+        let (na, nb) = (r.na() / 8 * 8, r.nb() / w * w);
+        for a in (0..na).step_by(8) {
+            for b in (0..nb).step_by(w) {
+                if w == 32 {
+                    let mut h = [[_mm_setzero_si128(); 4]; 8];
+                    for q in 0..4 {
+                        // SAFETY: inside the tile.
+                        let t = unsafe { block(r, a, b + 8 * q) };
+                        for k in 0..8 {
+                            h[k][q] = _mm256_cvtps_ph::<NEAREST>(t[k]);
+                        }
+                    }
+                    for (k, row) in h.iter().enumerate() {
+                        let p = r.dst(a + k).wrapping_add(b * 2) as *mut __m128i;
+                        for (q, v) in row.iter().enumerate() {
+                            // SAFETY: inside the tile; a 64-byte aligned line (lines).
+                            unsafe { _mm_stream_si128(p.add(q), *v) };
+                        }
+                    }
+                } else {
+                    // SAFETY: inside the tile.
+                    let t = unsafe { block(r, a, b) };
+                    for (k, v) in t.into_iter().enumerate() {
+                        let p = r.dst(a + k).wrapping_add(b * 2) as *mut __m128i;
+                        // SAFETY: inside the tile; unaligned store.
+                        unsafe { _mm_storeu_si128(p, _mm256_cvtps_ph::<NEAREST>(v)) };
+                    }
+                }
+            }
+        }
+        (na, nb)
+    }
+
+    /// Eight floats quantised to eight i32 in `[lo, hi]`, exactly as the scalar `quantize`.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn quantize(x: __m256, scale: __m256, zp: __m256i, lo: __m256i, hi: __m256i) -> __m256i {
+        let magic = _mm256_set1_ps(12_582_912.0); // 1.5 * 2^23
+        let limit = _mm256_set1_ps(4_194_304.0); // 2^22
+        let v = _mm256_div_ps(x, scale);
+        let nan = _mm256_cmp_ps::<_CMP_UNORD_Q>(v, v);
+        let c = _mm256_andnot_ps(nan, v); // NaN -> 0
+        let c = _mm256_min_ps(
+            _mm256_max_ps(c, _mm256_sub_ps(_mm256_setzero_ps(), limit)),
+            limit,
+        );
+        let rounded = _mm256_sub_ps(_mm256_add_ps(c, magic), magic);
+        let i = _mm256_cvttps_epi32(rounded);
+        let q = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(i, zp), lo), hi);
+        let z = _mm256_min_epi32(_mm256_max_epi32(zp, lo), hi);
+        _mm256_blendv_epi8(q, z, _mm256_castps_si256(nan))
+    }
+
+    /// Four vectors of eight i32 (each in the 8-bit range) packed into 32 bytes, in order.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn pack4(v: [__m256i; 4], signed: bool) -> __m256i {
+        // Packs work within 128-bit lanes: [v0 lo, v1 lo | v0 hi, v1 hi] and so on, then a
+        // permutation puts the 4-byte groups back in order.
+        let p01 = _mm256_packs_epi32(v[0], v[1]);
+        let p23 = _mm256_packs_epi32(v[2], v[3]);
+        let bytes = if signed {
+            _mm256_packs_epi16(p01, p23)
+        } else {
+            _mm256_packus_epi16(p01, p23)
+        };
+        _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7))
+    }
+
+    /// To 8-bit integers: 8 x 64 blocks streamed as whole lines, or 8 x 32 blocks with
+    /// plain stores.
+    // Indices address rows of one array and columns of another (a transposition).
+    #[allow(clippy::needless_range_loop)]
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn to_q8<R: Rows>(
+        r: R,
+        lines: bool,
+        scale: f32,
+        zero_point: i32,
+        lo: i32,
+        hi: i32,
+        signed: bool,
+    ) -> (usize, usize) {
+        let (s, zp) = (_mm256_set1_ps(scale), _mm256_set1_epi32(zero_point));
+        let (lo, hi) = (_mm256_set1_epi32(lo), _mm256_set1_epi32(hi));
+        let halves = if lines && r.nb() >= 64 { 2 } else { 1 };
+        let w = 32 * halves;
+        let (na, nb) = (r.na() / 8 * 8, r.nb() / w * w);
+        for a in (0..na).step_by(8) {
+            for b in (0..nb).step_by(w) {
+                let mut out = [[_mm256_setzero_si256(); 2]; 8];
+                for half in 0..halves {
+                    let mut q = [[_mm256_setzero_si256(); 4]; 8];
+                    for j in 0..4 {
+                        // SAFETY: inside the tile.
+                        let t = unsafe { block(r, a, b + 32 * half + 8 * j) };
+                        for k in 0..8 {
+                            q[k][j] = quantize(t[k], s, zp, lo, hi);
+                        }
+                    }
+                    for k in 0..8 {
+                        out[k][half] = pack4(q[k], signed);
+                    }
+                }
+                for (k, row) in out.iter().enumerate() {
+                    let p = r.dst(a + k).wrapping_add(b) as *mut __m256i;
+                    for (h, v) in row.iter().enumerate().take(halves) {
+                        // SAFETY: inside the tile; with `lines`, 64-byte aligned rows and b a
+                        // multiple of 64.
+                        unsafe {
+                            if halves == 2 {
+                                _mm256_stream_si256(p.add(h), *v);
+                            } else {
+                                _mm256_storeu_si256(p.add(h), *v);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        (na, nb)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fast::transpose::Table;
+    use crate::fast::AlignedBuf;
+    use layoutkit_core::cast::Scalar;
+    use layoutkit_core::{CastSpec, DType, Quantization};
+
+    /// Values at the edges of every step: rounding ties after scaling, NaN, infinities,
+    /// subnormals, the f16 overflow boundary, the 8-bit saturation points.
+    fn edge_values(n: usize, scale: f32) -> Vec<f32> {
+        let specials = [
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            -0.0,
+            1e-40,
+            65504.0,
+            65520.0,
+            65519.99,
+            -65536.0,
+            1e30,
+            -1e30,
+        ];
+        (0..n)
+            .map(|i| match i % 4 {
+                0 => specials[i / 4 % specials.len()],
+                // Ties after dividing by the scale: (k + 0.5) * scale.
+                1 => ((i as f32 / 4.0) - 200.0 + 0.5) * scale,
+                2 => (i as f32 * 0.37 - 300.0) * scale,
+                _ => (i as f32 * 1.618).sin() * 70000.0,
+            })
+            .collect()
+    }
+
+    fn check(spec: CastSpec) {
+        let Some(fused) = FusedCast::for_spec(&spec) else {
+            return; // no kernel on this CPU: nothing to compare
+        };
+        let ds = spec.dst.size_bytes();
+        for (na, nb, stream) in [
+            (8, 64, true),
+            (16, 128, true),
+            (9, 70, false),
+            (8, 8, false),
+        ] {
+            let s_row = na + 3;
+            let src = edge_values(nb * s_row, spec.quant.scale);
+            let d_row = (nb * ds).next_multiple_of(64);
+            let mut dst = AlignedBuf::zeroed(na * d_row);
+            let srows: Vec<*const u8> = (0..nb)
+                .map(|b| src[b * s_row..].as_ptr() as *const u8)
+                .collect();
+            let base = dst.as_mut_ptr();
+            let drows: Vec<*mut u8> = (0..na).map(|a| base.wrapping_add(a * d_row)).collect();
+            let rows = Table {
+                src: &srows,
+                dst: &drows,
+            };
+            // SAFETY: every row holds the tile; the kernel's features were checked.
+            let (da, db) = unsafe { fused.run(rows, stream) };
+            crate::fast::transpose::store_fence();
+            // Blocks are 8 rows by 8 (f16) or 32 (8-bit) columns at least.
+            let min_cols = if ds == 2 { 8 } else { 32 };
+            assert_eq!(da > 0 && db > 0, nb >= min_cols, "blocks of {na}x{nb}");
+            for a in 0..da {
+                for b in 0..db {
+                    let x = src[b * s_row + a];
+                    let mut want = [0u8; 2];
+                    spec.apply(Scalar::F32(x)).write(&mut want);
+                    let at = a * d_row + b * ds;
+                    assert_eq!(
+                        &dst[at..at + ds],
+                        &want[..ds],
+                        "{spec:?}: {x:e} at ({a}, {b})"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fused_casts_equal_the_reference_on_edge_values() {
+        check(CastSpec::new(DType::F32, DType::F16, None).unwrap());
+        for (scale, zero_point) in [(0.01, 3), (1.0, 0), (0.5, -128), (3.0, 127)] {
+            let q = Some(Quantization { scale, zero_point });
+            check(CastSpec::new(DType::F32, DType::I8, q).unwrap());
+        }
+        for (scale, zero_point) in [(0.01, 128), (1.0, 0), (2.5, 255)] {
+            let q = Some(Quantization { scale, zero_point });
+            check(CastSpec::new(DType::F32, DType::U8, q).unwrap());
+        }
+    }
+}
