@@ -18,7 +18,7 @@ const STANDARD: &[(&str, &str, &str)] = &[
     ("NHWC", "NCHW", "N=16,C=256,H=96,W=96"),
     ("NCHW", "NCHW32c", "N=16,C=256,H=96,W=96"),
     ("NCHW", "kHWC8", "N=16,C=3,H=1024,W=1024"),
-    ("OIHW", "OIHW16i16o", "O=1024,I=1024,H=3,W=3"),
+    ("OIHW", "OIHW16i16o", "O=4096,I=1024,H=3,W=3"),
     ("NHWC", "mace:in_out_channel", "N=16,H=96,W=96,C=250"),
 ];
 

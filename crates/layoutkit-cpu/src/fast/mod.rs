@@ -493,9 +493,17 @@ impl Job<'_> {
                     for j in 0..l.extent {
                         let s = (so as isize + j as isize * l.src_stride) as usize * ss;
                         let d = (d0 as isize + j as isize * l.dst_stride) as usize * ds;
+                        // Units far apart miss the cache one by one: ask for a later one's
+                        // line now (a prefetch never faults; past the end it is ignored).
+                        transpose::prefetch(
+                            self.src
+                                .as_ptr()
+                                .wrapping_add(s)
+                                .wrapping_offset(8 * l.src_stride * ss as isize),
+                        );
                         let out = &mut dst[d..d + n + pad.len()];
-                        copy_short(&mut out[..n], &self.src[s..s + n]);
-                        copy_short(&mut out[n..], pad);
+                        copy_few(&mut out[..n], &self.src[s..s + n]);
+                        copy_few(&mut out[n..], pad);
                     }
                     return;
                 }
@@ -1032,6 +1040,22 @@ fn fill_plane<const N: usize>(dst: &mut [u8], d0: usize, o: LoopDim, l: LoopDim,
             let at = (base + j as isize * l.dst_stride) as usize * N;
             dst[at..at + N].copy_from_slice(&f);
         }
+    }
+}
+
+/// Copies a few bytes (a unit, its padding): fixed-size moves for the usual sizes, which the
+/// length selects (the same for every unit of an item, so the branch is predictable).
+#[inline(always)]
+fn copy_few(dst: &mut [u8], src: &[u8]) {
+    match src.len() {
+        0 => {}
+        2 => dst[..2].copy_from_slice(&src[..2]),
+        4 => dst[..4].copy_from_slice(&src[..4]),
+        6 => dst[..6].copy_from_slice(&src[..6]),
+        8 => dst[..8].copy_from_slice(&src[..8]),
+        12 => dst[..12].copy_from_slice(&src[..12]),
+        16 => dst[..16].copy_from_slice(&src[..16]),
+        _ => copy_short(dst, src),
     }
 }
 
