@@ -201,6 +201,49 @@ mod x86 {
         _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7))
     }
 
+    /// Two vectors of eight i32 (each in the 8-bit range) packed into 16 bytes, in order.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn pack2(v0: __m256i, v1: __m256i, signed: bool) -> __m128i {
+        // [v0 0..4, v1 0..4 | v0 4..8, v1 4..8] as i16, then bytes (each group twice); the
+        // permutation takes v0 0..4, v0 4..8, v1 0..4, v1 4..8.
+        let p = _mm256_packs_epi32(v0, v1);
+        let bytes = if signed {
+            _mm256_packs_epi16(p, p)
+        } else {
+            _mm256_packus_epi16(p, p)
+        };
+        let ordered = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 0, 0, 0, 0));
+        _mm256_castsi256_si128(ordered)
+    }
+
+    /// To 8-bit integers in 8 x 16 blocks with plain stores (for tiles of 16 source rows).
+    #[target_feature(enable = "avx2")]
+    unsafe fn to_q8_16<R: Rows>(
+        r: R,
+        s: __m256,
+        zp: __m256i,
+        lo: __m256i,
+        hi: __m256i,
+        signed: bool,
+    ) -> (usize, usize) {
+        let (na, nb) = (r.na() / 8 * 8, r.nb() / 16 * 16);
+        for a in (0..na).step_by(8) {
+            for b in (0..nb).step_by(16) {
+                // SAFETY: inside the tile.
+                let (t0, t1) = unsafe { (block(r, a, b), block(r, a, b + 8)) };
+                for k in 0..8 {
+                    let v0 = quantize(t0[k], s, zp, lo, hi);
+                    let v1 = quantize(t1[k], s, zp, lo, hi);
+                    let p = r.dst(a + k).wrapping_add(b) as *mut __m128i;
+                    // SAFETY: inside the tile; unaligned store.
+                    unsafe { _mm_storeu_si128(p, pack2(v0, v1, signed)) };
+                }
+            }
+        }
+        (na, nb)
+    }
+
     /// To 8-bit integers: 8 x 64 blocks streamed as whole lines, or 8 x 32 blocks with
     /// plain stores.
     // Indices address rows of one array and columns of another (a transposition).
@@ -217,6 +260,10 @@ mod x86 {
     ) -> (usize, usize) {
         let (s, zp) = (_mm256_set1_ps(scale), _mm256_set1_epi32(zero_point));
         let (lo, hi) = (_mm256_set1_epi32(lo), _mm256_set1_epi32(hi));
+        if r.nb() < 32 {
+            // SAFETY: as this function's.
+            return unsafe { to_q8_16(r, s, zp, lo, hi, signed) };
+        }
         let halves = if lines && r.nb() >= 64 { 2 } else { 1 };
         let w = 32 * halves;
         let (na, nb) = (r.na() / 8 * 8, r.nb() / w * w);
@@ -319,7 +366,7 @@ mod tests {
             let (da, db) = unsafe { fused.run(rows, stream) };
             crate::fast::transpose::store_fence();
             // Blocks are 8 rows by 8 (f16) or 32 (8-bit) columns at least.
-            let min_cols = if ds == 2 { 8 } else { 32 };
+            let min_cols = if ds == 2 { 8 } else { 16 };
             assert_eq!(da > 0 && db > 0, nb >= min_cols, "blocks of {na}x{nb}");
             for a in 0..da {
                 for b in 0..db {

@@ -754,6 +754,26 @@ impl Job<'_> {
         }
     }
 
+    /// Casts, element by element, what a fused kernel that did rows `..da` and columns
+    /// `..db` of `rows` left: the other columns of those rows, and the other rows whole.
+    fn cast_strips<R: transpose::Rows>(&self, rows: R, (da, db): (usize, usize)) {
+        let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
+        for a in 0..rows.na() {
+            let from = if a < da { db } else { 0 };
+            for b in from..rows.nb() {
+                // SAFETY: element a of source row b and element b of destination row a are
+                // inside the rows (the caller checked every row against its buffer).
+                let (s, d) = unsafe {
+                    (
+                        std::slice::from_raw_parts(rows.src(b).add(a * ss), ss),
+                        std::slice::from_raw_parts_mut(rows.dst(a).add(b * ds), ds),
+                    )
+                };
+                (self.run)(s, d, 1, &self.cast);
+            }
+        }
+    }
+
     /// One tile whose row starts (in elements) are in `scratch.src_rows` (b rows of `na`
     /// units) and `scratch.dst_rows` (a rows of `nb` units).
     fn tile(&self, na: usize, nb: usize, unit: usize, pad: usize, scratch: &mut Scratch) {
@@ -821,8 +841,7 @@ impl Job<'_> {
             return;
         }
         if let Some(fused) = self.fused.filter(|_| unit == 1) {
-            // Transposed and cast in registers; the strips the kernel leaves, element by
-            // element.
+            // Transposed and cast in registers; what the kernel leaves, element by element.
             let drows = &mut scratch.dst_ptrs;
             drows.clear();
             drows.extend(
@@ -837,21 +856,8 @@ impl Job<'_> {
             };
             // SAFETY: the rows hold the tile (asserted above); destination rows belong to this
             // item alone; `fused` exists only where the CPU has its features.
-            let (da, db) = unsafe { fused.run(rows, true) };
-            for (a, d) in drows.iter().enumerate() {
-                let from = if a < da { db } else { 0 };
-                for (b, s) in srows.iter().enumerate().skip(from) {
-                    // SAFETY: element a of source row b and element b of destination row a
-                    // are inside the rows (asserted above).
-                    let (s, d) = unsafe {
-                        (
-                            std::slice::from_raw_parts(s.add(a * ss), ss),
-                            std::slice::from_raw_parts_mut(d.add(b * ds), ds),
-                        )
-                    };
-                    (self.run)(s, d, 1, &self.cast);
-                }
-            }
+            let done = unsafe { fused.run(rows, true) };
+            self.cast_strips(rows, done);
             return;
         }
         // Casts: transpose into a buffer of source elements, cast it whole (long vectorised
