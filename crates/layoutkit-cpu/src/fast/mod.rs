@@ -623,7 +623,8 @@ impl Job<'_> {
     fn tile_strided(&self, t: StridedTile, unit: usize, scratch: &mut Scratch) {
         let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
         let (na, nb) = (t.na, t.nb);
-        if !(self.cast.is_identity() && t.s_row >= 0 && t.d_row >= 0) {
+        let fused = self.fused.filter(|_| unit == 1 && t.pad == 0);
+        if !((self.cast.is_identity() || fused.is_some()) && t.s_row >= 0 && t.d_row >= 0) {
             // Casts (and, never planned, negative strides) go through the row tables.
             scratch.src_rows.clear();
             scratch
@@ -656,6 +657,14 @@ impl Job<'_> {
             na,
             nb: nb + t.pad,
         };
+        if let Some(fused) = fused {
+            let rows = transpose::Strided { nb, ..rows };
+            // SAFETY: every row of the tile is inside its buffer (asserted above); the
+            // destination rows belong to this item alone; the CPU has the kernel's features.
+            let done = unsafe { fused.run(rows, true) };
+            self.cast_strips(rows, done);
+            return;
+        }
         // SAFETY: every row of the tile is inside its buffer (asserted above); the
         // destination rows belong to this item alone and the source is never written.
         unsafe {

@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Casting conversions against the plain conversion of the same layouts, on the CPU.
+
+For each pair of layouts, runs `layoutkit bench` for f32 -> f32 and for each cast (f32 -> f16,
+f32 -> i8), alternating them for `--rounds` rounds so both see the same machine state, and
+prints the median GB/s of each and the cast's ratio to the plain conversion (issue 5's goal:
+at least 80%). Raw JSON of every run goes to stderr.
+
+Usage: bench/cpu_cast_bench.py PATH/TO/layoutkit [--threads N] [--repeats R] [--rounds K]
+"""
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+
+PAIRS = [
+    ("NCHW", "NCHW32c", "N=16,C=256,H=96,W=96"),
+    ("NCHW", "NHWC", "N=16,C=256,H=96,W=96"),
+    ("NHWC", "NCHW", "N=16,C=256,H=96,W=96"),
+]
+CASTS = ["f32", "f16", "i8"]
+
+
+def bench(lk, src, dst, dims, to, threads, repeats):
+    out = subprocess.run(
+        [lk, "bench", "--from", src, "--to", dst, "--dims", dims, "--dtype", "f32",
+         "--to-dtype", to, "--threads", str(threads), "--repeats", str(repeats), "--json"],
+        capture_output=True, text=True, check=True)
+    print(out.stdout.strip(), file=sys.stderr)
+    return json.loads(out.stdout)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("layoutkit")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--rounds", type=int, default=3)
+    a = ap.parse_args()
+    print("| conversion | dims | threads | f32 GB/s | f32>f16 GB/s | f16 / f32 | f32>i8 GB/s | i8 / f32 |")
+    print("|---|---|---|---|---|---|---|---|")
+    for src, dst, dims in PAIRS:
+        gbps = {c: [] for c in CASTS}
+        for _ in range(a.rounds):
+            for c in CASTS:
+                gbps[c].append(bench(a.layoutkit, src, dst, dims, c, a.threads, a.repeats)["gbps"])
+        m = {c: statistics.median(v) for c, v in gbps.items()}
+        print(f"| {src}->{dst} | {dims} | {a.threads} | {m['f32']:.2f} | {m['f16']:.2f} | "
+              f"{100 * m['f16'] / m['f32']:.0f}% | {m['i8']:.2f} | {100 * m['i8'] / m['f32']:.0f}% |")
+
+
+if __name__ == "__main__":
+    main()
