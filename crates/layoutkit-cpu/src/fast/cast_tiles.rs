@@ -145,10 +145,11 @@ mod x86 {
                         }
                     }
                     for (k, row) in h.iter().enumerate() {
-                        let p = r.dst(a + k).wrapping_add(b * 2) as *mut __m128i;
-                        for (q, v) in row.iter().enumerate() {
-                            // SAFETY: inside the tile; a 64-byte aligned line (lines).
-                            unsafe { _mm_stream_si128(p.add(q), *v) };
+                        let p = r.dst(a + k).wrapping_add(b * 2) as *mut __m256i;
+                        // SAFETY: inside the tile; a 64-byte aligned line (lines).
+                        unsafe {
+                            _mm256_stream_si256(p, _mm256_set_m128i(row[1], row[0]));
+                            _mm256_stream_si256(p.add(1), _mm256_set_m128i(row[3], row[2]));
                         }
                     }
                 } else {
