@@ -12,6 +12,8 @@
 //! * [`DType`] and [`CastSpec`]: element types and the exact casts between them.
 //! * [`npy`]: `.npy` reading and writing, byte-identical to numpy's own files.
 //! * [`plan`]: conversion plans (pure data, reused by every backend).
+//! * [`tiling`]: which loops of a plan's regions form transposition tiles, and padding merged
+//!   into the copies it completes.
 //! * [`index_expr`]: the per-element maps as C expressions, for kernel generators.
 //! * [`conv`]: 2-D convolution geometry (stride, padding, dilation, groups, output dims).
 //!
@@ -38,6 +40,7 @@ mod notation;
 pub mod npy;
 pub mod plan;
 mod shaped;
+pub mod tiling;
 pub mod winograd;
 
 pub use axis::Axis;

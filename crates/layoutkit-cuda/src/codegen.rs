@@ -17,6 +17,7 @@ use std::fmt::Write;
 use layoutkit_core::cast::Scalar;
 use layoutkit_core::index_expr::gather_exprs;
 use layoutkit_core::plan::{ConversionPlan, LoopDim, Region, Strategy};
+use layoutkit_core::tiling;
 use layoutkit_core::{CastSpec, DType};
 
 use crate::Error;
@@ -210,13 +211,8 @@ fn copy_kernel(r: &Region, c: &CastSpec, small: bool) -> Result<Launch, Error> {
             dst_stride: 1,
         });
     }
-    let n = dims.len();
-    let inner = dims[n - 1];
-    let tile_a = if inner.dst_stride == 1 && inner.src_stride != 1 {
-        dims[..n - 1].iter().rposition(|d| d.src_stride == 1)
-    } else {
-        None
-    };
+    // A transposition: the tile's loops from the shared tiling analysis.
+    let tile_a = tiling::tile_axes(&dims, 1);
     let (s, d) = (storage(c.src), storage(c.dst));
     let mut k = prelude(c);
     match tile_a {
@@ -243,23 +239,16 @@ fn copy_kernel(r: &Region, c: &CastSpec, small: bool) -> Result<Launch, Error> {
                 block: (256, 1, 1),
             })
         }
-        Some(ai) => {
-            // Loops: outer..., a (source-contiguous), b (destination-contiguous).
-            let a0_loop = dims.remove(ai);
-            let b = dims.pop().unwrap_or(inner);
-            // Grow `a` with the loops that continue it contiguously in the source (e.g. 16i
-            // after HW in OIHW -> OIHW16i16o), so short source runs become one long one; the
-            // destination offset of such a compound index is decomposed per loop.
-            let mut group = vec![a0_loop];
-            let mut run = a0_loop.extent;
-            while let Some(j) = dims
-                .iter()
-                .position(|d| d.src_stride == run as isize && d.extent > 1)
-            {
-                let d = dims.remove(j);
-                run *= d.extent;
-                group.push(d);
-            }
+        Some(t) => {
+            // Loops: outer..., a (source-contiguous), b (destination-contiguous). `a` may be
+            // several loops that continue each other in the source (e.g. 16i after HW in
+            // OIHW -> OIHW16i16o): one long source run, whose destination offset is
+            // decomposed per loop. `group` lists them innermost first.
+            let group: Vec<LoopDim> = t.a.iter().rev().copied().collect();
+            let a0_loop = group[0];
+            let b = t.b;
+            let run: usize = group.iter().map(|g| g.extent).product();
+            let dims = t.outer;
             let a = LoopDim {
                 extent: run,
                 src_stride: 1,

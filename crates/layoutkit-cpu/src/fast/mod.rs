@@ -8,7 +8,6 @@
 //! disjoint), so the result does not depend on the thread count or the order items run in.
 //! Tested against the reference converter on random layouts, shapes, casts and thread counts.
 
-mod absorb;
 mod buffer;
 mod cast_tiles;
 mod casts;
@@ -18,6 +17,7 @@ pub use buffer::AlignedBuf;
 
 use layoutkit_core::cast::Scalar;
 use layoutkit_core::plan::{ConversionPlan, LoopDim, Region, Strategy};
+use layoutkit_core::tiling;
 use layoutkit_core::CastSpec;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -57,12 +57,12 @@ pub fn convert_fast(
     // Padding merged into the copies where it completes their runs (identity conversions:
     // the tile kernels move source bytes, and the fill is a destination value).
     let (padded, fills) = if cast.is_identity() {
-        absorb::absorb_fills(copies, fills)
+        tiling::absorb_fills(copies, fills)
     } else {
         (
             copies
                 .iter()
-                .map(|region| absorb::PaddedCopy { region, pad: 0 })
+                .map(|region| tiling::PaddedCopy { region, pad: 0 })
                 .collect(),
             fills.iter().collect(),
         )
@@ -72,7 +72,7 @@ pub fn convert_fast(
         if !split(c.region, c.pad, false, cast, threads, &mut items) {
             // No padded kernel for this shape: the copy, and its fill apart.
             split(c.region, 0, false, cast, threads, &mut items);
-            left.push(fill_after(c.region, c.pad));
+            left.push(tiling::fill_after(c.region, c.pad));
         }
     }
     for r in fills.into_iter().chain(left.iter()) {
@@ -176,26 +176,6 @@ struct Job<'a> {
     fill_line: Vec<u8>,
 }
 
-/// The fill region after each innermost run of `copy` (`pad` elements each).
-fn fill_after(copy: &Region, pad: usize) -> Region {
-    let mut dims: Vec<LoopDim> = copy
-        .dims
-        .iter()
-        .map(|d| LoopDim {
-            src_stride: 0,
-            ..*d
-        })
-        .collect();
-    let last = dims.len() - 1;
-    let run = dims[last].extent;
-    dims[last].extent = pad;
-    Region {
-        src_offset: 0,
-        dst_offset: copy.dst_offset + run,
-        dims,
-    }
-}
-
 /// A unit of work: a box of one region (loops outermost first, offsets in elements). The last
 /// one (run, strided, fill) or two (tile) loops are the kernel's; the item iterates the others.
 struct Item {
@@ -211,7 +191,7 @@ struct Item {
     /// of `OIHW`); the last loop is the destination-contiguous one.
     a_loops: usize,
     /// Fill elements written after each run: after each unit (strided items) or after the
-    /// destination-contiguous loop (tiles). See [`absorb`].
+    /// destination-contiguous loop (tiles). See [`tiling::absorb_fills`].
     pad: usize,
 }
 
@@ -296,28 +276,13 @@ fn split(
         Kind::Fill
     } else if inner.src_stride == u && inner.dst_stride == u {
         Kind::Run
-    } else if let Some(a) = dims[..n - 1]
-        .iter()
-        .rposition(|d| d.src_stride == u)
-        .filter(|_| inner.dst_stride == u)
-    {
-        // Move the source-contiguous loop next to the innermost one: a tile. Loops that
-        // continue it in the source (stride = the span so far) join it, outermost first, so the
-        // tile's rows run over their flattened index.
-        let d = dims.remove(a);
-        dims.insert(n - 2, d);
-        let mut span = d.extent as isize * u;
-        let mut first = n - 2;
-        while let Some(c) = dims[..first]
-            .iter()
-            .position(|d| d.src_stride == span && d.extent > 1)
-        {
-            let d = dims.remove(c);
-            first -= 1;
-            dims.insert(first, d);
-            span *= d.extent as isize;
-        }
-        a_loops = n - 1 - first;
+    } else if let Some(t) = tiling::tile_axes(&dims, unit) {
+        // A tile: the loops outside it, then its source-contiguous loops, then the
+        // destination-contiguous one.
+        a_loops = t.a.len();
+        dims = t.outer;
+        dims.extend(t.a);
+        dims.push(t.b);
         Kind::Tile
     } else {
         Kind::Strided
