@@ -7,11 +7,14 @@ cd "$(dirname "$0")/.."
 
 need_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
-# System packages: PoCL (an OpenCL CPU device, with the ICD loader) for the OpenCL tests, and
-# python3 + pip for the numpy cross-check.
+# System packages: PoCL (an OpenCL CPU device, with the ICD loader) for the OpenCL tests,
+# python3 + pip for the numpy cross-check, and an aarch64 linker and qemu for the CPU engine's
+# NEON kernels.
 packages=()
 [ -e /etc/OpenCL/vendors/pocl.icd ] || packages+=(pocl-opencl-icd ocl-icd-libopencl1)
 python3 -m pip --version >/dev/null 2>&1 || packages+=(python3 python3-pip)
+command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || packages+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+command -v qemu-aarch64 >/dev/null 2>&1 || packages+=(qemu-user)
 if [ ${#packages[@]} -gt 0 ]; then
   need_root apt-get update
   DEBIAN_FRONTEND=noninteractive need_root apt-get install -y --no-install-recommends "${packages[@]}"
@@ -25,6 +28,16 @@ fi
 echo "== cargo test (workspace: unit, property and CLI tests)"
 cargo test --workspace --all-targets
 cargo test --workspace --doc
+
+echo "== the CPU engine on aarch64 (NEON kernels), under qemu"
+if rustup target list --installed 2>/dev/null | grep -q aarch64-unknown-linux-gnu \
+  || rustup target add aarch64-unknown-linux-gnu; then
+  CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
+  CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu" \
+    cargo test --target aarch64-unknown-linux-gnu -p layoutkit-cpu
+else
+  echo "SKIPPED: rustup could not install the aarch64 standard library (no network?)"
+fi
 
 echo "== numpy cross-check of every format name"
 cargo build --quiet -p layoutkit-cli

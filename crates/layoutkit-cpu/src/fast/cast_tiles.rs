@@ -9,7 +9,8 @@
 
 use super::transpose::Rows;
 
-/// The casts with a fused kernel.
+/// The casts with a fused kernel (x86-64 only so far).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[derive(Clone, Copy, PartialEq, Debug)]
 pub(crate) enum FusedCast {
     F32ToF16,
@@ -24,9 +25,9 @@ pub(crate) enum FusedCast {
 impl FusedCast {
     /// The fused kernel for `spec`, if there is one and the CPU can run it.
     pub(crate) fn for_spec(spec: &layoutkit_core::CastSpec) -> Option<FusedCast> {
-        use layoutkit_core::DType::*;
         #[cfg(target_arch = "x86_64")]
         {
+            use layoutkit_core::DType::*;
             let f16c = std::arch::is_x86_feature_detected!("f16c");
             if !std::arch::is_x86_feature_detected!("avx2") {
                 return None;
