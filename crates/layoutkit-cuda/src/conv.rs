@@ -219,21 +219,60 @@ pub fn conv_source(s: &ConvShape, out: DType, relu: bool) -> String {
         #pragma unroll\n        for (int ni = 0; ni < 4; ++ni) mma16816(acc[mi][ni], a[mi], b[ni]);\n\
     }\n  }\n",
     );
-    // Epilogue: fragment (mi, ni) holds rows g and g + 8, columns tg*2 and tg*2 + 1.
-    k.push_str("  #pragma unroll\n  for (int mi = 0; mi < 4; ++mi)\n    #pragma unroll\n    for (int ni = 0; ni < 4; ++ni)\n      #pragma unroll\n      for (int e = 0; e < 4; ++e) {\n");
+    // Epilogue: fragment (mi, ni) holds rows g and g + 8, columns tg*2 and tg*2 + 1. The bias
+    // of the thread's 8 columns is read once; the two columns of a row are stored together
+    // (one 32-bit store of two halves, or 64 bits of two floats) where O is even, so the pair
+    // is aligned and either both or neither of its columns exist.
+    k.push_str("  float bv[4][2];\n  #pragma unroll\n  for (int ni = 0; ni < 4; ++ni)\n    #pragma unroll\n    for (int e = 0; e < 2; ++e) {\n");
     let _ = writeln!(
         k,
-        "        const int mm = m0 + wm * 64 + mi * 16 + g + (e >> 1) * 8, oc = n0 + wn * 32 + ni * 8 + tg * 2 + (e & 1);\n        if (mm < {m} && oc < {}) {{\n          float v = acc[mi][ni][e] + bias[oc];",
-        s.o
+        "      const int oc = n0 + wn * 32 + ni * 8 + tg * 2 + e;\n      bv[ni][e] = oc < {o} ? bias[oc] : 0.f;\n    }}",
+        o = s.o
     );
-    if relu {
-        k.push_str("          v = v < 0.f ? 0.f : v;\n");
+    let act = |v: &str| {
+        if relu {
+            format!("({v} < 0.f ? 0.f : {v})")
+        } else {
+            v.to_string()
+        }
+    };
+    k.push_str("  #pragma unroll\n  for (int mi = 0; mi < 4; ++mi)\n    #pragma unroll\n    for (int ni = 0; ni < 4; ++ni)\n      #pragma unroll\n      for (int h = 0; h < 2; ++h) {\n");
+    let _ = writeln!(
+        k,
+        "        const int mm = m0 + wm * 64 + mi * 16 + g + h * 8, oc = n0 + wn * 32 + ni * 8 + tg * 2;\n        const float v0 = acc[mi][ni][2 * h] + bv[ni][0], v1 = acc[mi][ni][2 * h + 1] + bv[ni][1];\n        const float r0 = {}, r1 = {};\n        if (mm < {m}) {{",
+        act("v0"),
+        act("v1")
+    );
+    if s.o % 2 == 0 {
+        if out == DType::F16 {
+            let _ = writeln!(
+                k,
+                "          if (oc < {o}) *(unsigned int*)(y + (long long)mm * {o} + oc) = (unsigned int)f2h(r0) | ((unsigned int)f2h(r1) << 16);",
+                o = s.o
+            );
+        } else {
+            let _ = writeln!(
+                k,
+                "          if (oc < {o}) *(float2*)(y + (long long)mm * {o} + oc) = make_float2(r0, r1);",
+                o = s.o
+            );
+        }
+    } else {
+        let store = |r: &str| {
+            if out == DType::F16 {
+                format!("f2h({r})")
+            } else {
+                r.to_string()
+            }
+        };
+        let _ = writeln!(
+            k,
+            "          if (oc < {o}) y[(long long)mm * {o} + oc] = {};\n          if (oc + 1 < {o}) y[(long long)mm * {o} + oc + 1] = {};",
+            store("r0"),
+            store("r1"),
+            o = s.o
+        );
     }
-    let store = if out == DType::F16 { "f2h(v)" } else { "v" };
-    let _ = writeln!(
-        k,
-        "          y[(long long)mm * {} + oc] = {store};\n        }}\n      }}\n}}",
-        s.o
-    );
+    k.push_str("        }\n      }\n}\n");
     k
 }

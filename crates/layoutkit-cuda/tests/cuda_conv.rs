@@ -69,7 +69,7 @@ fn the_kernel_source_names_its_contract() {
     };
     let src = conv_source(&s, DType::F16, true);
     assert!(src.contains("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"));
-    assert!(src.contains("v < 0.f ? 0.f : v"));
+    assert!(src.contains("(v0 < 0.f ? 0.f : v0)"));
     assert!(unsupported_reason(&s, DType::F16).is_none());
     let odd = ConvShape { c: 48, ..s };
     assert!(unsupported_reason(&odd, DType::F16)
