@@ -386,6 +386,74 @@ mod tests {
         }
     }
 
+    /// On values spread over the range and packed around the rounding ties (a few units in the
+    /// last place either side of (k + 0.5) * scale), every quantised result equals the
+    /// reference's.
+    #[test]
+    fn quantisation_equals_the_division_around_ties() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for scale in [0.1f32, 0.0123, 1.0 / 3.0, 0.75, 2.5, 1e-3, 7.0e-6] {
+            let spec = CastSpec::new(
+                DType::F32,
+                DType::I8,
+                Some(Quantization {
+                    scale,
+                    zero_point: 3,
+                }),
+            )
+            .unwrap();
+            let Some(fused) = FusedCast::for_spec(&spec) else {
+                return;
+            };
+            let (na, nb) = (8, 64);
+            for _ in 0..200 {
+                let src: Vec<f32> = (0..na * nb)
+                    .map(|_| {
+                        let r = next();
+                        let k = (r % 300) as f32 - 150.0;
+                        let tie = (k + 0.5) * scale;
+                        // Nudge by -4..4 units in the last place, or a value anywhere.
+                        if r >> 63 == 0 {
+                            f32::from_bits(
+                                (tie.to_bits() as i64 + ((r >> 8) % 9) as i64 - 4) as u32,
+                            )
+                        } else {
+                            ((r >> 16) % 1_000_000) as f32 / 1_000_000.0 * 300.0 * scale
+                                - 150.0 * scale
+                        }
+                    })
+                    .collect();
+                let mut dst = AlignedBuf::zeroed(na * nb);
+                let srows: Vec<*const u8> = (0..nb)
+                    .map(|b| src[b * na..].as_ptr() as *const u8)
+                    .collect();
+                let base = dst.as_mut_ptr();
+                let drows: Vec<*mut u8> = (0..na).map(|a| base.wrapping_add(a * nb)).collect();
+                let rows = Table {
+                    src: &srows,
+                    dst: &drows,
+                };
+                // SAFETY: every row holds the tile; the kernel's features were checked.
+                let (da, db) = unsafe { fused.run(rows, false) };
+                assert_eq!((da, db), (na, nb));
+                for a in 0..na {
+                    for b in 0..nb {
+                        let x = src[b * na + a];
+                        let mut want = [0u8; 1];
+                        spec.apply(Scalar::F32(x)).write(&mut want);
+                        assert_eq!(dst[a * nb + b], want[0], "scale {scale}: {x:e}");
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn fused_casts_equal_the_reference_on_edge_values() {
         check(CastSpec::new(DType::F32, DType::F16, None).unwrap());
