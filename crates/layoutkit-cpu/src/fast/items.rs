@@ -1,0 +1,217 @@
+//! Work items: each region of a plan (after padding is merged into its copies) split into
+//! boxes of about [`ITEMS_PER_THREAD`] per thread, classified by the kernel that runs them.
+
+use layoutkit_core::plan::{LoopDim, Region};
+use layoutkit_core::{tiling, CastSpec};
+
+/// A unit of work: a box of one region (loops outermost first, offsets in elements). The last
+/// one (run, strided, fill) or two (tile) loops are the kernel's; the item iterates the others.
+pub(super) struct Item {
+    pub(super) src_offset: usize,
+    pub(super) dst_offset: usize,
+    pub(super) dims: Vec<LoopDim>,
+    pub(super) kind: Kind,
+    /// Elements moved together: a short innermost run contiguous in both layouts (e.g. the 4
+    /// lanes of an image pixel) is handled as one unit by the tile and strided kernels.
+    pub(super) unit: usize,
+    /// For tiles: how many loops before the last form the tile's source-contiguous index
+    /// (one, or several whose flattened index is contiguous in the source, like `(i, h, w)`
+    /// of `OIHW`); the last loop is the destination-contiguous one.
+    pub(super) a_loops: usize,
+    /// Fill elements written after each run: after each unit (strided items) or after the
+    /// destination-contiguous loop (tiles). See [`tiling::absorb_fills`].
+    pub(super) pad: usize,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    /// The innermost loop is contiguous in both layouts.
+    Run,
+    /// The last two loops are a tile: `dims[n-2]` is contiguous in the source, `dims[n-1]` in
+    /// the destination.
+    Tile,
+    /// Anything else: element by element along the innermost loop.
+    Strided,
+    /// Padding: the fill value along the innermost loop.
+    Fill,
+}
+
+impl Item {
+    /// The loops at the end of `dims` that the kernel runs (the item iterates the others).
+    pub(super) fn kernel_loops(&self) -> usize {
+        match self.kind {
+            Kind::Tile => self.a_loops + 1,
+            Kind::Fill => 2,
+            _ => 1,
+        }
+    }
+}
+
+/// Runs up to this many bytes that are contiguous in both layouts become units.
+const MAX_UNIT_BYTES: usize = 64;
+
+/// Work items per thread (about), so threads stay balanced when items take unequal times.
+const ITEMS_PER_THREAD: usize = 8;
+
+/// The most source-contiguous units in one tile.
+pub(super) const MAX_TILE_A: usize = 256;
+
+/// Elements per work item at least: enough to amortise an item.
+const MIN_ITEM_ELEMENTS: usize = 1 << 16;
+
+/// Splits a region into about [`ITEMS_PER_THREAD`] items per thread (one on one thread) of at
+/// least [`MIN_ITEM_ELEMENTS`] elements, by chunking its outer loops. Few large items keep the
+/// tiles' source streams long, which the hardware prefetchers need.
+///
+/// With `pad > 0` (a copy whose runs are followed by `pad` fill elements), returns false and
+/// adds nothing when no kernel writes that padding in the same pass.
+pub(super) fn split(
+    r: &Region,
+    pad: usize,
+    fill: bool,
+    cast: &CastSpec,
+    threads: usize,
+    items: &mut Vec<Item>,
+) -> bool {
+    let mut dims = r.dims.clone();
+    if dims.is_empty() {
+        dims.push(LoopDim {
+            extent: 1,
+            src_stride: 1,
+            dst_stride: 1,
+        });
+    }
+    let size = cast.src.size_bytes().max(cast.dst.size_bytes());
+    // A short innermost run contiguous in both layouts becomes the unit of the other loops.
+    let mut unit = 1;
+    {
+        let inner = dims[dims.len() - 1];
+        if !fill
+            && dims.len() >= 2
+            && inner.src_stride == 1
+            && inner.dst_stride == 1
+            && inner.extent * size <= MAX_UNIT_BYTES
+        {
+            unit = inner.extent;
+            dims.pop();
+        }
+    }
+    let n = dims.len();
+    let inner = dims[n - 1];
+    let u = unit as isize;
+    let mut a_loops = 1;
+    let kind = if fill {
+        Kind::Fill
+    } else if inner.src_stride == u && inner.dst_stride == u {
+        Kind::Run
+    } else if let Some(t) = tiling::tile_axes(&dims, unit) {
+        // A tile: the loops outside it, then its source-contiguous loops, then the
+        // destination-contiguous one.
+        a_loops = t.a.len();
+        dims = t.outer;
+        dims.extend(t.a);
+        dims.push(t.b);
+        Kind::Tile
+    } else {
+        Kind::Strided
+    };
+    // Padding after units is written by the strided kernel; after a tile's
+    // destination-contiguous loop, by fill rows of a tile holding the whole padded run.
+    let padded_tile = pad > 0 && unit == 1 && kind == Kind::Tile;
+    if pad > 0
+        && !(unit > 1 && kind == Kind::Strided)
+        && !(padded_tile && (inner.extent + pad) * size <= 512)
+    {
+        return false;
+    }
+    // A fill needs two loops for its kernel.
+    if kind == Kind::Fill && n == 1 {
+        dims.insert(
+            0,
+            LoopDim {
+                extent: 1,
+                src_stride: 0,
+                dst_stride: 0,
+            },
+        );
+    }
+    let n = dims.len();
+    let total: usize = dims.iter().map(|d| d.extent).product();
+    let target = if threads <= 1 {
+        1
+    } else {
+        (threads * ITEMS_PER_THREAD).min(total.div_ceil(MIN_ITEM_ELEMENTS))
+    }
+    .max(1);
+    // Loops are chunked outermost first. A tile's destination-contiguous loop is chunked
+    // before its source-contiguous ones (which stay whole, so tiles stay wide): it moves in
+    // front of them here, and back to the end in each item.
+    let last = if kind == Kind::Tile && !padded_tile {
+        let b = dims.pop().expect("a tile has two loops");
+        dims.insert(n - 1 - a_loops, b);
+        n - 1 - a_loops
+    } else {
+        n - 1
+    };
+    // Find the loop to chunk: loops before it give one item per index.
+    let mut before = 1usize;
+    let mut k = 0;
+    while k < last && before * dims[k].extent < target {
+        before *= dims[k].extent;
+        k += 1;
+    }
+    let pieces_k = target.div_ceil(before).clamp(1, dims[k].extent);
+    let mut chunk = dims[k].extent.div_ceil(pieces_k);
+    if kind == Kind::Tile && !padded_tile && k == last {
+        // Whole tile rows: a multiple of 16 destination-contiguous units.
+        chunk = chunk.next_multiple_of(16).min(dims[k].extent);
+    }
+    let mut start = vec![0usize; k + 1];
+    loop {
+        let mut it = Item {
+            src_offset: r.src_offset,
+            dst_offset: r.dst_offset,
+            dims: dims[k..].to_vec(),
+            kind,
+            unit,
+            a_loops,
+            pad,
+        };
+        for (j, d) in dims[..=k].iter().enumerate() {
+            it.src_offset = (it.src_offset as isize + start[j] as isize * d.src_stride) as usize;
+            it.dst_offset = (it.dst_offset as isize + start[j] as isize * d.dst_stride) as usize;
+        }
+        it.dims[0].extent = chunk.min(dims[k].extent - start[k]);
+        if kind == Kind::Tile && !padded_tile {
+            let b = it.dims.remove(last - k);
+            it.dims.push(b);
+        }
+        // A chunk inside a padded tile's source-contiguous loops keeps the inner ones.
+        it.a_loops = a_loops.min(it.dims.len() - 1).max(1);
+        // Keep the kernel's loop count: pad with unit loops if the chunked loop is inside it.
+        while it.dims.len() < it.kernel_loops() {
+            it.dims.insert(
+                0,
+                LoopDim {
+                    extent: 1,
+                    src_stride: 0,
+                    dst_stride: 0,
+                },
+            );
+        }
+        items.push(it);
+        // Next start: loop k by `chunk`, loops before it by one.
+        let mut j = k + 1;
+        loop {
+            if j == 0 {
+                return true;
+            }
+            j -= 1;
+            start[j] += if j == k { chunk } else { 1 };
+            if start[j] < dims[j].extent {
+                break;
+            }
+            start[j] = 0;
+        }
+    }
+}

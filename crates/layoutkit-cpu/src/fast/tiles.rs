@@ -1,0 +1,533 @@
+//! Tiles: the `(a, b)` plane of a tile item cut into cache-sized tiles, their row tables
+//! (plain, compound, padded) and the kernels that run them; shapes from measurements.
+
+use layoutkit_core::plan::LoopDim;
+
+use super::copy_short;
+use super::items::MAX_TILE_A;
+use super::{
+    transpose, AlignedBuf, Job, Scratch, TileBuf, IDENTITY_TILE_BYTES, SCRATCH_BYTES, TILE_BYTES,
+};
+
+impl Job<'_> {
+    /// The `(a, b)` plane of a tile item in tiles of about [`tile_shape`]: `a` is the
+    /// flattened index of `a_loops` (contiguous in the source, `unit` elements per step), `b`
+    /// is contiguous in the destination. `b` tiles are outermost, so the source is read as a
+    /// few long row streams and each destination row gets a whole segment per tile.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn tiles(
+        &self,
+        so: usize,
+        d0: usize,
+        a_loops: &[LoopDim],
+        b: LoopDim,
+        unit: usize,
+        pad: usize,
+        scratch: &mut Scratch,
+    ) {
+        let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
+        let ea: usize = a_loops.iter().map(|l| l.extent).product();
+        let inner_a = a_loops[a_loops.len() - 1];
+        let (mut ta, mut tb) = tile_shape(
+            ss.max(ds) * unit,
+            ds * unit,
+            b.src_stride.unsigned_abs() * ss,
+            inner_a.dst_stride.unsigned_abs() * ds,
+            b.extent,
+            // Casting tiles without a fused kernel go through two scratch buffers.
+            if self.cast.is_identity() || (self.fused.is_some() && unit == 1) {
+                IDENTITY_TILE_BYTES
+            } else {
+                TILE_BYTES
+            },
+        );
+        if pad > 0 {
+            // The whole padded run in one tile: its last `pad` rows read the fill line.
+            tb = b.extent;
+            ta = (TILE_BYTES / ((tb + pad) * ss)).clamp(1, MAX_TILE_A);
+        }
+        // Several source-contiguous loops: tiles that start on a multiple of the inner loops'
+        // span see the same destination offsets, computed once (identity conversions).
+        let period: usize = a_loops[1..].iter().map(|l| l.extent).product();
+        let periodic =
+            (a_loops.len() > 1 && self.cast.is_identity() && period <= MAX_TILE_A).then(|| {
+                ta = period * (ta / period).max(1);
+                let mut rel = Vec::new();
+                dst_offsets(a_loops, 0, ta.min(ea), &mut rel);
+                PeriodicRows::new(period, &rel, ds, nb_total(tb, pad), unit)
+            });
+        let mut b0 = 0;
+        while b0 < b.extent {
+            let nb = tb.min(b.extent - b0);
+            let mut a0 = 0;
+            while a0 < ea {
+                let na = ta.min(ea - a0);
+                let s_first = so as isize + b0 as isize * b.src_stride + (a0 * unit) as isize;
+                let d_first = d0 as isize + b0 as isize * b.dst_stride;
+                if let [l] = a_loops {
+                    // One loop: rows a fixed distance apart.
+                    let d_first = d_first + a0 as isize * l.dst_stride;
+                    let tile = StridedTile {
+                        s_first,
+                        s_row: b.src_stride,
+                        d_first,
+                        d_row: l.dst_stride,
+                        na,
+                        nb,
+                        pad,
+                    };
+                    self.tile_strided(tile, unit, scratch);
+                } else if let Some(table) = &periodic {
+                    // Compound rows whose offsets repeat every tile.
+                    let d_first = d_first + (a0 / table.period) as isize * a_loops[0].dst_stride;
+                    self.tile_offsets(
+                        s_first,
+                        b.src_stride,
+                        d_first,
+                        table,
+                        na,
+                        nb,
+                        unit,
+                        pad,
+                        scratch,
+                    );
+                } else {
+                    scratch.src_rows.clear();
+                    scratch
+                        .src_rows
+                        .extend((0..nb).map(|i| s_first + i as isize * b.src_stride));
+                    dst_offsets(a_loops, a0, na, &mut scratch.dst_rows);
+                    scratch.dst_rows.iter_mut().for_each(|o| *o += d_first);
+                    self.tile(na, nb, unit, pad, scratch);
+                }
+                a0 += na;
+            }
+            b0 += nb;
+        }
+    }
+
+    /// A tile of rows a fixed distance apart (see [`StridedTile`]).
+    fn tile_strided(&self, t: StridedTile, unit: usize, scratch: &mut Scratch) {
+        let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
+        let (na, nb) = (t.na, t.nb);
+        let fused = self.fused.filter(|_| unit == 1 && t.pad == 0);
+        if !((self.cast.is_identity() || fused.is_some()) && t.s_row >= 0 && t.d_row >= 0) {
+            // Casts (and, never planned, negative strides) go through the row tables.
+            scratch.src_rows.clear();
+            scratch
+                .src_rows
+                .extend((0..nb).map(|i| t.s_first + i as isize * t.s_row));
+            scratch.dst_rows.clear();
+            scratch
+                .dst_rows
+                .extend((0..na).map(|i| t.d_first + i as isize * t.d_row));
+            self.tile(na, nb, unit, t.pad, scratch);
+            return;
+        }
+        // Bounds: the first and last rows (strides are non-negative) lie inside the buffers,
+        // and the fill line holds a row of the tile.
+        let s_last = t.s_first + (nb as isize - 1) * t.s_row + (na * unit) as isize;
+        let d_last = t.d_first + (na as isize - 1) * t.d_row + ((nb + t.pad) * unit) as isize;
+        assert!(
+            t.s_first >= 0
+                && t.d_first >= 0
+                && s_last as usize * ss <= self.src.len()
+                && d_last as usize * ds <= self.dst.len
+                && (t.pad == 0 || na * unit * ss <= self.fill_line.len()),
+            "a tile lies outside its buffer (plan and buffers disagree)"
+        );
+        let rows = transpose::Strided {
+            src: self.src.as_ptr().wrapping_add(t.s_first as usize * ss),
+            src_row: t.s_row as usize * ss,
+            dst: self.dst.ptr.wrapping_add(t.d_first as usize * ds),
+            dst_row: t.d_row as usize * ds,
+            na,
+            nb: nb + t.pad,
+        };
+        if let Some(fused) = fused {
+            let rows = transpose::Strided { nb, ..rows };
+            // SAFETY: every row of the tile is inside its buffer (asserted above); the
+            // destination rows belong to this item alone; the CPU has the kernel's features.
+            let done = unsafe { fused.run(rows, true) };
+            self.cast_strips(rows, done);
+            return;
+        }
+        // SAFETY: every row of the tile is inside its buffer (asserted above); the
+        // destination rows belong to this item alone and the source is never written.
+        unsafe {
+            if t.pad == 0 {
+                transpose::transpose_rows_dyn(rows, unit * ss, true)
+            } else {
+                let rows = transpose::Padded {
+                    rows,
+                    data_rows: nb,
+                    fill: self.fill_line.as_ptr(),
+                };
+                transpose::transpose_rows_dyn(rows, unit * ss, true)
+            }
+        };
+    }
+
+    /// A tile of `na` destination rows at `table`'s offsets from `d_first` and `nb` source
+    /// rows `s_row` apart from `s_first` (elements), plus `pad` fill rows. When the tile's
+    /// destination is one contiguous range whose rows are not whole lines, it is transposed
+    /// into a scratch tile in cache and streamed out in one piece.
+    #[allow(clippy::too_many_arguments)]
+    fn tile_offsets(
+        &self,
+        s_first: isize,
+        s_row: isize,
+        d_first: isize,
+        table: &PeriodicRows,
+        na: usize,
+        nb: usize,
+        unit: usize,
+        pad: usize,
+        scratch: &mut Scratch,
+    ) {
+        let n = unit * self.cast.src.size_bytes();
+        let rows_bytes = &table.bytes[..na];
+        let row = (nb + pad) * n;
+        // The last tile can be shorter: its own largest offset.
+        let max = if na == table.bytes.len() {
+            table.max
+        } else {
+            rows_bytes.iter().copied().max().unwrap_or(0)
+        };
+        let s_last = s_first + (nb as isize - 1) * s_row + (na * unit) as isize;
+        assert!(
+            s_first >= 0
+                && d_first >= 0
+                && s_row >= 0
+                && s_last as usize * n / unit <= self.src.len()
+                && d_first as usize * n / unit + max + row <= self.dst.len
+                && (pad == 0 || na * n <= self.fill_line.len()),
+            "a tile lies outside its buffer (plan and buffers disagree)"
+        );
+        let src = self.src.as_ptr().wrapping_add(s_first as usize * n / unit);
+        let dst = self.dst.ptr.wrapping_add(d_first as usize * n / unit);
+        let whole = table.contiguous && na == table.bytes.len();
+        let lines =
+            dst as usize % 64 == 0 && row % 64 == 0 && rows_bytes.iter().all(|o| o % 64 == 0);
+        let through_scratch = whole && !lines && na * row <= SCRATCH_BYTES;
+        let out = if through_scratch {
+            scratch
+                .stream_buf
+                .get_or_insert_with(|| AlignedBuf::zeroed(SCRATCH_BYTES))
+                .as_mut_ptr()
+        } else {
+            dst
+        };
+        let rows = transpose::Offsets {
+            src,
+            src_row: s_row as usize * n / unit,
+            dst: out,
+            dst_rows: rows_bytes,
+            nb: nb + pad,
+        };
+        // SAFETY: every row is inside its buffer (asserted above: offsets are non-negative
+        // and at most `max`; the scratch holds `na * row` bytes); destination rows belong to
+        // this item alone and the source is never written.
+        unsafe {
+            if pad == 0 {
+                transpose::transpose_rows_dyn(rows, n, !through_scratch)
+            } else {
+                let rows = transpose::Padded {
+                    rows,
+                    data_rows: nb,
+                    fill: self.fill_line.as_ptr(),
+                };
+                transpose::transpose_rows_dyn(rows, n, !through_scratch)
+            }
+        }
+        if through_scratch {
+            let bytes = na * row;
+            let tile = &scratch.stream_buf.as_ref().expect("made above")[..bytes];
+            // SAFETY: the tile's destination range is inside the buffer (asserted above) and
+            // belongs to this item.
+            let out = unsafe { std::slice::from_raw_parts_mut(dst, bytes) };
+            transpose::stream_copy(out, tile);
+        }
+    }
+
+    /// Casts, element by element, what a fused kernel that did rows `..da` and columns
+    /// `..db` of `rows` left: the other columns of those rows, and the other rows whole.
+    fn cast_strips<R: transpose::Rows>(&self, rows: R, (da, db): (usize, usize)) {
+        let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
+        for a in 0..rows.na() {
+            let from = if a < da { db } else { 0 };
+            for b in from..rows.nb() {
+                // SAFETY: element a of source row b and element b of destination row a are
+                // inside the rows (the caller checked every row against its buffer).
+                let (s, d) = unsafe {
+                    (
+                        std::slice::from_raw_parts(rows.src(b).add(a * ss), ss),
+                        std::slice::from_raw_parts_mut(rows.dst(a).add(b * ds), ds),
+                    )
+                };
+                (self.run)(s, d, 1, &self.cast);
+            }
+        }
+    }
+
+    /// One tile whose row starts (in elements) are in `scratch.src_rows` (b rows of `na`
+    /// units) and `scratch.dst_rows` (a rows of `nb` units).
+    fn tile(&self, na: usize, nb: usize, unit: usize, pad: usize, scratch: &mut Scratch) {
+        let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
+        // Every row must lie inside its buffer: checked here, once per row, so the kernels
+        // may use raw pointers.
+        let src_len = (na * unit * ss) as isize;
+        let dst_len = ((nb + pad) * unit * ds) as isize;
+        assert!(pad == 0 || (self.cast.is_identity() && src_len as usize <= self.fill_line.len()));
+        let in_bounds = |rows: &[isize], size: usize, len: isize, total: usize| {
+            rows.iter()
+                .all(|&r| r >= 0 && r * size as isize + len <= total as isize)
+        };
+        assert!(
+            in_bounds(&scratch.src_rows, ss, src_len, self.src.len())
+                && in_bounds(&scratch.dst_rows, ds, dst_len, self.dst.len),
+            "a tile row lies outside its buffer (plan and buffers disagree)"
+        );
+        let src_base = self.src.as_ptr();
+        let dst_base = self.dst.ptr;
+        let srows = &mut scratch.src_ptrs;
+        srows.clear();
+        // SAFETY (pointer arithmetic): offsets are inside the source (asserted above).
+        srows.extend(
+            scratch
+                .src_rows
+                .iter()
+                .map(|&r| src_base.wrapping_add(r as usize * ss)),
+        );
+        // Fill rows (identity conversions only, asserted above).
+        srows.extend(std::iter::repeat_n(self.fill_line.as_ptr(), pad));
+        if self.cast.is_identity() || unit > 1 {
+            let drows = &mut scratch.dst_ptrs;
+            drows.clear();
+            drows.extend(
+                scratch
+                    .dst_rows
+                    .iter()
+                    .map(|&r| dst_base.wrapping_add(r as usize * ds)),
+            );
+            if !self.cast.is_identity() {
+                // Units of several elements with a cast: one unit at a time.
+                for (a, d) in drows.iter().enumerate() {
+                    for (b, s) in srows.iter().enumerate() {
+                        // SAFETY: unit a of source row b and unit b of destination row a are
+                        // inside the rows (asserted above); items write disjoint elements.
+                        let (s, d) = unsafe {
+                            (
+                                std::slice::from_raw_parts(s.add(a * unit * ss), unit * ss),
+                                std::slice::from_raw_parts_mut(d.add(b * unit * ds), unit * ds),
+                            )
+                        };
+                        (self.run)(s, d, unit, &self.cast);
+                    }
+                }
+                return;
+            }
+            let rows = transpose::Table {
+                src: srows,
+                dst: drows,
+            };
+            // SAFETY: the rows hold the tile (asserted above); the destination rows belong to
+            // this item alone, and the source is never written.
+            unsafe { transpose::transpose_rows_dyn(rows, unit * ss, true) };
+            return;
+        }
+        if let Some(fused) = self.fused.filter(|_| unit == 1) {
+            // Transposed and cast in registers; what the kernel leaves, element by element.
+            let drows = &mut scratch.dst_ptrs;
+            drows.clear();
+            drows.extend(
+                scratch
+                    .dst_rows
+                    .iter()
+                    .map(|&r| dst_base.wrapping_add(r as usize * ds)),
+            );
+            let rows = transpose::Table {
+                src: srows,
+                dst: drows,
+            };
+            // SAFETY: the rows hold the tile (asserted above); destination rows belong to this
+            // item alone; `fused` exists only where the CPU has its features.
+            let done = unsafe { fused.run(rows, true) };
+            self.cast_strips(rows, done);
+            return;
+        }
+        // Casts: transpose into a buffer of source elements, cast it whole (long vectorised
+        // runs), then copy its rows out. The tile shape keeps it within the buffer.
+        let bufs = scratch
+            .bufs
+            .get_or_insert_with(|| Box::new([TileBuf([0; TILE_BYTES]), TileBuf([0; TILE_BYTES])]));
+        let [transposed, casted] = &mut **bufs;
+        let tmp = &mut transposed.0[..na * nb * ss];
+        let rows = transpose::Strided {
+            src: std::ptr::null(),
+            src_row: 0,
+            dst: tmp.as_mut_ptr(),
+            dst_row: nb * ss,
+            na,
+            nb,
+        };
+        let rows = TableToStrided {
+            src: srows,
+            dst: rows,
+        };
+        // SAFETY: rows inside the source (asserted above) and the buffer (na * nb elements),
+        // which no source row overlaps.
+        unsafe { transpose::transpose_rows_dyn(rows, ss, false) };
+        let casted = &mut casted.0[..na * nb * ds];
+        (self.run)(&transposed.0[..na * nb * ss], casted, na * nb, &self.cast);
+        for (a, &r) in scratch.dst_rows.iter().enumerate() {
+            // SAFETY: the destination row is inside the buffer (asserted above) and belongs
+            // to this item.
+            let out =
+                unsafe { std::slice::from_raw_parts_mut(dst_base.add(r as usize * ds), nb * ds) };
+            let row = &casted[a * nb * ds..(a + 1) * nb * ds];
+            if row.len() % 64 == 0 && out.as_ptr() as usize % 64 == 0 {
+                // Whole lines: streamed past the cache, as the identity tiles do.
+                transpose::stream_copy(out, row);
+            } else {
+                copy_short(out, row);
+            }
+        }
+    }
+}
+
+/// Destination-contiguous units per row of a tile: its data rows and fill rows.
+fn nb_total(tb: usize, pad: usize) -> usize {
+    tb + pad
+}
+
+/// The destination row offsets of tiles over several source-contiguous loops, which repeat
+/// every `period` rows.
+struct PeriodicRows {
+    period: usize,
+    /// Byte offsets of rows `0..ta`, from the tile's start.
+    bytes: Vec<usize>,
+    /// The largest offset.
+    max: usize,
+    /// Whether a whole tile's destination is one contiguous range starting at offset 0 (then
+    /// it can be written through a scratch tile and streamed out).
+    contiguous: bool,
+}
+
+impl PeriodicRows {
+    fn new(period: usize, rel: &[isize], elem: usize, row_units: usize, unit: usize) -> Self {
+        let bytes: Vec<usize> = rel.iter().map(|&o| o as usize * elem).collect();
+        let max = bytes.iter().copied().max().unwrap_or(0);
+        let min = bytes.iter().copied().min().unwrap_or(0);
+        let row = row_units * unit * elem;
+        let contiguous = min == 0 && max + row == bytes.len() * row;
+        PeriodicRows {
+            period,
+            bytes,
+            max,
+            contiguous,
+        }
+    }
+}
+
+/// A tile of rows a fixed distance apart: source rows `s_first + b * s_row` for `b < nb`,
+/// destination rows `d_first + a * d_row` for `a < na` (elements), each destination row
+/// followed by `pad` fill elements.
+struct StridedTile {
+    s_first: isize,
+    s_row: isize,
+    d_first: isize,
+    d_row: isize,
+    na: usize,
+    nb: usize,
+    pad: usize,
+}
+
+/// Source rows from a table, destination rows strided (a scratch tile).
+#[derive(Clone, Copy)]
+struct TableToStrided<'t> {
+    src: &'t [*const u8],
+    dst: transpose::Strided,
+}
+
+impl transpose::Rows for TableToStrided<'_> {
+    fn na(&self) -> usize {
+        self.dst.na
+    }
+    fn nb(&self) -> usize {
+        self.src.len()
+    }
+    fn src(&self, b: usize) -> *const u8 {
+        self.src[b]
+    }
+    fn dst(&self, a: usize) -> *mut u8 {
+        transpose::Rows::dst(&self.dst, a)
+    }
+    fn dst_lines(&self) -> bool {
+        false
+    }
+}
+
+/// Destination offsets (elements, relative) of flattened indices `a0 .. a0 + n` of `loops`
+/// (outermost first), into `out`.
+fn dst_offsets(loops: &[LoopDim], a0: usize, n: usize, out: &mut Vec<isize>) {
+    out.clear();
+    if let [l] = loops {
+        out.extend((a0..a0 + n).map(|a| a as isize * l.dst_stride));
+        return;
+    }
+    // Odometer from a0's digits.
+    let mut idx = vec![0usize; loops.len()];
+    let mut rest = a0;
+    let mut off = 0isize;
+    for (j, l) in loops.iter().enumerate().rev() {
+        idx[j] = rest % l.extent;
+        rest /= l.extent;
+        off += idx[j] as isize * l.dst_stride;
+    }
+    for _ in 0..n {
+        out.push(off);
+        let mut j = loops.len();
+        while j > 0 {
+            j -= 1;
+            idx[j] += 1;
+            off += loops[j].dst_stride;
+            if idx[j] < loops[j].extent {
+                break;
+            }
+            off -= loops[j].dst_stride * loops[j].extent as isize;
+            idx[j] = 0;
+        }
+    }
+}
+
+/// The tile shape `(a, b)` in units of `unit_bytes` (the wider of the source and destination
+/// unit; `dst_unit_bytes` the destination's): `a` along the source rows (contiguous in the
+/// source), `b` along the destination rows, for source rows `src_row_bytes` apart,
+/// destination rows `dst_row_bytes` apart, and at most `max_bytes` per tile. Segments are
+/// counted in destination bytes, so a cast to a narrower type still writes whole lines.
+///
+/// Chosen from measurements on the 2-core EPYC (bench/results/cpu.md): the destination
+/// segment each row gets per tile (`b`) is long (2 KiB) when the source rows are close
+/// together (NHWC's pixels: few pages to read from), short (one line) when the source rows
+/// are far apart and the destination rows close (NCHW -> NHWC: few source streams, which the
+/// prefetchers follow), 256 bytes when both are far apart. `a` fills the rest of the tile.
+fn tile_shape(
+    unit_bytes: usize,
+    dst_unit_bytes: usize,
+    src_row_bytes: usize,
+    dst_row_bytes: usize,
+    nb: usize,
+    max_bytes: usize,
+) -> (usize, usize) {
+    const PAGE: usize = 4096;
+    let (segment, max_bytes) = match (src_row_bytes < PAGE, dst_row_bytes < PAGE) {
+        (true, true) => (2048, max_bytes),
+        (true, false) => (512, max_bytes.min(16384)),
+        (false, false) => (256, max_bytes),
+        (false, true) => (64, max_bytes),
+    };
+    let tb = (segment / dst_unit_bytes).clamp(1, nb.max(1));
+    let ta = (max_bytes / (tb * unit_bytes)).clamp(1, MAX_TILE_A);
+    (ta, tb)
+}

@@ -1,0 +1,577 @@
+//! The x86-64 kernels. Each returns `(da, db)`: it did rows `..da`, columns `..db`.
+//! Safety for all: the contract of [`super::transpose_rows`], plus the CPU feature each
+//! names (SSE2 is part of x86-64).
+use super::Rows;
+use std::arch::x86_64::*;
+
+/// How far ahead along a source row [`prefetch_next_line`] asks for data.
+const PF_DIST: usize = 256;
+
+/// Asks for the line after `p`'s into the L2 cache: the next blocks along the
+/// destination rows read it, and source rows visited a block at a time defeat the hardware
+/// prefetchers. A prefetch never faults, so addresses past the buffer are harmless.
+#[inline(always)]
+fn prefetch_next_line(p: *const u8) {
+    // SAFETY: a prefetch is a hint with no architectural effect; SSE is part of x86-64.
+    unsafe { _mm_prefetch::<_MM_HINT_T1>(p.wrapping_add(PF_DIST) as *const i8) };
+}
+
+/// The 8x8 transpose of eight rows of eight floats.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn transpose8(r: [__m256; 8]) -> [__m256; 8] {
+    let t0 = _mm256_unpacklo_ps(r[0], r[1]);
+    let t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    let t2 = _mm256_unpacklo_ps(r[2], r[3]);
+    let t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    let t4 = _mm256_unpacklo_ps(r[4], r[5]);
+    let t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    let t6 = _mm256_unpacklo_ps(r[6], r[7]);
+    let t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    let u0 = _mm256_shuffle_ps::<0x44>(t0, t2);
+    let u1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
+    let u2 = _mm256_shuffle_ps::<0x44>(t1, t3);
+    let u3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
+    let u4 = _mm256_shuffle_ps::<0x44>(t4, t6);
+    let u5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
+    let u6 = _mm256_shuffle_ps::<0x44>(t5, t7);
+    let u7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
+    [
+        _mm256_permute2f128_ps::<0x20>(u0, u4),
+        _mm256_permute2f128_ps::<0x20>(u1, u5),
+        _mm256_permute2f128_ps::<0x20>(u2, u6),
+        _mm256_permute2f128_ps::<0x20>(u3, u7),
+        _mm256_permute2f128_ps::<0x31>(u0, u4),
+        _mm256_permute2f128_ps::<0x31>(u1, u5),
+        _mm256_permute2f128_ps::<0x31>(u2, u6),
+        _mm256_permute2f128_ps::<0x31>(u3, u7),
+    ]
+}
+
+/// 8 x 8 blocks of floats; with `STREAM`, streaming stores (the caller checked that the
+/// destination rows are packed from a 64-byte boundary, so each block is whole lines).
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn f32_blocks<const STREAM: bool, R: Rows>(r: R) -> (usize, usize) {
+    let (na, nb) = (r.na() / 8 * 8, r.nb() / 8 * 8);
+    let src_major = r.src_major();
+    let (no, so, ni, si) = if src_major {
+        (nb, 8, na, 8)
+    } else {
+        (na, 8, nb, 8)
+    };
+    for o in (0..no).step_by(so) {
+        for i in (0..ni).step_by(si) {
+            let (a, b) = if src_major { (i, o) } else { (o, i) };
+            // SAFETY: rows b..b+8 at columns a..a+8 and rows a..a+8 at columns b..b+8
+            // are inside the tile.
+            unsafe {
+                let t = transpose8(std::array::from_fn(|k| {
+                    if !src_major {
+                        prefetch_next_line(r.src(b + k).wrapping_add(a * 4));
+                    }
+                    _mm256_loadu_ps((r.src(b + k) as *const f32).add(a))
+                }));
+                for (k, v) in t.into_iter().enumerate() {
+                    let p = (r.dst(a + k) as *mut f32).add(b);
+                    if STREAM {
+                        _mm256_stream_ps(p, v);
+                    } else {
+                        _mm256_storeu_ps(p, v);
+                    }
+                }
+            }
+        }
+    }
+    (na, nb)
+}
+
+/// 8 x 16 blocks of floats: each destination row gets one whole line, streamed.
+/// Destination rows are 64-byte aligned (checked by the caller).
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn f32_lines<R: Rows>(r: R) -> (usize, usize) {
+    let (na, nb) = (r.na() / 8 * 8, r.nb() / 16 * 16);
+    let src_major = r.src_major();
+    let (no, so, ni, si) = if src_major {
+        (nb, 16, na, 8)
+    } else {
+        (na, 8, nb, 16)
+    };
+    for o in (0..no).step_by(so) {
+        for i in (0..ni).step_by(si) {
+            let (a, b) = if src_major { (i, o) } else { (o, i) };
+            // SAFETY: inside the tile; destination addresses are 64-byte aligned rows plus
+            // a multiple of 64 bytes.
+            unsafe {
+                let lo = transpose8(std::array::from_fn(|k| {
+                    if !src_major {
+                        prefetch_next_line(r.src(b + k).wrapping_add(a * 4));
+                    }
+                    _mm256_loadu_ps((r.src(b + k) as *const f32).add(a))
+                }));
+                let hi = transpose8(std::array::from_fn(|k| {
+                    if !src_major {
+                        prefetch_next_line(r.src(b + 8 + k).wrapping_add(a * 4));
+                    }
+                    _mm256_loadu_ps((r.src(b + 8 + k) as *const f32).add(a))
+                }));
+                for k in 0..8 {
+                    let p = (r.dst(a + k) as *mut f32).add(b);
+                    _mm256_stream_ps(p, lo[k]);
+                    _mm256_stream_ps(p.add(8), hi[k]);
+                }
+            }
+        }
+    }
+    (na, nb)
+}
+
+/// Four source rows from `b`, 8-byte columns `a..a+4`, transposed.
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn u64_block4<R: Rows>(rows: R, a: usize, b: usize) -> [__m256d; 4] {
+    let mut r = [_mm256_setzero_pd(); 4];
+    for (k, v) in r.iter_mut().enumerate() {
+        // SAFETY: inside the tile (the caller's contract).
+        if !rows.src_major() {
+            prefetch_next_line(rows.src(b + k).wrapping_add(a * 8));
+        }
+        *v = unsafe { _mm256_loadu_pd(rows.src(b + k).add(a * 8) as *const f64) };
+    }
+    let t0 = _mm256_unpacklo_pd(r[0], r[1]);
+    let t1 = _mm256_unpackhi_pd(r[0], r[1]);
+    let t2 = _mm256_unpacklo_pd(r[2], r[3]);
+    let t3 = _mm256_unpackhi_pd(r[2], r[3]);
+    [
+        _mm256_permute2f128_pd::<0x20>(t0, t2),
+        _mm256_permute2f128_pd::<0x20>(t1, t3),
+        _mm256_permute2f128_pd::<0x31>(t0, t2),
+        _mm256_permute2f128_pd::<0x31>(t1, t3),
+    ]
+}
+
+/// 4 x 4 blocks of 8-byte elements (or units), plain stores.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn u64_blocks<R: Rows>(r: R) -> (usize, usize) {
+    let (na, nb) = (r.na() / 4 * 4, r.nb() / 4 * 4);
+    let src_major = r.src_major();
+    let (no, so, ni, si) = if src_major {
+        (nb, 4, na, 4)
+    } else {
+        (na, 4, nb, 4)
+    };
+    for o in (0..no).step_by(so) {
+        for i in (0..ni).step_by(si) {
+            let (a, b) = if src_major { (i, o) } else { (o, i) };
+            // SAFETY: inside the tile.
+            unsafe {
+                let t = u64_block4(r, a, b);
+                for (k, v) in t.into_iter().enumerate() {
+                    _mm256_storeu_pd(r.dst(a + k).add(b * 8) as *mut f64, v);
+                }
+            }
+        }
+    }
+    (na, nb)
+}
+
+/// 4 x 8 blocks of 8-byte elements: each destination row's line streamed.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn u64_lines<R: Rows>(r: R) -> (usize, usize) {
+    let (na, nb) = (r.na() / 4 * 4, r.nb() / 8 * 8);
+    let src_major = r.src_major();
+    let (no, so, ni, si) = if src_major {
+        (nb, 8, na, 4)
+    } else {
+        (na, 4, nb, 8)
+    };
+    for o in (0..no).step_by(so) {
+        for i in (0..ni).step_by(si) {
+            let (a, b) = if src_major { (i, o) } else { (o, i) };
+            // SAFETY: inside the tile; aligned destination lines.
+            unsafe {
+                let lo = u64_block4(r, a, b);
+                let hi = u64_block4(r, a, b + 4);
+                for k in 0..4 {
+                    let p = r.dst(a + k).add(b * 8) as *mut f64;
+                    _mm256_stream_pd(p, lo[k]);
+                    _mm256_stream_pd(p.add(4), hi[k]);
+                }
+            }
+        }
+    }
+    (na, nb)
+}
+
+/// 2 x 4 blocks of 16-byte units (an image pixel of four floats): each of the two
+/// destination rows gets one whole line, streamed.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn u128_lines<R: Rows>(r: R) -> (usize, usize) {
+    let (na, nb) = (r.na() / 2 * 2, r.nb() / 4 * 4);
+    let src_major = r.src_major();
+    let (no, so, ni, si) = if src_major {
+        (nb, 4, na, 2)
+    } else {
+        (na, 2, nb, 4)
+    };
+    for o in (0..no).step_by(so) {
+        for i in (0..ni).step_by(si) {
+            let (a, b) = if src_major { (i, o) } else { (o, i) };
+            // SAFETY: inside the tile; aligned destination lines.
+            unsafe {
+                // Units a, a+1 of source rows b..b+4.
+                let mut y = [_mm256_setzero_si256(); 4];
+                for (k, v) in y.iter_mut().enumerate() {
+                    if !src_major {
+                        prefetch_next_line(r.src(b + k).wrapping_add(a * 16));
+                    }
+                    *v = _mm256_loadu_si256(r.src(b + k).add(a * 16) as *const __m256i);
+                }
+                let p = r.dst(a).add(b * 16) as *mut __m256i;
+                _mm256_stream_si256(p, _mm256_permute2x128_si256::<0x20>(y[0], y[1]));
+                _mm256_stream_si256(p.add(1), _mm256_permute2x128_si256::<0x20>(y[2], y[3]));
+                let q = r.dst(a + 1).add(b * 16) as *mut __m256i;
+                _mm256_stream_si256(q, _mm256_permute2x128_si256::<0x31>(y[0], y[1]));
+                _mm256_stream_si256(q.add(1), _mm256_permute2x128_si256::<0x31>(y[2], y[3]));
+            }
+        }
+    }
+    (na, nb)
+}
+
+/// Sixteen rows of sixteen 2-byte elements from source rows `b..b+16`, columns
+/// `a..a+16`, transposed: vector `c` is column `a + c`.
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn u16_block16<R: Rows>(rows: R, a: usize, b: usize) -> [__m256i; 16] {
+    let mut r = [_mm256_setzero_si256(); 16];
+    for (k, v) in r.iter_mut().enumerate() {
+        // SAFETY: inside the tile (the caller's contract).
+        *v = unsafe { _mm256_loadu_si256(rows.src(b + k).add(a * 2) as *const __m256i) };
+        if !rows.src_major() {
+            prefetch_next_line(rows.src(b + k).wrapping_add(a * 2));
+        }
+    }
+    // Within each 128-bit lane (columns 8L..8L+8): pairs of rows, then quads, then eights.
+    let mut t = [_mm256_setzero_si256(); 16];
+    for i in 0..8 {
+        t[2 * i] = _mm256_unpacklo_epi16(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_epi16(r[2 * i], r[2 * i + 1]);
+    }
+    // u[4g + c]: rows 4g..4g+4, columns 2c, 2c+1 of each lane.
+    let mut u = [_mm256_setzero_si256(); 16];
+    for g in 0..4 {
+        u[4 * g] = _mm256_unpacklo_epi32(t[4 * g], t[4 * g + 2]);
+        u[4 * g + 1] = _mm256_unpackhi_epi32(t[4 * g], t[4 * g + 2]);
+        u[4 * g + 2] = _mm256_unpacklo_epi32(t[4 * g + 1], t[4 * g + 3]);
+        u[4 * g + 3] = _mm256_unpackhi_epi32(t[4 * g + 1], t[4 * g + 3]);
+    }
+    // v[8h + c]: rows 8h..8h+8, column c of each lane.
+    let mut v = [_mm256_setzero_si256(); 16];
+    for h in 0..2 {
+        for c in 0..4 {
+            v[8 * h + 2 * c] = _mm256_unpacklo_epi64(u[8 * h + c], u[8 * h + 4 + c]);
+            v[8 * h + 2 * c + 1] = _mm256_unpackhi_epi64(u[8 * h + c], u[8 * h + 4 + c]);
+        }
+    }
+    // Column c of lane 0 and of lane 1: rows 0..8 from v[c], rows 8..16 from v[8 + c].
+    let mut out = [_mm256_setzero_si256(); 16];
+    for c in 0..8 {
+        out[c] = _mm256_permute2x128_si256::<0x20>(v[c], v[8 + c]);
+        out[8 + c] = _mm256_permute2x128_si256::<0x31>(v[c], v[8 + c]);
+    }
+    out
+}
+
+/// 16 x 16 blocks of 2-byte elements, plain stores.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn u16_blocks_avx2<R: Rows>(r: R) -> (usize, usize) {
+    let (na, nb) = (r.na() / 16 * 16, r.nb() / 16 * 16);
+    let src_major = r.src_major();
+    let (no, so, ni, si) = if src_major {
+        (nb, 16, na, 16)
+    } else {
+        (na, 16, nb, 16)
+    };
+    for o in (0..no).step_by(so) {
+        for i in (0..ni).step_by(si) {
+            let (a, b) = if src_major { (i, o) } else { (o, i) };
+            // SAFETY: inside the tile.
+            unsafe {
+                let t = u16_block16(r, a, b);
+                for (k, v) in t.into_iter().enumerate() {
+                    _mm256_storeu_si256(r.dst(a + k).add(b * 2) as *mut __m256i, v);
+                }
+            }
+        }
+    }
+    (na, nb)
+}
+
+/// 16 x 32 blocks of 2-byte elements: two transposes, each destination row's line
+/// streamed in two consecutive stores.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn u16_lines_avx2<R: Rows>(r: R) -> (usize, usize) {
+    let (na, nb) = (r.na() / 16 * 16, r.nb() / 32 * 32);
+    let src_major = r.src_major();
+    let (no, so, ni, si) = if src_major {
+        (nb, 32, na, 16)
+    } else {
+        (na, 16, nb, 32)
+    };
+    for o in (0..no).step_by(so) {
+        for i in (0..ni).step_by(si) {
+            let (a, b) = if src_major { (i, o) } else { (o, i) };
+            // SAFETY: inside the tile; aligned destination lines.
+            unsafe {
+                let lo = u16_block16(r, a, b);
+                let hi = u16_block16(r, a, b + 16);
+                for k in 0..16 {
+                    let p = r.dst(a + k).add(b * 2) as *mut __m256i;
+                    _mm256_stream_si256(p, lo[k]);
+                    _mm256_stream_si256(p.add(1), hi[k]);
+                }
+            }
+        }
+    }
+    (na, nb)
+}
+
+/// The 8x8 transpose of eight rows of eight 2-byte elements.
+#[inline(always)]
+fn transpose8x16(r: [__m128i; 8]) -> [__m128i; 8] {
+    // SAFETY: SSE2 is part of x86-64.
+    unsafe {
+        let b0 = _mm_unpacklo_epi16(r[0], r[1]);
+        let b1 = _mm_unpackhi_epi16(r[0], r[1]);
+        let b2 = _mm_unpacklo_epi16(r[2], r[3]);
+        let b3 = _mm_unpackhi_epi16(r[2], r[3]);
+        let b4 = _mm_unpacklo_epi16(r[4], r[5]);
+        let b5 = _mm_unpackhi_epi16(r[4], r[5]);
+        let b6 = _mm_unpacklo_epi16(r[6], r[7]);
+        let b7 = _mm_unpackhi_epi16(r[6], r[7]);
+        let c0 = _mm_unpacklo_epi32(b0, b2);
+        let c1 = _mm_unpackhi_epi32(b0, b2);
+        let c2 = _mm_unpacklo_epi32(b1, b3);
+        let c3 = _mm_unpackhi_epi32(b1, b3);
+        let c4 = _mm_unpacklo_epi32(b4, b6);
+        let c5 = _mm_unpackhi_epi32(b4, b6);
+        let c6 = _mm_unpacklo_epi32(b5, b7);
+        let c7 = _mm_unpackhi_epi32(b5, b7);
+        [
+            _mm_unpacklo_epi64(c0, c4),
+            _mm_unpackhi_epi64(c0, c4),
+            _mm_unpacklo_epi64(c1, c5),
+            _mm_unpackhi_epi64(c1, c5),
+            _mm_unpacklo_epi64(c2, c6),
+            _mm_unpackhi_epi64(c2, c6),
+            _mm_unpacklo_epi64(c3, c7),
+            _mm_unpackhi_epi64(c3, c7),
+        ]
+    }
+}
+
+/// Eight source rows from `b`, columns `a..a+8`, transposed.
+#[inline(always)]
+unsafe fn u16_block<R: Rows>(r: R, a: usize, b: usize) -> [__m128i; 8] {
+    // SAFETY: inside the tile (the caller's contract).
+    transpose8x16(std::array::from_fn(|k| unsafe {
+        _mm_loadu_si128(r.src(b + k).add(a * 2) as *const __m128i)
+    }))
+}
+
+/// 8 x 8 blocks of 2-byte elements; with `STREAM`, streaming stores (as
+/// [`f32_blocks`]).
+pub(super) unsafe fn u16_blocks<const STREAM: bool, R: Rows>(r: R) -> (usize, usize) {
+    let (na, nb) = (r.na() / 8 * 8, r.nb() / 8 * 8);
+    let src_major = r.src_major();
+    let (no, so, ni, si) = if src_major {
+        (nb, 8, na, 8)
+    } else {
+        (na, 8, nb, 8)
+    };
+    for o in (0..no).step_by(so) {
+        for i in (0..ni).step_by(si) {
+            let (a, b) = if src_major { (i, o) } else { (o, i) };
+            // SAFETY: inside the tile.
+            unsafe {
+                let t = u16_block(r, a, b);
+                for (k, v) in t.into_iter().enumerate() {
+                    let p = r.dst(a + k).add(b * 2) as *mut __m128i;
+                    if STREAM {
+                        _mm_stream_si128(p, v);
+                    } else {
+                        _mm_storeu_si128(p, v);
+                    }
+                }
+            }
+        }
+    }
+    (na, nb)
+}
+
+/// 8 x 32 blocks of 2-byte elements: four transposes, then each destination row's line
+/// streamed in four consecutive stores.
+pub(super) unsafe fn u16_lines<R: Rows>(r: R) -> (usize, usize) {
+    let (na, nb) = (r.na() / 8 * 8, r.nb() / 32 * 32);
+    let src_major = r.src_major();
+    let (no, so, ni, si) = if src_major {
+        (nb, 32, na, 8)
+    } else {
+        (na, 8, nb, 32)
+    };
+    for o in (0..no).step_by(so) {
+        for i in (0..ni).step_by(si) {
+            let (a, b) = if src_major { (i, o) } else { (o, i) };
+            // SAFETY: inside the tile; aligned destination lines.
+            unsafe {
+                let q: [[__m128i; 8]; 4] = std::array::from_fn(|j| u16_block(r, a, b + 8 * j));
+                for k in 0..8 {
+                    let p = r.dst(a + k).add(b * 2) as *mut __m128i;
+                    for (j, block) in q.iter().enumerate() {
+                        _mm_stream_si128(p.add(j), block[k]);
+                    }
+                }
+            }
+        }
+    }
+    (na, nb)
+}
+
+/// Sixteen source rows from `b`, columns `a..a+16` of bytes, transposed: vector `c` of
+/// the result is source column `a + c` across the sixteen rows.
+#[inline(always)]
+unsafe fn u8_block<R: Rows>(rows: R, a: usize, b: usize) -> [__m128i; 16] {
+    // Four unpack stages, each doubling the rows that a lane group spans and halving the
+    // columns a vector holds. SSE2 is part of x86-64.
+    // SAFETY: inside the tile (the caller's contract).
+    let r: [__m128i; 16] = std::array::from_fn(|k| unsafe {
+        _mm_loadu_si128(rows.src(b + k).add(a) as *const __m128i)
+    });
+    // s1[g][h]: rows 2g, 2g+1 interleaved, columns 8h..8h+8.
+    let s1: [[__m128i; 2]; 8] = std::array::from_fn(|g| unsafe {
+        [
+            _mm_unpacklo_epi8(r[2 * g], r[2 * g + 1]),
+            _mm_unpackhi_epi8(r[2 * g], r[2 * g + 1]),
+        ]
+    });
+    // s2[g][c]: rows 4g..4g+4, columns 4c..4c+4.
+    let s2: [[__m128i; 4]; 4] = std::array::from_fn(|g| {
+        std::array::from_fn(|c| unsafe {
+            let (x, y) = (s1[2 * g][c / 2], s1[2 * g + 1][c / 2]);
+            if c % 2 == 0 {
+                _mm_unpacklo_epi16(x, y)
+            } else {
+                _mm_unpackhi_epi16(x, y)
+            }
+        })
+    });
+    // s3[g][c]: rows 8g..8g+8, columns 2c, 2c+1.
+    let s3: [[__m128i; 8]; 2] = std::array::from_fn(|g| {
+        std::array::from_fn(|c| unsafe {
+            let (x, y) = (s2[2 * g][c / 2], s2[2 * g + 1][c / 2]);
+            if c % 2 == 0 {
+                _mm_unpacklo_epi32(x, y)
+            } else {
+                _mm_unpackhi_epi32(x, y)
+            }
+        })
+    });
+    // Column c: all sixteen rows.
+    std::array::from_fn(|c| unsafe {
+        let (x, y) = (s3[0][c / 2], s3[1][c / 2]);
+        if c % 2 == 0 {
+            _mm_unpacklo_epi64(x, y)
+        } else {
+            _mm_unpackhi_epi64(x, y)
+        }
+    })
+}
+
+/// 16 x 16 blocks of bytes, plain stores.
+pub(super) unsafe fn u8_blocks<R: Rows>(r: R) -> (usize, usize) {
+    let (na, nb) = (r.na() / 16 * 16, r.nb() / 16 * 16);
+    let src_major = r.src_major();
+    let (no, so, ni, si) = if src_major {
+        (nb, 16, na, 16)
+    } else {
+        (na, 16, nb, 16)
+    };
+    for o in (0..no).step_by(so) {
+        for i in (0..ni).step_by(si) {
+            let (a, b) = if src_major { (i, o) } else { (o, i) };
+            // SAFETY: inside the tile.
+            unsafe {
+                let t = u8_block(r, a, b);
+                for (k, v) in t.into_iter().enumerate() {
+                    _mm_storeu_si128(r.dst(a + k).add(b) as *mut __m128i, v);
+                }
+            }
+        }
+    }
+    (na, nb)
+}
+
+/// 16 x 64 blocks of bytes: four transposes, each destination line streamed.
+pub(super) unsafe fn u8_lines<R: Rows>(r: R) -> (usize, usize) {
+    let (na, nb) = (r.na() / 16 * 16, r.nb() / 64 * 64);
+    let src_major = r.src_major();
+    let (no, so, ni, si) = if src_major {
+        (nb, 64, na, 16)
+    } else {
+        (na, 16, nb, 64)
+    };
+    for o in (0..no).step_by(so) {
+        for i in (0..ni).step_by(si) {
+            let (a, b) = if src_major { (i, o) } else { (o, i) };
+            // SAFETY: inside the tile; aligned destination lines.
+            unsafe {
+                let q: [[__m128i; 16]; 4] = std::array::from_fn(|j| u8_block(r, a, b + 16 * j));
+                for k in 0..16 {
+                    let p = r.dst(a + k).add(b) as *mut __m128i;
+                    for (j, block) in q.iter().enumerate() {
+                        _mm_stream_si128(p.add(j), block[k]);
+                    }
+                }
+            }
+        }
+    }
+    (na, nb)
+}
+
+/// Units of `N` bytes (8 to 64) moved along each destination row; with `lines`, whole
+/// aligned 64-byte pieces of the row are streamed.
+pub(super) unsafe fn units<const N: usize, R: Rows>(r: R, lines: bool) {
+    let nb = r.nb();
+    let per_line = 64 / N;
+    for a in 0..r.na() {
+        let d = r.dst(a);
+        let mut b = 0;
+        if lines {
+            while b + per_line <= nb {
+                // SAFETY: units b..b+per_line of row a are inside the tile, and the row
+                // start is 64-byte aligned with b a multiple of per_line.
+                unsafe {
+                    let p = d.add(b * N) as *mut __m128i;
+                    for piece in 0..4 {
+                        let bytes = piece * 16;
+                        let (u, off) = (b + bytes / N, bytes % N);
+                        let v = if N == 8 {
+                            _mm_set_epi64x(
+                                (r.src(u + 1).add(a * N) as *const i64).read_unaligned(),
+                                (r.src(u).add(a * N) as *const i64).read_unaligned(),
+                            )
+                        } else {
+                            _mm_loadu_si128(r.src(u).add(a * N + off) as *const __m128i)
+                        };
+                        _mm_stream_si128(p.add(piece), v);
+                    }
+                }
+                b += per_line;
+            }
+        }
+        for bb in b..nb {
+            // SAFETY: inside the tile.
+            unsafe { std::ptr::copy_nonoverlapping(r.src(bb).add(a * N), d.add(bb * N), N) };
+        }
+    }
+}
