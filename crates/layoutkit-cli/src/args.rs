@@ -96,7 +96,8 @@ Examples:
     #[command(after_help = "\
 With no --from/--to it runs the standard set (NCHW<->NHWC, NCHW->NCHW32c, NCHW->kHWC8,
 OIHW->OIHW16i16o, NHWC->mace:in_out_channel; f32 and f16; tensors of 64 MiB and more) and prints a
-table. The CPU engine is the fast engine (tiles, SIMD chosen at run time, --threads).
+table. The CPU engine is the fast engine (tiles, SIMD chosen at run time, --threads); on the
+CPU the conversion and the copy are timed alternately, so both see the same machine state.
 
 Examples:
   layoutkit bench
