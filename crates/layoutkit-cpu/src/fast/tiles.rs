@@ -531,3 +531,42 @@ fn tile_shape(
     let ta = (max_bytes / (tb * unit_bytes)).clamp(1, MAX_TILE_A);
     (ta, tb)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tile shape's contract: `1 <= tb <= nb`, `1 <= ta <= MAX_TILE_A`, and a casting
+    /// tile (elements of at most 8 bytes, casts to types of at least 1 byte) fits the casting
+    /// scratch buffers, over every kind of row distance.
+    #[test]
+    fn tiles_stay_within_their_bounds() {
+        for (src_size, dst_size) in [
+            (4, 4),
+            (2, 2),
+            (1, 1),
+            (8, 8),
+            (4, 2),
+            (4, 1),
+            (2, 4),
+            (1, 4),
+            (8, 1),
+        ] {
+            let unit = src_size.max(dst_size);
+            for src_row in [4, 1000, 4096, 1 << 20] {
+                for dst_row in [4, 1000, 4096, 1 << 20] {
+                    for nb in [1, 3, 16, 96, 10_000] {
+                        for max in [TILE_BYTES, IDENTITY_TILE_BYTES] {
+                            let (ta, tb) = tile_shape(unit, dst_size, src_row, dst_row, nb, max);
+                            assert!((1..=nb).contains(&tb) && (1..=MAX_TILE_A).contains(&ta));
+                            assert!(
+                                ta * tb * unit <= max,
+                                "{ta} x {tb} x {unit} > {max} ({src_row}, {dst_row}, {nb})"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
