@@ -85,45 +85,14 @@ mod x86 {
     use super::Rows;
     use std::arch::x86_64::*;
 
-    /// Source rows `b..b+8`, float columns `a..a+8`, transposed: vector `k` is column `a + k`.
+    /// Source rows `b..b+8`, float columns `a..a+8`, transposed (vector `k` is column
+    /// `a + k`), each row's data a few lines on asked for: later blocks along the destination
+    /// rows read it.
     #[target_feature(enable = "avx2")]
     #[inline]
     unsafe fn block<R: Rows>(r: R, a: usize, b: usize) -> [__m256; 8] {
-        let mut v = [_mm256_setzero_ps(); 8];
-        for (k, x) in v.iter_mut().enumerate() {
-            let p = r.src(b + k).wrapping_add(a * 4);
-            // The row's data a few lines on, which later blocks along the destination rows
-            // read (a prefetch never faults).
-            _mm_prefetch::<_MM_HINT_T1>(p.wrapping_add(256) as *const i8);
-            // SAFETY: inside the tile (the caller's contract).
-            *x = unsafe { _mm256_loadu_ps(p as *const f32) };
-        }
-        let t0 = _mm256_unpacklo_ps(v[0], v[1]);
-        let t1 = _mm256_unpackhi_ps(v[0], v[1]);
-        let t2 = _mm256_unpacklo_ps(v[2], v[3]);
-        let t3 = _mm256_unpackhi_ps(v[2], v[3]);
-        let t4 = _mm256_unpacklo_ps(v[4], v[5]);
-        let t5 = _mm256_unpackhi_ps(v[4], v[5]);
-        let t6 = _mm256_unpacklo_ps(v[6], v[7]);
-        let t7 = _mm256_unpackhi_ps(v[6], v[7]);
-        let u0 = _mm256_shuffle_ps::<0x44>(t0, t2);
-        let u1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
-        let u2 = _mm256_shuffle_ps::<0x44>(t1, t3);
-        let u3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
-        let u4 = _mm256_shuffle_ps::<0x44>(t4, t6);
-        let u5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
-        let u6 = _mm256_shuffle_ps::<0x44>(t5, t7);
-        let u7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
-        [
-            _mm256_permute2f128_ps::<0x20>(u0, u4),
-            _mm256_permute2f128_ps::<0x20>(u1, u5),
-            _mm256_permute2f128_ps::<0x20>(u2, u6),
-            _mm256_permute2f128_ps::<0x20>(u3, u7),
-            _mm256_permute2f128_ps::<0x31>(u0, u4),
-            _mm256_permute2f128_ps::<0x31>(u1, u5),
-            _mm256_permute2f128_ps::<0x31>(u2, u6),
-            _mm256_permute2f128_ps::<0x31>(u3, u7),
-        ]
+        // SAFETY: as this function's (inside the tile, AVX2 present).
+        unsafe { crate::fast::transpose::x86::f32_block8(r, a, b, true) }
     }
 
     /// To `f16`: 8 x 32 blocks streamed as whole lines, or 8 x 8 blocks with plain stores.

@@ -370,7 +370,7 @@ fn avx2() -> bool {
 }
 
 #[cfg(target_arch = "x86_64")]
-mod x86;
+pub(super) mod x86;
 
 #[cfg(test)]
 mod tests {

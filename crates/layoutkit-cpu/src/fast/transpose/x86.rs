@@ -16,6 +16,45 @@ fn prefetch_next_line(p: *const u8) {
     unsafe { _mm_prefetch::<_MM_HINT_T1>(p.wrapping_add(PF_DIST) as *const i8) };
 }
 
+/// The starts `(a, b)` of a tile's `sa x sb` blocks over rows `..na`, columns `..nb`
+/// (multiples of the block), walked along the source rows (`b` outermost) when `src_major`,
+/// else along the destination rows.
+#[inline(always)]
+fn blocks(
+    src_major: bool,
+    (na, sa): (usize, usize),
+    (nb, sb): (usize, usize),
+) -> impl Iterator<Item = (usize, usize)> {
+    let (no, so, ni, si) = if src_major {
+        (nb, sb, na, sa)
+    } else {
+        (na, sa, nb, sb)
+    };
+    (0..no).step_by(so).flat_map(move |o| {
+        (0..ni)
+            .step_by(si)
+            .map(move |i| if src_major { (i, o) } else { (o, i) })
+    })
+}
+
+/// Source rows `b..b+8`, float columns `a..a+8`, transposed: vector `k` is column `a + k`.
+/// With `prefetch`, each row's data [`PF_DIST`] bytes on is asked for too.
+///
+/// # Safety
+/// The rows and columns are inside the tile (the caller's contract); AVX2 is present.
+#[target_feature(enable = "avx2")]
+#[inline]
+pub(crate) unsafe fn f32_block8<R: Rows>(r: R, a: usize, b: usize, prefetch: bool) -> [__m256; 8] {
+    transpose8(std::array::from_fn(|k| {
+        let p = r.src(b + k).wrapping_add(a * 4);
+        if prefetch {
+            prefetch_next_line(p);
+        }
+        // SAFETY: inside the tile (the caller's contract).
+        unsafe { _mm256_loadu_ps(p as *const f32) }
+    }))
+}
+
 /// The 8x8 transpose of eight rows of eight floats.
 #[target_feature(enable = "avx2")]
 #[inline]
@@ -54,30 +93,17 @@ fn transpose8(r: [__m256; 8]) -> [__m256; 8] {
 pub(super) unsafe fn f32_blocks<const STREAM: bool, R: Rows>(r: R) -> (usize, usize) {
     let (na, nb) = (r.na() / 8 * 8, r.nb() / 8 * 8);
     let src_major = r.src_major();
-    let (no, so, ni, si) = if src_major {
-        (nb, 8, na, 8)
-    } else {
-        (na, 8, nb, 8)
-    };
-    for o in (0..no).step_by(so) {
-        for i in (0..ni).step_by(si) {
-            let (a, b) = if src_major { (i, o) } else { (o, i) };
-            // SAFETY: rows b..b+8 at columns a..a+8 and rows a..a+8 at columns b..b+8
-            // are inside the tile.
-            unsafe {
-                let t = transpose8(std::array::from_fn(|k| {
-                    if !src_major {
-                        prefetch_next_line(r.src(b + k).wrapping_add(a * 4));
-                    }
-                    _mm256_loadu_ps((r.src(b + k) as *const f32).add(a))
-                }));
-                for (k, v) in t.into_iter().enumerate() {
-                    let p = (r.dst(a + k) as *mut f32).add(b);
-                    if STREAM {
-                        _mm256_stream_ps(p, v);
-                    } else {
-                        _mm256_storeu_ps(p, v);
-                    }
+    for (a, b) in blocks(src_major, (na, 8), (nb, 8)) {
+        // SAFETY: rows b..b+8 at columns a..a+8 and rows a..a+8 at columns b..b+8
+        // are inside the tile.
+        unsafe {
+            let t = f32_block8(r, a, b, !src_major);
+            for (k, v) in t.into_iter().enumerate() {
+                let p = (r.dst(a + k) as *mut f32).add(b);
+                if STREAM {
+                    _mm256_stream_ps(p, v);
+                } else {
+                    _mm256_storeu_ps(p, v);
                 }
             }
         }
@@ -91,34 +117,16 @@ pub(super) unsafe fn f32_blocks<const STREAM: bool, R: Rows>(r: R) -> (usize, us
 pub(super) unsafe fn f32_lines<R: Rows>(r: R) -> (usize, usize) {
     let (na, nb) = (r.na() / 8 * 8, r.nb() / 16 * 16);
     let src_major = r.src_major();
-    let (no, so, ni, si) = if src_major {
-        (nb, 16, na, 8)
-    } else {
-        (na, 8, nb, 16)
-    };
-    for o in (0..no).step_by(so) {
-        for i in (0..ni).step_by(si) {
-            let (a, b) = if src_major { (i, o) } else { (o, i) };
-            // SAFETY: inside the tile; destination addresses are 64-byte aligned rows plus
-            // a multiple of 64 bytes.
-            unsafe {
-                let lo = transpose8(std::array::from_fn(|k| {
-                    if !src_major {
-                        prefetch_next_line(r.src(b + k).wrapping_add(a * 4));
-                    }
-                    _mm256_loadu_ps((r.src(b + k) as *const f32).add(a))
-                }));
-                let hi = transpose8(std::array::from_fn(|k| {
-                    if !src_major {
-                        prefetch_next_line(r.src(b + 8 + k).wrapping_add(a * 4));
-                    }
-                    _mm256_loadu_ps((r.src(b + 8 + k) as *const f32).add(a))
-                }));
-                for k in 0..8 {
-                    let p = (r.dst(a + k) as *mut f32).add(b);
-                    _mm256_stream_ps(p, lo[k]);
-                    _mm256_stream_ps(p.add(8), hi[k]);
-                }
+    for (a, b) in blocks(src_major, (na, 8), (nb, 16)) {
+        // SAFETY: inside the tile; destination addresses are 64-byte aligned rows plus
+        // a multiple of 64 bytes.
+        unsafe {
+            let lo = f32_block8(r, a, b, !src_major);
+            let hi = f32_block8(r, a, b + 8, !src_major);
+            for k in 0..8 {
+                let p = (r.dst(a + k) as *mut f32).add(b);
+                _mm256_stream_ps(p, lo[k]);
+                _mm256_stream_ps(p.add(8), hi[k]);
             }
         }
     }
@@ -154,20 +162,12 @@ unsafe fn u64_block4<R: Rows>(rows: R, a: usize, b: usize) -> [__m256d; 4] {
 pub(super) unsafe fn u64_blocks<R: Rows>(r: R) -> (usize, usize) {
     let (na, nb) = (r.na() / 4 * 4, r.nb() / 4 * 4);
     let src_major = r.src_major();
-    let (no, so, ni, si) = if src_major {
-        (nb, 4, na, 4)
-    } else {
-        (na, 4, nb, 4)
-    };
-    for o in (0..no).step_by(so) {
-        for i in (0..ni).step_by(si) {
-            let (a, b) = if src_major { (i, o) } else { (o, i) };
-            // SAFETY: inside the tile.
-            unsafe {
-                let t = u64_block4(r, a, b);
-                for (k, v) in t.into_iter().enumerate() {
-                    _mm256_storeu_pd(r.dst(a + k).add(b * 8) as *mut f64, v);
-                }
+    for (a, b) in blocks(src_major, (na, 4), (nb, 4)) {
+        // SAFETY: inside the tile.
+        unsafe {
+            let t = u64_block4(r, a, b);
+            for (k, v) in t.into_iter().enumerate() {
+                _mm256_storeu_pd(r.dst(a + k).add(b * 8) as *mut f64, v);
             }
         }
     }
@@ -179,23 +179,15 @@ pub(super) unsafe fn u64_blocks<R: Rows>(r: R) -> (usize, usize) {
 pub(super) unsafe fn u64_lines<R: Rows>(r: R) -> (usize, usize) {
     let (na, nb) = (r.na() / 4 * 4, r.nb() / 8 * 8);
     let src_major = r.src_major();
-    let (no, so, ni, si) = if src_major {
-        (nb, 8, na, 4)
-    } else {
-        (na, 4, nb, 8)
-    };
-    for o in (0..no).step_by(so) {
-        for i in (0..ni).step_by(si) {
-            let (a, b) = if src_major { (i, o) } else { (o, i) };
-            // SAFETY: inside the tile; aligned destination lines.
-            unsafe {
-                let lo = u64_block4(r, a, b);
-                let hi = u64_block4(r, a, b + 4);
-                for k in 0..4 {
-                    let p = r.dst(a + k).add(b * 8) as *mut f64;
-                    _mm256_stream_pd(p, lo[k]);
-                    _mm256_stream_pd(p.add(4), hi[k]);
-                }
+    for (a, b) in blocks(src_major, (na, 4), (nb, 8)) {
+        // SAFETY: inside the tile; aligned destination lines.
+        unsafe {
+            let lo = u64_block4(r, a, b);
+            let hi = u64_block4(r, a, b + 4);
+            for k in 0..4 {
+                let p = r.dst(a + k).add(b * 8) as *mut f64;
+                _mm256_stream_pd(p, lo[k]);
+                _mm256_stream_pd(p.add(4), hi[k]);
             }
         }
     }
@@ -208,31 +200,23 @@ pub(super) unsafe fn u64_lines<R: Rows>(r: R) -> (usize, usize) {
 pub(super) unsafe fn u128_lines<R: Rows>(r: R) -> (usize, usize) {
     let (na, nb) = (r.na() / 2 * 2, r.nb() / 4 * 4);
     let src_major = r.src_major();
-    let (no, so, ni, si) = if src_major {
-        (nb, 4, na, 2)
-    } else {
-        (na, 2, nb, 4)
-    };
-    for o in (0..no).step_by(so) {
-        for i in (0..ni).step_by(si) {
-            let (a, b) = if src_major { (i, o) } else { (o, i) };
-            // SAFETY: inside the tile; aligned destination lines.
-            unsafe {
-                // Units a, a+1 of source rows b..b+4.
-                let mut y = [_mm256_setzero_si256(); 4];
-                for (k, v) in y.iter_mut().enumerate() {
-                    if !src_major {
-                        prefetch_next_line(r.src(b + k).wrapping_add(a * 16));
-                    }
-                    *v = _mm256_loadu_si256(r.src(b + k).add(a * 16) as *const __m256i);
+    for (a, b) in blocks(src_major, (na, 2), (nb, 4)) {
+        // SAFETY: inside the tile; aligned destination lines.
+        unsafe {
+            // Units a, a+1 of source rows b..b+4.
+            let mut y = [_mm256_setzero_si256(); 4];
+            for (k, v) in y.iter_mut().enumerate() {
+                if !src_major {
+                    prefetch_next_line(r.src(b + k).wrapping_add(a * 16));
                 }
-                let p = r.dst(a).add(b * 16) as *mut __m256i;
-                _mm256_stream_si256(p, _mm256_permute2x128_si256::<0x20>(y[0], y[1]));
-                _mm256_stream_si256(p.add(1), _mm256_permute2x128_si256::<0x20>(y[2], y[3]));
-                let q = r.dst(a + 1).add(b * 16) as *mut __m256i;
-                _mm256_stream_si256(q, _mm256_permute2x128_si256::<0x31>(y[0], y[1]));
-                _mm256_stream_si256(q.add(1), _mm256_permute2x128_si256::<0x31>(y[2], y[3]));
+                *v = _mm256_loadu_si256(r.src(b + k).add(a * 16) as *const __m256i);
             }
+            let p = r.dst(a).add(b * 16) as *mut __m256i;
+            _mm256_stream_si256(p, _mm256_permute2x128_si256::<0x20>(y[0], y[1]));
+            _mm256_stream_si256(p.add(1), _mm256_permute2x128_si256::<0x20>(y[2], y[3]));
+            let q = r.dst(a + 1).add(b * 16) as *mut __m256i;
+            _mm256_stream_si256(q, _mm256_permute2x128_si256::<0x31>(y[0], y[1]));
+            _mm256_stream_si256(q.add(1), _mm256_permute2x128_si256::<0x31>(y[2], y[3]));
         }
     }
     (na, nb)
@@ -287,20 +271,12 @@ unsafe fn u16_block16<R: Rows>(rows: R, a: usize, b: usize) -> [__m256i; 16] {
 pub(super) unsafe fn u16_blocks_avx2<R: Rows>(r: R) -> (usize, usize) {
     let (na, nb) = (r.na() / 16 * 16, r.nb() / 16 * 16);
     let src_major = r.src_major();
-    let (no, so, ni, si) = if src_major {
-        (nb, 16, na, 16)
-    } else {
-        (na, 16, nb, 16)
-    };
-    for o in (0..no).step_by(so) {
-        for i in (0..ni).step_by(si) {
-            let (a, b) = if src_major { (i, o) } else { (o, i) };
-            // SAFETY: inside the tile.
-            unsafe {
-                let t = u16_block16(r, a, b);
-                for (k, v) in t.into_iter().enumerate() {
-                    _mm256_storeu_si256(r.dst(a + k).add(b * 2) as *mut __m256i, v);
-                }
+    for (a, b) in blocks(src_major, (na, 16), (nb, 16)) {
+        // SAFETY: inside the tile.
+        unsafe {
+            let t = u16_block16(r, a, b);
+            for (k, v) in t.into_iter().enumerate() {
+                _mm256_storeu_si256(r.dst(a + k).add(b * 2) as *mut __m256i, v);
             }
         }
     }
@@ -313,23 +289,15 @@ pub(super) unsafe fn u16_blocks_avx2<R: Rows>(r: R) -> (usize, usize) {
 pub(super) unsafe fn u16_lines_avx2<R: Rows>(r: R) -> (usize, usize) {
     let (na, nb) = (r.na() / 16 * 16, r.nb() / 32 * 32);
     let src_major = r.src_major();
-    let (no, so, ni, si) = if src_major {
-        (nb, 32, na, 16)
-    } else {
-        (na, 16, nb, 32)
-    };
-    for o in (0..no).step_by(so) {
-        for i in (0..ni).step_by(si) {
-            let (a, b) = if src_major { (i, o) } else { (o, i) };
-            // SAFETY: inside the tile; aligned destination lines.
-            unsafe {
-                let lo = u16_block16(r, a, b);
-                let hi = u16_block16(r, a, b + 16);
-                for k in 0..16 {
-                    let p = r.dst(a + k).add(b * 2) as *mut __m256i;
-                    _mm256_stream_si256(p, lo[k]);
-                    _mm256_stream_si256(p.add(1), hi[k]);
-                }
+    for (a, b) in blocks(src_major, (na, 16), (nb, 32)) {
+        // SAFETY: inside the tile; aligned destination lines.
+        unsafe {
+            let lo = u16_block16(r, a, b);
+            let hi = u16_block16(r, a, b + 16);
+            for k in 0..16 {
+                let p = r.dst(a + k).add(b * 2) as *mut __m256i;
+                _mm256_stream_si256(p, lo[k]);
+                _mm256_stream_si256(p.add(1), hi[k]);
             }
         }
     }
@@ -384,24 +352,16 @@ unsafe fn u16_block<R: Rows>(r: R, a: usize, b: usize) -> [__m128i; 8] {
 pub(super) unsafe fn u16_blocks<const STREAM: bool, R: Rows>(r: R) -> (usize, usize) {
     let (na, nb) = (r.na() / 8 * 8, r.nb() / 8 * 8);
     let src_major = r.src_major();
-    let (no, so, ni, si) = if src_major {
-        (nb, 8, na, 8)
-    } else {
-        (na, 8, nb, 8)
-    };
-    for o in (0..no).step_by(so) {
-        for i in (0..ni).step_by(si) {
-            let (a, b) = if src_major { (i, o) } else { (o, i) };
-            // SAFETY: inside the tile.
-            unsafe {
-                let t = u16_block(r, a, b);
-                for (k, v) in t.into_iter().enumerate() {
-                    let p = r.dst(a + k).add(b * 2) as *mut __m128i;
-                    if STREAM {
-                        _mm_stream_si128(p, v);
-                    } else {
-                        _mm_storeu_si128(p, v);
-                    }
+    for (a, b) in blocks(src_major, (na, 8), (nb, 8)) {
+        // SAFETY: inside the tile.
+        unsafe {
+            let t = u16_block(r, a, b);
+            for (k, v) in t.into_iter().enumerate() {
+                let p = r.dst(a + k).add(b * 2) as *mut __m128i;
+                if STREAM {
+                    _mm_stream_si128(p, v);
+                } else {
+                    _mm_storeu_si128(p, v);
                 }
             }
         }
@@ -414,22 +374,14 @@ pub(super) unsafe fn u16_blocks<const STREAM: bool, R: Rows>(r: R) -> (usize, us
 pub(super) unsafe fn u16_lines<R: Rows>(r: R) -> (usize, usize) {
     let (na, nb) = (r.na() / 8 * 8, r.nb() / 32 * 32);
     let src_major = r.src_major();
-    let (no, so, ni, si) = if src_major {
-        (nb, 32, na, 8)
-    } else {
-        (na, 8, nb, 32)
-    };
-    for o in (0..no).step_by(so) {
-        for i in (0..ni).step_by(si) {
-            let (a, b) = if src_major { (i, o) } else { (o, i) };
-            // SAFETY: inside the tile; aligned destination lines.
-            unsafe {
-                let q: [[__m128i; 8]; 4] = std::array::from_fn(|j| u16_block(r, a, b + 8 * j));
-                for k in 0..8 {
-                    let p = r.dst(a + k).add(b * 2) as *mut __m128i;
-                    for (j, block) in q.iter().enumerate() {
-                        _mm_stream_si128(p.add(j), block[k]);
-                    }
+    for (a, b) in blocks(src_major, (na, 8), (nb, 32)) {
+        // SAFETY: inside the tile; aligned destination lines.
+        unsafe {
+            let q: [[__m128i; 8]; 4] = std::array::from_fn(|j| u16_block(r, a, b + 8 * j));
+            for k in 0..8 {
+                let p = r.dst(a + k).add(b * 2) as *mut __m128i;
+                for (j, block) in q.iter().enumerate() {
+                    _mm_stream_si128(p.add(j), block[k]);
                 }
             }
         }
@@ -491,20 +443,12 @@ unsafe fn u8_block<R: Rows>(rows: R, a: usize, b: usize) -> [__m128i; 16] {
 pub(super) unsafe fn u8_blocks<R: Rows>(r: R) -> (usize, usize) {
     let (na, nb) = (r.na() / 16 * 16, r.nb() / 16 * 16);
     let src_major = r.src_major();
-    let (no, so, ni, si) = if src_major {
-        (nb, 16, na, 16)
-    } else {
-        (na, 16, nb, 16)
-    };
-    for o in (0..no).step_by(so) {
-        for i in (0..ni).step_by(si) {
-            let (a, b) = if src_major { (i, o) } else { (o, i) };
-            // SAFETY: inside the tile.
-            unsafe {
-                let t = u8_block(r, a, b);
-                for (k, v) in t.into_iter().enumerate() {
-                    _mm_storeu_si128(r.dst(a + k).add(b) as *mut __m128i, v);
-                }
+    for (a, b) in blocks(src_major, (na, 16), (nb, 16)) {
+        // SAFETY: inside the tile.
+        unsafe {
+            let t = u8_block(r, a, b);
+            for (k, v) in t.into_iter().enumerate() {
+                _mm_storeu_si128(r.dst(a + k).add(b) as *mut __m128i, v);
             }
         }
     }
@@ -515,22 +459,14 @@ pub(super) unsafe fn u8_blocks<R: Rows>(r: R) -> (usize, usize) {
 pub(super) unsafe fn u8_lines<R: Rows>(r: R) -> (usize, usize) {
     let (na, nb) = (r.na() / 16 * 16, r.nb() / 64 * 64);
     let src_major = r.src_major();
-    let (no, so, ni, si) = if src_major {
-        (nb, 64, na, 16)
-    } else {
-        (na, 16, nb, 64)
-    };
-    for o in (0..no).step_by(so) {
-        for i in (0..ni).step_by(si) {
-            let (a, b) = if src_major { (i, o) } else { (o, i) };
-            // SAFETY: inside the tile; aligned destination lines.
-            unsafe {
-                let q: [[__m128i; 16]; 4] = std::array::from_fn(|j| u8_block(r, a, b + 16 * j));
-                for k in 0..16 {
-                    let p = r.dst(a + k).add(b) as *mut __m128i;
-                    for (j, block) in q.iter().enumerate() {
-                        _mm_stream_si128(p.add(j), block[k]);
-                    }
+    for (a, b) in blocks(src_major, (na, 16), (nb, 64)) {
+        // SAFETY: inside the tile; aligned destination lines.
+        unsafe {
+            let q: [[__m128i; 16]; 4] = std::array::from_fn(|j| u8_block(r, a, b + 16 * j));
+            for k in 0..16 {
+                let p = r.dst(a + k).add(b) as *mut __m128i;
+                for (j, block) in q.iter().enumerate() {
+                    _mm_stream_si128(p.add(j), block[k]);
                 }
             }
         }
