@@ -65,6 +65,27 @@ pub fn tile_axes(dims: &[LoopDim], unit: usize) -> Option<TileAxes> {
     Some(TileAxes { outer, a, b })
 }
 
+/// A region's loops with a short innermost run that is contiguous in both layouts split off as
+/// the unit the other loops move (the four lanes of a MACE image pixel): `(unit, other loops)`.
+/// The run becomes the unit when it is at most `max_unit` elements and other loops remain;
+/// otherwise the unit is 1 and the loops are returned whole.
+///
+/// Contract (tested): the loops returned, with a loop of `unit` elements and strides 1 appended
+/// when `unit > 1`, are the loops given.
+pub fn split_unit(dims: &[LoopDim], max_unit: usize) -> (usize, Vec<LoopDim>) {
+    match dims.split_last() {
+        Some((inner, rest))
+            if !rest.is_empty()
+                && inner.src_stride == 1
+                && inner.dst_stride == 1
+                && inner.extent <= max_unit =>
+        {
+            (inner.extent, rest.to_vec())
+        }
+        _ => (1, dims.to_vec()),
+    }
+}
+
 /// A copy region and the fill elements written after each of its innermost runs.
 #[derive(Clone, Copy, Debug)]
 pub struct PaddedCopy<'p> {
@@ -226,6 +247,21 @@ mod tests {
         let copies = [copy];
         let (c, f) = absorb_fills(&copies, &fills);
         assert_eq!((c[0].pad, f.len()), (5, 0));
+    }
+
+    #[test]
+    fn split_unit_takes_short_runs_contiguous_in_both() {
+        let l = |extent, src_stride, dst_stride| LoopDim {
+            extent,
+            src_stride,
+            dst_stride,
+        };
+        let pixel = [l(62, 4, 224), l(56, 250, 4), l(4, 1, 1)];
+        assert_eq!(split_unit(&pixel, 16), (4, pixel[..2].to_vec()));
+        assert_eq!(split_unit(&pixel, 3), (1, pixel.to_vec()));
+        let transpose = [l(56, 1, 256), l(256, 56, 1)];
+        assert_eq!(split_unit(&transpose, 16), (1, transpose.to_vec()));
+        assert_eq!(split_unit(&pixel[2..], 16), (1, pixel[2..].to_vec()));
     }
 
     /// `outer`, `a` and `b` hold every loop of the region once, `a` is contiguous in the

@@ -22,7 +22,9 @@ use layoutkit_core::{CastSpec, DType};
 use crate::Error;
 
 mod gather;
-use gather::{fill_kernel, gather_kernel};
+mod tile;
+use gather::{fill_kernel, gather_kernel, runs_kernel};
+use tile::{tile_kernel, TileJob};
 
 /// One kernel launch.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,18 +38,51 @@ pub struct Launch {
 /// Elements per thread in the gather kernel.
 const PER_THREAD: usize = 4;
 
-/// Tile edge by element size: a warp's row of the tile spans 128 bytes or more.
-fn tile_edge(size: usize) -> usize {
-    match size {
-        1 => 128,
-        2 => 64,
-        _ => 32,
+/// Knobs of the generated kernels, for measuring alternatives (the defaults are the measured
+/// best, `bench/results/gpu.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tuning {
+    /// The widest load of a tile kernel, in bytes (16, 8, 4, 2 or 1).
+    pub read_bytes: usize,
+    /// The widest store of a tile kernel, in bytes (16, 8, 4, 2 or 1).
+    pub write_bytes: usize,
+    /// Elements per tile of units or of compound source rows; 0 for the square tiles of plain
+    /// transpositions.
+    pub tile_elements: usize,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning {
+            read_bytes: 8,
+            write_bytes: 4,
+            tile_elements: 4096,
+        }
     }
 }
+
+/// Short runs (destination runs of fewer elements than this) make a region a `runs` region.
+const SHORT_RUN: usize = 16;
 
 /// The launches that run `plan` with `cast`. Errors for plans without regions (blocks that do
 /// not nest) and for casts the backend does not do.
 pub fn generate(plan: &ConversionPlan, cast: &CastSpec) -> Result<Vec<Launch>, Error> {
+    generate_tuned(plan, cast, &Tuning::default())
+}
+
+/// [`generate`] with kernel knobs other than the defaults.
+///
+/// Each copy region becomes a tile kernel when it is a transposition (of elements, or of units:
+/// short runs contiguous in both layouts), and a `runs` kernel when its destination runs are
+/// short or followed by padding (data and padding stored together); the padding that completes
+/// a copy's runs is written by that copy's kernel. When such short-run regions, or fills that
+/// complete nothing, make more than a sixteenth of the destination, one gather over the whole
+/// destination runs instead (coalesced writes of data and padding alike).
+pub fn generate_tuned(
+    plan: &ConversionPlan,
+    cast: &CastSpec,
+    tuning: &Tuning,
+) -> Result<Vec<Launch>, Error> {
     let Strategy::Regions { copies, fills } = plan.strategy() else {
         return Err(Error::Unsupported(format!(
             "{} -> {}: the blocks do not nest (no linear plan); use the CPU",
@@ -56,21 +91,50 @@ pub fn generate(plan: &ConversionPlan, cast: &CastSpec) -> Result<Vec<Launch>, E
         )));
     };
     check_cast(cast)?;
-    // Padding, or regions whose innermost loop is short: one pass over the whole destination
-    // (coalesced writes of data and padding alike) beats a kernel per region.
-    let short = copies
-        .iter()
-        .any(|r| r.dims.last().is_some_and(|d| d.extent < 16));
-    if !fills.is_empty() || short {
-        return Ok(vec![gather_kernel(plan, cast)]);
-    }
-    let mut out = Vec::new();
     let small = plan.src().elements() < (1 << 31) && plan.dst().elements() < (1 << 31);
-    for r in copies {
-        out.push(copy_kernel(r, cast, small)?);
+    let size = cast.src.size_bytes().max(cast.dst.size_bytes());
+    let (padded, rest) = tiling::absorb_fills(copies, fills);
+    let mut out = Vec::new();
+    // Destination elements written by runs kernels and by fill kernels.
+    let mut scattered = 0usize;
+    for pc in &padded {
+        let r = pc.region;
+        let inner = r.inner();
+        let (unit, dims) = tiling::split_unit(&r.dims, (16 / size).max(1));
+        let axes = tiling::tile_axes(&dims, unit);
+        let identity = cast.src == cast.dst;
+        match axes {
+            // A tile; its padding written with it where it continues the tile's rows.
+            Some(axes)
+                if pc.pad == 0 || (identity && unit == 1 && inner.extent + pc.pad <= 256) =>
+            {
+                out.push(tile_kernel(&TileJob {
+                    src_offset: r.src_offset,
+                    dst_offset: r.dst_offset,
+                    axes,
+                    unit,
+                    b_pad: pc.pad,
+                    cast,
+                    small,
+                    tuning: *tuning,
+                }));
+            }
+            _ if pc.pad == 0 && inner.extent >= SHORT_RUN => {
+                out.push(copy_kernel(r, cast, small)?);
+            }
+            _ if inner.dst_stride == 1 && inner.extent + pc.pad <= 64 => {
+                scattered += r.elements() / inner.extent.max(1) * (inner.extent + pc.pad);
+                out.push(runs_kernel(r, pc.pad, cast, small));
+            }
+            _ => return Ok(vec![gather_kernel(plan, cast)]),
+        }
     }
-    for r in fills {
-        out.push(fill_kernel(r, cast)?);
+    for f in rest {
+        scattered += f.elements();
+        out.push(fill_kernel(f, cast)?);
+    }
+    if scattered * 16 > plan.dst().elements() {
+        return Ok(vec![gather_kernel(plan, cast)]);
     }
     Ok(out)
 }
@@ -198,6 +262,8 @@ fn grid_1d(n: usize, block: usize) -> (u32, u32, u32) {
     (n.div_ceil(block).max(1) as u32, 1, 1)
 }
 
+/// The kernel of a copy region that is not a transposition: one thread per element,
+/// consecutive threads on the innermost loop.
 fn copy_kernel(r: &Region, c: &CastSpec, small: bool) -> Result<Launch, Error> {
     // Index arithmetic in 32 bits when the tensors fit (cheaper multiplies and divisions).
     let (it, u) = if small {
@@ -213,313 +279,33 @@ fn copy_kernel(r: &Region, c: &CastSpec, small: bool) -> Result<Launch, Error> {
             dst_stride: 1,
         });
     }
-    // A transposition: the tile's loops from the shared tiling analysis.
-    let tile_a = tiling::tile_axes(&dims, 1);
     let (s, d) = (storage(c.src), storage(c.dst));
     let mut k = prelude(c);
-    match tile_a {
-        None => {
-            let total = elements(&dims);
-            let _ = writeln!(k, "extern \"C\" __global__ void convert(const {s}* __restrict__ src, {d}* __restrict__ dst) {{");
-            let _ = writeln!(k, "  const unsigned long long ig = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;");
-            let _ = writeln!(
-                k,
-                "  if (ig >= {total}ull) return;\n  const {it} i = ({it})ig;"
-            );
-            decode(&mut k, &dims, "i", "  ", it, u);
-            let _ = writeln!(
-                k,
-                "  dst[{}] = cast(src[{}]);",
-                offset(&dims, r.dst_offset, false, u),
-                offset(&dims, r.src_offset, true, u)
-            );
-            k.push_str("}\n");
-            Ok(Launch {
-                source: k,
-                name: "convert",
-                grid: grid_1d(total, 256),
-                block: (256, 1, 1),
-            })
-        }
-        Some(t) => {
-            // Loops: outer..., a (source-contiguous), b (destination-contiguous). `a` may be
-            // several loops that continue each other in the source (e.g. 16i after HW in
-            // OIHW -> OIHW16i16o): one long source run, whose destination offset is
-            // decomposed per loop. `group` lists them innermost first.
-            let group: Vec<LoopDim> = t.a.iter().rev().copied().collect();
-            let a0_loop = group[0];
-            let b = t.b;
-            let run: usize = group.iter().map(|g| g.extent).product();
-            let dims = t.outer;
-            let a = LoopDim {
-                extent: run,
-                src_stride: 1,
-                dst_stride: a0_loop.dst_stride,
-            };
-            let outer = dims;
-            // A rectangular tile of TA x TB (a x b) elements, TA * TB = tile^2, shaped to the
-            // loops' extents so few threads idle; 256 threads walk it row by row, along a
-            // when reading (coalesced source) and along b when writing (coalesced destination).
-            let tile = tile_edge(c.src.size_bytes().max(c.dst.size_bytes()));
-            let area = tile * tile;
-            let tb_w = b.extent.next_power_of_two().clamp(1, tile);
-            let ta_w = (area / tb_w).min(a.extent.next_power_of_two()).max(1);
-            let tb_w = (area / ta_w).min(b.extent.next_power_of_two()).max(1);
-            let threads = 256usize;
-            let (ta, tb) = (a.extent.div_ceil(ta_w), b.extent.div_ceil(tb_w));
-            let blocks = ta * tb * elements(&outer);
-            let _ = writeln!(k, "extern \"C\" __global__ void convert(const {s}* __restrict__ src, {d}* __restrict__ dst) {{");
-            let _ = writeln!(k, "  __shared__ {s} tile[{tb_w}][{}];", ta_w + 1);
-            let _ = writeln!(k, "  const {it} blk = blockIdx.x;");
-            let _ = writeln!(
-                k,
-                "  const {it} tb = blk % {tb}{u}, ta = (blk / {tb}{u}) % {ta}{u}, o = blk / {}{u};",
-                ta * tb
-            );
-            decode(&mut k, &outer, "o", "  ", it, u);
-            let so = offset(&outer, r.src_offset, true, u);
-            let dof = offset(&outer, r.dst_offset, false, u);
-            let _ = writeln!(k, "  const {it} sbase = {so}, dbase = {dof};");
-            let _ = writeln!(k, "  const {it} a0 = ta * {ta_w}{u}, b0 = tb * {tb_w}{u};");
-            // 2-byte elements move in pairs (32-bit loads and stores) when every address of a
-            // pair is 4-byte aligned: even extents, strides and offsets.
-            let even = |v: isize| v % 2 == 0;
-            // The destination offset of compound index `ia` (innermost loop first).
-            let dexpr = {
-                let mut w = 1usize;
-                let mut terms = Vec::new();
-                for (gi, g) in group.iter().enumerate() {
-                    let mut t = if w == 1 {
-                        "ia".to_string()
-                    } else {
-                        format!("(ia / {w}{u})")
-                    };
-                    if gi + 1 < group.len() {
-                        t = format!("({t} % {}{u})", g.extent);
-                    }
-                    terms.push(format!("{t} * {}{u}", g.dst_stride));
-                    w *= g.extent;
-                }
-                terms.join(" + ")
-            };
-            let pairs = c.src.size_bytes() == 2
-                && c.dst.size_bytes() == 2
-                && c.src == c.dst
-                && a.extent % 2 == 0
-                && b.extent % 2 == 0
-                && ta_w >= 2
-                && tb_w >= 2
-                && r.src_offset % 2 == 0
-                && r.dst_offset % 2 == 0
-                && even(b.src_stride)
-                && group.iter().all(|g| even(g.dst_stride))
-                && outer
-                    .iter()
-                    .all(|l| even(l.src_stride) && even(l.dst_stride));
-            // 4-byte and 2-byte elements move in 16-byte vectors (4 or 8 elements) where every
-            // vector address is 16-byte aligned, except when the tile's destination is one
-            // contiguous run (a blocked layout whose whole block fits the tile, such as NCHW32c)
-            // or the source side is a compound index (OIHW16i16o): there, scalar or paired moves
-            // measured faster on the H200 (bench/results/gpu.md).
-            let size = c.src.size_bytes();
-            let vl = if size == 4 || size == 2 { 16 / size } else { 0 };
-            let byv = |v: isize| vl > 0 && v % vl as isize == 0;
-            let dst_tile_contiguous = tb_w == b.extent && a.dst_stride == b.extent as isize;
-            let vectors = vl > 0
-                && group.len() == 1
-                && !dst_tile_contiguous
-                && c.src == c.dst
-                && a.extent % vl == 0
-                && b.extent % vl == 0
-                && ta_w >= vl
-                && tb_w >= vl
-                && byv(r.src_offset as isize)
-                && byv(r.dst_offset as isize)
-                && byv(b.src_stride)
-                && group.iter().all(|g| byv(g.dst_stride))
-                && outer.iter().all(|l| byv(l.src_stride) && byv(l.dst_stride));
-            if vectors {
-                let (qa, qb) = (ta_w / vl, tb_w / vl);
-                let nv = ta_w * tb_w / vl;
-                let lanes = ["x", "y", "z", "w"];
-                let _ = writeln!(
-                    k,
-                    "  for (unsigned int t = threadIdx.x; t < {nv}u; t += {threads}u) {{"
-                );
-                let _ = writeln!(
-                    k,
-                    "    const unsigned int la = (t % {qa}u) * {vl}, lb = t / {qa}u;"
-                );
-                let _ = writeln!(k, "    const {it} ia = a0 + la, ib = b0 + lb;");
-                let _ = writeln!(
-                    k,
-                    "    if (ia < {}{u} && ib < {}{u}) {{",
-                    a.extent, b.extent
-                );
-                let _ = writeln!(
-                    k,
-                    "      const uint4 v = *(const uint4*)(src + sbase + ia + ib * {}{u});",
-                    b.src_stride
-                );
-                for (q, l) in lanes.iter().enumerate() {
-                    if size == 4 {
-                        let _ = writeln!(k, "      tile[lb][la + {q}] = v.{l};");
-                    } else {
-                        let _ = writeln!(
-                            k,
-                            "      tile[lb][la + {}] = (unsigned short)v.{l}; tile[lb][la + {}] = (unsigned short)(v.{l} >> 16);",
-                            2 * q,
-                            2 * q + 1
-                        );
-                    }
-                }
-                k.push_str("    }\n  }\n  __syncthreads();\n");
-                let _ = writeln!(
-                    k,
-                    "  for (unsigned int t = threadIdx.x; t < {nv}u; t += {threads}u) {{"
-                );
-                let _ = writeln!(
-                    k,
-                    "    const unsigned int lb = (t % {qb}u) * {vl}, la = t / {qb}u;"
-                );
-                let _ = writeln!(k, "    const {it} ia = a0 + la, ib = b0 + lb;");
-                let _ = writeln!(
-                    k,
-                    "    if (ia < {}{u} && ib < {}{u}) {{",
-                    a.extent, b.extent
-                );
-                k.push_str("      uint4 w;\n");
-                for (q, l) in lanes.iter().enumerate() {
-                    if size == 4 {
-                        let _ = writeln!(k, "      w.{l} = tile[lb + {q}][la];");
-                    } else {
-                        let _ = writeln!(
-                            k,
-                            "      w.{l} = (unsigned int)tile[lb + {}][la] | ((unsigned int)tile[lb + {}][la] << 16);",
-                            2 * q,
-                            2 * q + 1
-                        );
-                    }
-                }
-                let _ = writeln!(
-                    k,
-                    "      *(uint4*)(dst + dbase + {dexpr} + ib) = w;\n    }}\n  }}\n}}"
-                );
-            } else if pairs {
-                let _ = writeln!(
-                    k,
-                    "  for (unsigned int t = threadIdx.x; t < {}u; t += {threads}u) {{",
-                    ta_w * tb_w / 2
-                );
-                let _ = writeln!(
-                    k,
-                    "    const unsigned int la = (t % {}u) * 2, lb = t / {}u;",
-                    ta_w / 2,
-                    ta_w / 2
-                );
-                let _ = writeln!(k, "    const {it} ia = a0 + la, ib = b0 + lb;");
-                let _ = writeln!(
-                    k,
-                    "    if (ia < {}{u} && ib < {}{u}) {{",
-                    a.extent, b.extent
-                );
-                let _ = writeln!(k, "      const unsigned int v = *(const unsigned int*)(src + sbase + ia + ib * {}{u});", b.src_stride);
-                k.push_str("      tile[lb][la] = (unsigned short)v; tile[lb][la + 1] = (unsigned short)(v >> 16);\n    }\n  }\n  __syncthreads();\n");
-                let _ = writeln!(
-                    k,
-                    "  for (unsigned int t = threadIdx.x; t < {}u; t += {threads}u) {{",
-                    ta_w * tb_w / 2
-                );
-                let _ = writeln!(
-                    k,
-                    "    const unsigned int lb = (t % {}u) * 2, la = t / {}u;",
-                    tb_w / 2,
-                    tb_w / 2
-                );
-                let _ = writeln!(k, "    const {it} ia = a0 + la, ib = b0 + lb;");
-                let _ = writeln!(k, "    if (ia < {}{u} && ib < {}{u})", a.extent, b.extent);
-                let _ = writeln!(k, "      *(unsigned int*)(dst + dbase + {dexpr} + ib) = (unsigned int)tile[lb][la] | ((unsigned int)tile[lb + 1][la] << 16);");
-                k.push_str("  }\n}\n");
-            } else {
-                let _ = writeln!(
-                    k,
-                    "  for (unsigned int t = threadIdx.x; t < {}u; t += {threads}u) {{",
-                    ta_w * tb_w
-                );
-                let _ = writeln!(
-                    k,
-                    "    const unsigned int la = t % {ta_w}u, lb = t / {ta_w}u;"
-                );
-                let _ = writeln!(k, "    const {it} ia = a0 + la, ib = b0 + lb;");
-                let _ = writeln!(
-                    k,
-                    "    if (ia < {}{u} && ib < {}{u}) tile[lb][la] = src[sbase + ia + ib * {}{u}];",
-                    a.extent, b.extent, b.src_stride
-                );
-                k.push_str("  }\n  __syncthreads();\n");
-                // Narrow destination elements (a cast to f16 or i8) are packed into 32-bit
-                // stores when every packed address is 4-byte aligned.
-                let dsize = c.dst.size_bytes();
-                let pack = if dsize < 4 { 4 / dsize } else { 1 };
-                let by = |v: isize| v % pack as isize == 0;
-                let packed = pack > 1
-                    && b.extent % pack == 0
-                    && tb_w % pack == 0
-                    && r.dst_offset % pack == 0
-                    && group.iter().all(|g| by(g.dst_stride))
-                    && outer.iter().all(|l| by(l.dst_stride));
-                if packed {
-                    let qb = tb_w / pack;
-                    let _ = writeln!(
-                        k,
-                        "  for (unsigned int t = threadIdx.x; t < {}u; t += {threads}u) {{",
-                        ta_w * qb
-                    );
-                    let _ = writeln!(
-                        k,
-                        "    const unsigned int lb = (t % {qb}u) * {pack}, la = t / {qb}u;"
-                    );
-                    let _ = writeln!(k, "    const {it} ia = a0 + la, ib = b0 + lb;");
-                    let _ = writeln!(
-                        k,
-                        "    if (ia < {}{u} && ib < {}{u}) {{",
-                        a.extent, b.extent
-                    );
-                    let parts: Vec<String> = (0..pack)
-                        .map(|j| {
-                            format!(
-                                "((unsigned int)cast(tile[lb + {j}][la]) << {})",
-                                8 * dsize * j
-                            )
-                        })
-                        .collect();
-                    let _ = writeln!(
-                        k,
-                        "      *(unsigned int*)(dst + dbase + {dexpr} + ib) = {};\n    }}\n  }}\n}}",
-                        parts.join(" | ")
-                    );
-                } else {
-                    let _ = writeln!(
-                        k,
-                        "  for (unsigned int t = threadIdx.x; t < {}u; t += {threads}u) {{",
-                        ta_w * tb_w
-                    );
-                    let _ = writeln!(
-                        k,
-                        "    const unsigned int lb = t % {tb_w}u, la = t / {tb_w}u;"
-                    );
-                    let _ = writeln!(k, "    const {it} ia = a0 + la, ib = b0 + lb;");
-                    let _ = writeln!(k, "    if (ia < {}{u} && ib < {}{u}) dst[dbase + {dexpr} + ib] = cast(tile[lb][la]);", a.extent, b.extent);
-                    k.push_str("  }\n}\n");
-                }
-            }
-
-            Ok(Launch {
-                source: k,
-                name: "convert",
-                grid: (blocks.max(1) as u32, 1, 1),
-                block: (threads as u32, 1, 1),
-            })
-        }
-    }
+    let total = elements(&dims);
+    let _ = writeln!(
+        k,
+        "extern \"C\" __global__ void convert(const {s}* __restrict__ src, {d}* __restrict__ dst) {{"
+    );
+    let _ = writeln!(
+        k,
+        "  const unsigned long long ig = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;"
+    );
+    let _ = writeln!(
+        k,
+        "  if (ig >= {total}ull) return;\n  const {it} i = ({it})ig;"
+    );
+    decode(&mut k, &dims, "i", "  ", it, u);
+    let _ = writeln!(
+        k,
+        "  dst[{}] = cast(src[{}]);",
+        offset(&dims, r.dst_offset, false, u),
+        offset(&dims, r.src_offset, true, u)
+    );
+    k.push_str("}\n");
+    Ok(Launch {
+        source: k,
+        name: "convert",
+        grid: grid_1d(total, 256),
+        block: (256, 1, 1),
+    })
 }

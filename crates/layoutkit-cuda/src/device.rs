@@ -10,7 +10,7 @@ use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions};
 use layoutkit_core::plan::ConversionPlan;
 use layoutkit_core::{CastSpec, ShapedLayout};
 
-use crate::codegen::{fill_bits, generate, Launch};
+use crate::codegen::{fill_bits, generate_tuned, Launch, Tuning};
 use crate::Error;
 
 /// Device times of repeated conversions (all of one conversion's launches), in seconds, from
@@ -148,7 +148,7 @@ impl Cuda {
         if out_bytes == 0 {
             return Ok((Vec::new(), Timing::default()));
         }
-        let launches = generate(&plan, cast)?;
+        let launches = generate_tuned(&plan, cast, &tuning_from_env())?;
         let functions: Vec<CudaFunction> = launches
             .iter()
             .map(|l| self.function(l))
@@ -266,5 +266,30 @@ impl Cuda {
             }
         }
         Ok(timing)
+    }
+}
+
+/// The kernel knobs: the defaults, or for measuring alternatives `LAYOUTKIT_CUDA_READ_BYTES`
+/// and `LAYOUTKIT_CUDA_WRITE_BYTES` (1, 2, 4, 8 or 16: the widest load and store of the tile
+/// kernels) and `LAYOUTKIT_CUDA_TILE_ELEMENTS` (elements per tile of units or of compound
+/// source rows; 0 for square tiles).
+fn tuning_from_env() -> Tuning {
+    let var = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+    };
+    let width = |name: &str, default: usize| {
+        var(name)
+            .filter(|v| matches!(v, 1 | 2 | 4 | 8 | 16))
+            .unwrap_or(default)
+    };
+    let d = Tuning::default();
+    Tuning {
+        read_bytes: width("LAYOUTKIT_CUDA_READ_BYTES", d.read_bytes),
+        write_bytes: width("LAYOUTKIT_CUDA_WRITE_BYTES", d.write_bytes),
+        tile_elements: var("LAYOUTKIT_CUDA_TILE_ELEMENTS")
+            .filter(|v| *v <= 8192)
+            .unwrap_or(d.tile_elements),
     }
 }

@@ -84,17 +84,8 @@ pub(super) fn split(
     let size = cast.src.size_bytes().max(cast.dst.size_bytes());
     // A short innermost run contiguous in both layouts becomes the unit of the other loops.
     let mut unit = 1;
-    {
-        let inner = dims[dims.len() - 1];
-        if !fill
-            && dims.len() >= 2
-            && inner.src_stride == 1
-            && inner.dst_stride == 1
-            && inner.extent * size <= MAX_UNIT_BYTES
-        {
-            unit = inner.extent;
-            dims.pop();
-        }
+    if !fill {
+        (unit, dims) = tiling::split_unit(&dims, MAX_UNIT_BYTES / size);
     }
     let n = dims.len();
     let inner = dims[n - 1];

@@ -138,3 +138,101 @@ fn gather_element(k: &mut String, plan: &ConversionPlan, it: &str, u: &str, out:
     }
     let _ = writeln!(k, "  }}");
 }
+
+/// One thread per innermost destination run of a copy (`run` elements read from the source,
+/// then `pad` fill elements): the run and its padding are built in registers and stored
+/// together, with one store when the run and its padding make 2, 4, 8 or 16 aligned bytes,
+/// else with 16-byte stores when they make whole aligned 16-byte chunks. For the short runs
+/// of a plan (the last, partial channel block of a MACE image), where a tile has no rows.
+pub(super) fn runs_kernel(r: &Region, pad: usize, c: &CastSpec, small: bool) -> Launch {
+    let (it, u) = if small {
+        ("unsigned int", "u")
+    } else {
+        ("unsigned long long", "ull")
+    };
+    let (s, d) = (storage(c.src), storage(c.dst));
+    let inner = r.inner();
+    let outer = &r.dims[..r.dims.len().saturating_sub(1)];
+    let run = inner.extent;
+    let slot = run + pad;
+    let runs = elements(outer);
+    let mut k = prelude(c);
+    let _ = writeln!(
+        k,
+        "extern \"C\" __global__ void runs(const {s}* __restrict__ src, {d}* __restrict__ dst, {d} fill) {{"
+    );
+    let _ = writeln!(
+        k,
+        "  const unsigned long long ig = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;"
+    );
+    let _ = writeln!(
+        k,
+        "  if (ig >= {runs}ull) return;\n  const {it} i = ({it})ig;"
+    );
+    decode(&mut k, outer, "i", "  ", it, u);
+    let _ = writeln!(
+        k,
+        "  const {it} so = {}, dp = {};",
+        offset(outer, r.src_offset, true, u),
+        offset(outer, r.dst_offset, false, u)
+    );
+    let bytes = slot * c.dst.size_bytes();
+    // Store width: the slot's bytes (up to 16) or 16-byte chunks, if every slot is aligned.
+    let width = if bytes <= 16 { bytes } else { 16 };
+    let aligned = |w: usize| {
+        let we = (w / c.dst.size_bytes()).max(1) as isize;
+        bytes % w == 0
+            && (r.dst_offset as isize) % we == 0
+            && outer.iter().all(|l| l.dst_stride % we == 0)
+    };
+    let vt = match width {
+        16 => Some("uint4"),
+        8 => Some("uint2"),
+        4 => Some("unsigned int"),
+        2 => Some("unsigned short"),
+        _ => None,
+    }
+    .filter(|_| width > c.dst.size_bytes() && aligned(width));
+    match vt {
+        Some(vt) => {
+            let nq = bytes / width;
+            let _ = writeln!(k, "  union {{ {d} e[{slot}]; {vt} q[{nq}]; }} w;");
+        }
+        None => {
+            let _ = writeln!(k, "  struct {{ {d} e[{slot}]; }} w;");
+        }
+    }
+    let _ = writeln!(
+        k,
+        "  #pragma unroll\n  for (int e = 0; e < {run}; ++e) w.e[e] = cast(src[so + e * {}{u}]);",
+        inner.src_stride
+    );
+    if pad > 0 {
+        let _ = writeln!(
+            k,
+            "  #pragma unroll\n  for (int e = {run}; e < {slot}; ++e) w.e[e] = fill;"
+        );
+    }
+    match vt {
+        Some(vt) => {
+            let _ = writeln!(
+                k,
+                "  #pragma unroll\n  for (int q = 0; q < {}; ++q) (({vt}*)(dst + dp))[q] = w.q[q];",
+                bytes / width
+            );
+        }
+        None => {
+            let _ = writeln!(
+                k,
+                "  #pragma unroll\n  for (int e = 0; e < {slot}; ++e) dst[dp + e] = w.e[e];"
+            );
+        }
+    }
+    k.push_str("}\n");
+    Launch {
+        source: k,
+        name: "runs",
+        grid: grid_1d(runs, 256),
+        block: (256, 1, 1),
+    }
+}

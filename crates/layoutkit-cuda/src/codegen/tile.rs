@@ -1,0 +1,397 @@
+//! The transposition kernel: one thread block moves one tile of a region through shared
+//! memory, reading whole source rows and writing whole destination rows.
+//!
+//! A tile holds `TA x TB` cells of `unit` elements (a unit is a short run contiguous in both
+//! layouts, such as the four lanes of a MACE image pixel; 1 for a plain transposition). Cells
+//! along `a` are contiguous in the source, cells along `b` in the destination, so a source row
+//! of the tile is `TA * unit` consecutive elements and a destination row `TB * unit`.
+//!
+//! Padding that continues the tile's destination rows is written in the same pass (`b_pad`: the
+//! five padding channels after the three data channels of a `kHWC8` pixel).
+//!
+//! The kernel is written for few instructions per element, since the conversions that fell
+//! short of the copy were limited by issued instructions, not by memory
+//! (`bench/convert_profile.py`): each thread moves vectors at a fixed column of the tile and
+//! steps down its rows by a constant (the loops are unrolled); bounds are tested once per
+//! vector; the destination offset of each tile row (a sum of divisions when the source side is
+//! a compound index, as in `OIHW16i16o`) is computed once per block into a shared table.
+
+use std::fmt::Write;
+
+use layoutkit_core::plan::LoopDim;
+use layoutkit_core::tiling::TileAxes;
+use layoutkit_core::CastSpec;
+
+use super::{decode, elements, offset, prelude, storage, Launch, Tuning};
+
+/// Threads per block.
+const THREADS: usize = 256;
+
+/// What a tile kernel moves: the region's offsets, its tile axes and unit, the padding it
+/// writes, and the cast.
+pub(super) struct TileJob<'a> {
+    pub src_offset: usize,
+    pub dst_offset: usize,
+    pub axes: TileAxes,
+    pub unit: usize,
+    /// Fill elements after each destination row (needs `unit == 1`, an identity cast, and the
+    /// whole of `b` in one tile).
+    pub b_pad: usize,
+    pub cast: &'a CastSpec,
+    /// 32-bit index arithmetic (both tensors under 2^31 elements).
+    pub small: bool,
+    pub tuning: Tuning,
+}
+
+/// Tile edge in elements by element size: a warp's row of the tile spans 128 bytes or more.
+fn tile_edge(size: usize) -> usize {
+    match size {
+        1 => 128,
+        2 => 64,
+        _ => 32,
+    }
+}
+
+/// The tile's extent in cells along `a` (`a_cells` source-contiguous cells) and along `b`.
+///
+/// Plain transpositions (single elements, one source loop), or `tile_elements == 0`: about
+/// edge^2 elements, rectangular when one side is short, and enough 16-byte vectors of the
+/// narrower type for every thread. Tiles of units or of compound source rows: destination rows
+/// of up to 1 KiB, then a power of two of source cells, as many as fit in `tile_elements`
+/// elements (powers of two measured faster than even splits or whole 16i x 16o blocks on the
+/// H200, `bench/results/gpu.md`).
+fn tile_shape(
+    a_cells: usize,
+    b_cells: usize,
+    unit: usize,
+    compound: bool,
+    sizes: (usize, usize),
+    tile_elements: usize,
+) -> (usize, usize) {
+    let (ssize, dsize) = sizes;
+    if tile_elements > 0 && (unit > 1 || compound) {
+        let most = 1024 / (unit * dsize);
+        let tb = b_cells.div_ceil(b_cells.div_ceil(most.max(1)));
+        let fit = (tile_elements / (tb * unit)).max(1);
+        let mut ta = 1;
+        while ta * 2 <= fit && ta < a_cells {
+            ta *= 2;
+        }
+        return (ta.min(a_cells), tb);
+    }
+    let edge = tile_edge(ssize.max(dsize));
+    let elements = (edge * edge).max(THREADS * 16 / ssize.min(dsize));
+    let area = (elements / unit).max(1);
+    let mut tb = b_cells.next_power_of_two().clamp(1, edge);
+    let ta = (area / tb).min(a_cells.next_power_of_two()).max(1);
+    tb = (area / ta).min(b_cells.next_power_of_two()).max(1);
+    (ta.min(a_cells), tb.min(b_cells))
+}
+
+/// Padding cells after each shared row of `ta` cells. Plain transpositions: one element, so a
+/// column of the tile spreads over the banks. Tiles of units: an odd number of cells per row,
+/// so the cells that the lanes of a warp read (one per row) fall in different banks.
+fn row_padding(ta: usize, unit: usize) -> usize {
+    if unit == 1 || ta % 2 == 0 {
+        1
+    } else {
+        2
+    }
+}
+
+/// The C type moving `bytes` bytes at once.
+fn vector_type(bytes: usize) -> &'static str {
+    match bytes {
+        16 => "uint4",
+        8 => "uint2",
+        4 => "unsigned int",
+        2 => "unsigned short",
+        _ => "unsigned char",
+    }
+}
+
+/// The widest vector (in elements of `size` bytes, at most `max_bytes`) dividing every value.
+fn widest(size: usize, max_bytes: usize, values: &[isize]) -> usize {
+    let mut v = (max_bytes / size).max(1);
+    while v > 1 && values.iter().any(|x| x % v as isize != 0) {
+        v /= 2;
+    }
+    v
+}
+
+/// The launch moving `job`'s region: named `convert` (source, destination) without padding,
+/// `tile` (source, destination, fill value) with it.
+pub(super) fn tile_kernel(job: &TileJob) -> Launch {
+    let c = job.cast;
+    let (it, u) = if job.small {
+        ("unsigned int", "u")
+    } else {
+        ("unsigned long long", "ull")
+    };
+    let (s, d) = (storage(c.src), storage(c.dst));
+    let (ssize, dsize) = (c.src.size_bytes(), c.dst.size_bytes());
+    let unit = job.unit;
+    let TileAxes { outer, a, b } = &job.axes;
+    let padded = job.b_pad > 0;
+    assert!(
+        !padded || c.src == c.dst,
+        "padding in tiles needs an identity cast"
+    );
+    // The source-contiguous loops innermost first; `a_cells` cells along them.
+    let group: Vec<LoopDim> = a.iter().rev().copied().collect();
+    let a_cells: usize = group.iter().map(|g| g.extent).product();
+    let b_cells = b.extent;
+    let (ta, tb) = tile_shape(
+        a_cells,
+        b_cells,
+        unit,
+        group.len() > 1,
+        (ssize, dsize),
+        job.tuning.tile_elements,
+    );
+    let (ta, tb) = if job.b_pad > 0 {
+        (ta, b_cells)
+    } else {
+        (ta, tb)
+    };
+    let (na, nb) = (a_cells.div_ceil(ta), b_cells.div_ceil(tb));
+    let blocks = na * nb * elements(outer);
+    // A destination row: `tb` cells of data, then the padding.
+    let drow = tb * unit + job.b_pad;
+
+    // Vectors: every row start and every row length (whole tensor and tile) a multiple.
+    let mut src_vals = vec![job.src_offset as isize, b.src_stride];
+    src_vals.extend(outer.iter().map(|l| l.src_stride));
+    src_vals.extend([(ta * unit) as isize, (a_cells * unit) as isize]);
+    let vr = widest(ssize, job.tuning.read_bytes, &src_vals);
+    let mut dst_vals = vec![job.dst_offset as isize];
+    dst_vals.extend(outer.iter().map(|l| l.dst_stride));
+    dst_vals.extend(group.iter().map(|g| g.dst_stride));
+    dst_vals.extend([drow as isize, (b_cells * unit + job.b_pad) as isize]);
+    let vw = widest(dsize, job.tuning.write_bytes, &dst_vals);
+
+    let row = (ta + row_padding(ta, unit)) * unit;
+    let mut k = prelude(c);
+    let (name, fill_param) = if padded {
+        ("tile", format!(", {d} fill"))
+    } else {
+        ("convert", String::new())
+    };
+    let _ = writeln!(
+        k,
+        "extern \"C\" __global__ void {name}(const {s}* __restrict__ src, {d}* __restrict__ dst{fill_param}) {{"
+    );
+    let _ = writeln!(k, "  __shared__ __align__(16) {s} sm[{tb}][{row}];");
+    let _ = writeln!(k, "  __shared__ {it} rowoff[{ta}];");
+    let _ = writeln!(k, "  const {it} blk = blockIdx.x;");
+    let _ = writeln!(
+        k,
+        "  const {it} tb = blk % {nb}{u}, ta = (blk / {nb}{u}) % {na}{u}, o = blk / {}{u};",
+        na * nb
+    );
+    decode(&mut k, outer, "o", "  ", it, u);
+    let _ = writeln!(
+        k,
+        "  const {it} sbase = {}, dbase = {};",
+        offset(outer, job.src_offset, true, u),
+        offset(outer, job.dst_offset, false, u)
+    );
+    let _ = writeln!(k, "  const {it} a0 = ta * {ta}{u}, b0 = tb * {tb}{u};");
+    let _ = writeln!(k, "  const unsigned int tid = threadIdx.x;");
+    // The destination offset of each tile row (cell `ia` of the compound source index).
+    let _ = writeln!(
+        k,
+        "  for (unsigned int r = tid; r < {ta}u; r += {THREADS}u) {{\n    const {it} ia = a0 + r;"
+    );
+    let _ = writeln!(k, "    rowoff[r] = {};\n  }}", row_offset(&group, u));
+
+    // Read: source rows (one per b cell) of `ta * unit` elements, `vr` at a time.
+    let rv = (ta * unit).div_ceil(vr);
+    let svt = vector_type(vr * ssize);
+    let (col, step) = walk(rv, vr);
+    let _ = writeln!(
+        k,
+        "  #pragma unroll\n  for (unsigned int i = 0; i < {}u; ++i) {{",
+        (rv * tb).div_ceil(THREADS)
+    );
+    // One flat test per vector (nested branches measured slower: the loads of the unrolled
+    // steps are then not issued together).
+    let _ = writeln!(k, "    const unsigned int lb = {step}, j = {col};");
+    let _ = writeln!(k, "    const {it} ea = a0 * {unit}{u} + j;");
+    let row_ok = format!("{}b0 + lb < {b_cells}{u}", guard(rv * tb));
+    let _ = writeln!(
+        k,
+        "    if ({row_ok} && ea + {vr}u <= {}{u}) {{\n      union {{ {s} e[{vr}]; {svt} q; }} r;\n      r.q = *(const {svt}*)(src + sbase + ea + (b0 + lb) * {}{u});",
+        a_cells * unit,
+        b.src_stride
+    );
+    if row % vr == 0 && vr > 1 {
+        let _ = writeln!(k, "      *({svt}*)&sm[lb][j] = r.q;");
+    } else {
+        let _ = writeln!(
+            k,
+            "      #pragma unroll\n      for (int e = 0; e < {vr}; ++e) sm[lb][j + e] = r.e[e];"
+        );
+    }
+    k.push_str("    }\n  }\n  __syncthreads();\n");
+
+    // Write: destination rows (one per a cell) of `drow` elements, `vw` at a time.
+    let wv = drow / vw;
+    let dvt = vector_type(vw * dsize);
+    let (col, step) = walk(wv, vw);
+    let _ = writeln!(
+        k,
+        "  #pragma unroll\n  for (unsigned int i = 0; i < {}u; ++i) {{",
+        (wv * ta).div_ceil(THREADS)
+    );
+    let _ = writeln!(k, "    const unsigned int la = {step}, j = {col};");
+    let _ = writeln!(
+        k,
+        "    if ({}a0 + la < {a_cells}{u} && b0 * {unit}{u} + j + {vw}u <= {}{u}) {{",
+        guard(wv * ta),
+        b_cells * unit + job.b_pad
+    );
+    let _ = writeln!(k, "      union {{ {d} e[{vw}]; {dvt} q; }} w;");
+    read_cells(&mut k, s, unit, vw, ssize, row, tb * unit, job.b_pad > 0);
+    let _ = writeln!(
+        k,
+        "      *({dvt}*)(dst + dbase + rowoff[la] + b0 * {unit}{u} + j) = w.q;\n    }}\n  }}\n}}"
+    );
+    Launch {
+        source: k,
+        name: if padded { "tile" } else { "convert" },
+        grid: (blocks.max(1) as u32, 1, 1),
+        block: (THREADS as u32, 1, 1),
+    }
+}
+
+/// How thread `tid` walks a phase of rows of `per_row` vectors of `elems` elements: (its
+/// vector's column in elements at step `i`, the row of step `i`). When the block covers whole
+/// rows per step, each thread keeps one column and steps down the rows by a constant.
+fn walk(per_row: usize, elems: usize) -> (String, String) {
+    if THREADS % per_row == 0 {
+        (
+            format!("(tid % {per_row}u) * {elems}u"),
+            format!("tid / {per_row}u + i * {}u", THREADS / per_row),
+        )
+    } else {
+        (
+            format!("((tid + i * {THREADS}u) % {per_row}u) * {elems}u"),
+            format!("(tid + i * {THREADS}u) / {per_row}u"),
+        )
+    }
+}
+
+/// The test that step `i` is one of the phase's `total` vectors (empty when every step is).
+fn guard(total: usize) -> String {
+    if total % THREADS == 0 {
+        String::new()
+    } else {
+        format!("tid + i * {THREADS}u < {total}u && ")
+    }
+}
+
+/// The destination offset of compound source index `ia` (innermost group loop first).
+fn row_offset(group: &[LoopDim], u: &str) -> String {
+    let mut w = 1usize;
+    let mut terms = Vec::new();
+    for (gi, g) in group.iter().enumerate() {
+        let mut t = if w == 1 {
+            "ia".to_string()
+        } else {
+            format!("(ia / {w}{u})")
+        };
+        if gi + 1 < group.len() {
+            t = format!("({t} % {}{u})", g.extent);
+        }
+        terms.push(format!("{t} * {}{u}", g.dst_stride));
+        w *= g.extent;
+    }
+    terms.join(" + ")
+}
+
+/// Code filling `w.e[0..vw]` with the cast elements `j..j + vw` of destination row `la`:
+/// element `jj` is lane `jj % unit` of cell `jj / unit`, at
+/// `sm[jj / unit][la * unit + jj % unit]`, or the fill value from `data` on when `padded`.
+/// Whole cells (or whole parts of one) are contiguous in shared memory and are read as vectors.
+#[allow(clippy::too_many_arguments)]
+fn read_cells(
+    k: &mut String,
+    s: &str,
+    unit: usize,
+    vw: usize,
+    ssize: usize,
+    row: usize,
+    data: usize,
+    padded: bool,
+) {
+    let n = vw.min(unit);
+    let pieces = unit > 1 && n > 1 && (unit % vw == 0 || vw % unit == 0);
+    let bytes = n * ssize;
+    if !padded && pieces && matches!(bytes, 2 | 4 | 8 | 16) && (row * ssize) % bytes == 0 {
+        let vt = vector_type(bytes);
+        let _ = writeln!(
+            k,
+            "      #pragma unroll\n      for (int p = 0; p < {}; ++p) {{",
+            vw / n
+        );
+        let _ = writeln!(k, "        const unsigned int jj = j + p * {n}u;");
+        let _ = writeln!(k, "        union {{ {s} e[{n}]; {vt} q; }} x;");
+        let _ = writeln!(
+            k,
+            "        x.q = *(const {vt}*)&sm[jj / {unit}u][la * {unit}u + jj % {unit}u];"
+        );
+        let _ = writeln!(
+            k,
+            "        #pragma unroll\n        for (int m = 0; m < {n}; ++m) w.e[p * {n} + m] = cast(x.e[m]);\n      }}"
+        );
+    } else {
+        let value = format!("cast(sm[jj / {unit}u][la * {unit}u + jj % {unit}u])");
+        let value = if padded {
+            format!("jj < {data}u ? {value} : fill")
+        } else {
+            value
+        };
+        let _ = writeln!(
+            k,
+            "      #pragma unroll\n      for (int e = 0; e < {vw}; ++e) {{\n        const unsigned int jj = j + e;\n        w.e[e] = {value};\n      }}"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unit_rows_hold_an_odd_number_of_cells() {
+        for ta in 1..70 {
+            assert_eq!((ta + row_padding(ta, 4)) % 2, 1);
+            assert_eq!(row_padding(ta, 1), 1);
+        }
+    }
+
+    /// Shapes stay inside the extents and the shared-memory budget, and unit and compound
+    /// tiles take a power of two of source cells.
+    #[test]
+    fn tile_shapes_fit() {
+        for a in [1, 3, 9, 16, 62, 63, 100, 3136, 36864] {
+            for b in [1, 3, 16, 32, 56, 250, 4096] {
+                for unit in [1, 2, 4] {
+                    for compound in [false, true] {
+                        for sizes in [(1, 1), (2, 2), (4, 4), (4, 1), (4, 2), (8, 8)] {
+                            for n in [0, 2048, 4096] {
+                                let (ta, tb) = tile_shape(a, b, unit, compound, sizes, n);
+                                assert!(ta >= 1 && ta <= a && tb >= 1 && tb <= b);
+                                assert!(ta * tb * unit * sizes.0 <= 32 * 1024);
+                                if n > 0 && (unit > 1 || compound) && ta < a {
+                                    assert!(ta.is_power_of_two());
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
