@@ -49,7 +49,8 @@ def main():
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--filter", default=None)
     ap.add_argument("--ours", action="store_true",
-                    help="also run `layoutkit conv bench --device cuda` (NHWC f16) first, same GPU")
+                    help="also run `layoutkit conv bench --device cuda` first, same GPU: f16 in "
+                         "NHWC, NCHW and NC/32HW32, and i8 in NC/32HW32")
     args = ap.parse_args()
     cmd = [args.layoutkit, "conv", "bench", "--list", "--json"]
     if args.filter:
@@ -58,11 +59,11 @@ def main():
     ours = {}
     if args.ours:
         cmd_ours = [args.layoutkit, "conv", "bench", "--device", "cuda", "--batch", str(args.batch),
-                    "--repeats", str(args.repeats), "--json"]
+                    "--repeats", str(args.repeats), "--types", "f16,i8", "--json"]
         if args.filter:
             cmd_ours += ["--filter", args.filter]
         doc = json.loads(subprocess.run(cmd_ours, check=True, capture_output=True, text=True).stdout)
-        ours = {r["layer"]: r.get("tflops") for r in doc["results"]}
+        ours = {(r["layer"], r["layout"], r["dtype"]): r.get("tflops") for r in doc["results"]}
     torch.backends.cudnn.benchmark = True
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -70,8 +71,9 @@ def main():
     print(f"GPU: {torch.cuda.get_device_name(0)}, PyTorch {torch.__version__}, cuDNN "
           f"{torch.backends.cudnn.version()}, batch {args.batch}\n")
     print("| layer | type | cuDNN NCHW TFLOP/s | cuDNN NHWC TFLOP/s | NHWC / NCHW | MiB moved "
-          "| layoutkit NHWC TFLOP/s | layoutkit / cuDNN NHWC |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| layoutkit NHWC | layoutkit NCHW | layoutkit NC/32HW32 | layoutkit NC/32HW32 i8 (TOPS) "
+          "| layoutkit NHWC / cuDNN NHWC |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for l in layers:
         n, c, hw, o, k = args.batch, l["c"], l["hw"], l["o"], l["k"]
         oh = (hw + 2 * l["padding"] - k) // l["stride"] + 1
@@ -87,8 +89,13 @@ def main():
             size = x.element_size()
             moved = (n * c * hw * hw + o * c * k * k + n * o * oh * oh) * size / 2**20
             name = "f16" if dtype == torch.float16 else "f32"
-            lk = ours.get(l["name"]) if dtype == torch.float16 else None
-            lk_cols = f"{lk:.1f} | {lk / res['NHWC']:.0%}" if lk else "- | -"
+            def our(layout, t="f16"):
+                v = ours.get((l["name"], layout, t)) if dtype == torch.float16 else None
+                return f"{v:.1f}" if v else "-"
+            lk = ours.get((l["name"], "NHWC", "f16")) if dtype == torch.float16 else None
+            ratio = f"{lk / res['NHWC']:.0%}" if lk else "-"
+            lk_cols = (f"{our('NHWC')} | {our('NCHW')} | {our('NC/32HW32')} | "
+                       f"{our('NC/32HW32', 'i8')} | {ratio}")
             print(f"| {l['name']} | {name} | {res['NCHW']:.1f} | {res['NHWC']:.1f} | "
                   f"{res['NHWC'] / res['NCHW']:.2f} | {moved:.0f} | {lk_cols} |", flush=True)
             del x, w

@@ -168,7 +168,8 @@ after a warm-up is reported.
 Examples:
   layoutkit conv bench --batch 1
   layoutkit conv bench --batch 8 --layouts NHWC,NCHW16c --threads 16 --json
-  layoutkit conv bench --device cuda --filter 3x3          # NHWC f16 on tensor cores")]
+  layoutkit conv bench --device cuda --filter 3x3          # tensor cores, f16, 3 layouts
+  layoutkit conv bench --device cuda --layouts NC/32HW32 --types f16,i8")]
     Bench(ConvBenchArgs),
 }
 
@@ -177,9 +178,14 @@ pub struct ConvBenchArgs {
     /// Batch size N.
     #[arg(long, default_value_t = 64)]
     pub batch: usize,
-    /// Activation layouts to compare (comma-separated: NCHW, NHWC, NCHW<x>c).
-    #[arg(long, default_value = "NCHW,NHWC,NCHW8c")]
-    pub layouts: String,
+    /// Activation layouts to compare (comma-separated). CPU: NCHW, NHWC, NCHW<x>c (default
+    /// NCHW,NHWC,NCHW8c); CUDA: NHWC, NCHW, NC/32HW32 (default all three).
+    #[arg(long)]
+    pub layouts: Option<String>,
+    /// Input element types on CUDA (comma-separated): f16 (f32 sums, f16 output) and i8
+    /// (exact i32 sums and output; NHWC and NC/32HW32, C a multiple of 64).
+    #[arg(long, default_value = "f16")]
+    pub types: String,
     /// Only the layers whose name contains this (e.g. 3x3).
     #[arg(long)]
     pub filter: Option<String>,
@@ -190,8 +196,8 @@ pub struct ConvBenchArgs {
     #[arg(long)]
     pub threads: Option<usize>,
     /// Where to run: cpu (the fast engine, f32, every layout in --layouts) or cuda (the
-    /// tensor-core kernel: NHWC f16 activations, OHWI filter, f16 output; layers with C a
-    /// multiple of 32).
+    /// tensor-core kernel reading the activations in each of --layouts, OHWI filter; layers
+    /// with C a multiple of 32).
     #[arg(long, value_enum, default_value = "cpu")]
     pub device: Device,
     /// Print the layer list (after --filter) and time nothing; with --json, one object per

@@ -1,17 +1,27 @@
-//! Implicit-GEMM convolution with tensor cores (`mma.sync` m16n8k16, f16 inputs, f32
-//! accumulation) on NHWC activations: `out[pixel][o]` is the sum over `(r, s, c)` of
-//! `x[pixel shifted by (r, s)][c] times w[o][r][s][c]`, with the filter in OHWI so both GEMM
-//! operands read 16-byte runs of consecutive channels. Each 256-thread block computes 128
-//! pixels x 128 output channels, stepping K by 32 channels of one filter tap through three
-//! shared-memory stages filled by `cp.async`; each warp owns 64 x 32 of the tile as 4 x 4 mma
-//! fragments read with `ldmatrix`. Generated per problem
-//! (extents baked in as constants) and compiled with NVRTC for the device's architecture
-//! (sm_80 or newer).
-
-use std::fmt::Write;
+//! Implicit-GEMM convolution with tensor cores, reading the activations in their own layout:
+//! `out[pixel][o]` is the sum over `(r, s, c)` of `x[pixel shifted by (r, s)][c] times
+//! w[o][r][s][c]`, with the filter in OHWI. Each block computes a tile of pixels x output
+//! channels (128 x 128 with 256 threads, or smaller tiles for small problems), stepping K by 64
+//! bytes of channels of one filter tap (32 f16 or 64 int8 channels) through shared-memory
+//! stages; each warp owns 64 x 32 of the tile as 4 x 4 `mma.sync` fragments read with
+//! `ldmatrix`.
+//!
+//! * Element types: f16 inputs with f32 sums (`m16n8k16`, f16 or f32 output, optional bias
+//!   and ReLU), or int8 inputs with i32 sums (`m16n8k32`, exact i32 output, optional ReLU).
+//! * Layouts ([`ConvLayout`]), the same for activations and output: NHWC and NC/32HW32 load
+//!   16 consecutive bytes of channels per `cp.async` (a 64-byte K step is one pixel's
+//!   channel block in NC/32HW32); NCHW has no run of channels, so each thread loads its
+//!   pixel's 2-byte channels through registers (issued before the step's multiplies, stored
+//!   after them) and the output is written channel plane by channel plane.
+//!
+//! Generated per problem (extents baked in as constants) and compiled with NVRTC for the
+//! device's architecture (sm_80 or newer).
 
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::DType;
+
+mod source;
+pub use source::conv_source;
 
 /// The problem one kernel is generated for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,19 +38,93 @@ pub struct ConvShape {
     pub conv: Conv2d,
 }
 
+/// The layout of the activations and of the output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConvLayout {
+    Nhwc,
+    Nchw,
+    /// Channels in blocks of 32, each pixel's block contiguous (cuDNN's `NC/32HW32`).
+    Nc32hw32,
+}
+
+impl ConvLayout {
+    /// The layout's format name (as `layoutkit formats` writes it).
+    pub fn format(&self) -> &'static str {
+        match self {
+            ConvLayout::Nhwc => "NHWC",
+            ConvLayout::Nchw => "NCHW",
+            ConvLayout::Nc32hw32 => "NC/32HW32",
+        }
+    }
+
+    /// The layout with format name `name` (canonical or alias), if the kernel has it.
+    pub fn from_format(name: &str) -> Option<ConvLayout> {
+        let canonical = layoutkit_core::parse_format(name).ok()?.to_string();
+        [ConvLayout::Nhwc, ConvLayout::Nchw, ConvLayout::Nc32hw32]
+            .into_iter()
+            .find(|l| {
+                layoutkit_core::parse_format(l.format())
+                    .map(|f| f.to_string() == canonical)
+                    .unwrap_or(false)
+            })
+    }
+}
+
+/// One generated kernel: the problem, the layout, the input element type (f16 or i8; the
+/// filter has the same), the output element type (f16 or f32 for f16 inputs, i32 for i8) and
+/// the epilogue (bias, f16 inputs only; ReLU).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConvKernel {
+    pub shape: ConvShape,
+    pub layout: ConvLayout,
+    pub input: DType,
+    pub out: DType,
+    pub bias: bool,
+    pub relu: bool,
+}
+
+impl ConvKernel {
+    /// Channels per K step: 64 bytes of them.
+    pub fn step_channels(&self) -> usize {
+        64 / self.input.size_bytes()
+    }
+}
+
 /// Why the tensor-core kernel does not take a problem, or None when it does.
-pub fn unsupported_reason(s: &ConvShape, out: DType) -> Option<String> {
+pub fn unsupported_reason(k: &ConvKernel) -> Option<String> {
+    let s = &k.shape;
     if s.conv.groups != 1 {
         return Some("grouped convolution (groups > 1) is not in the CUDA kernel yet".into());
     }
-    if s.c % 32 != 0 {
+    match (k.input, k.out) {
+        (DType::F16, DType::F16 | DType::F32) => {}
+        (DType::I8, DType::I32) => {}
+        (i, o) => {
+            return Some(format!(
+                "the CUDA kernel takes f16 inputs (f16 or f32 output) or i8 inputs (i32 \
+                 output), not {i} -> {o}"
+            ))
+        }
+    }
+    if k.input == DType::I8 && (k.layout == ConvLayout::Nchw || k.bias) {
+        return Some(
+            "int8 convolution on the GPU reads NHWC or NC/32HW32 and has no bias (exact i32 \
+             sums)"
+                .into(),
+        );
+    }
+    let kc = k.step_channels();
+    if s.c % kc != 0 {
         return Some(format!(
-            "the CUDA kernel needs C to be a multiple of 32 (C = {})",
-            s.c
+            "the CUDA kernel needs C to be a multiple of {kc} for {} inputs (C = {})",
+            k.input, s.c
         ));
     }
-    if !matches!(out, DType::F16 | DType::F32) {
-        return Some(format!("the CUDA kernel writes f16 or f32, not {out}"));
+    if k.layout == ConvLayout::Nc32hw32 && s.o % 32 != 0 {
+        return Some(format!(
+            "an NC/32HW32 output needs O to be a multiple of 32 (O = {})",
+            s.o
+        ));
     }
     let elems = [
         s.n * s.h * s.w * s.c,
@@ -88,197 +172,4 @@ pub fn grid(s: &ConvShape) -> (u32, u32, u32) {
     let m = s.n * s.oh * s.ow;
     let (bm, bn, _, _) = tile(s);
     (m.div_ceil(bm) as u32, s.o.div_ceil(bn) as u32, 1)
-}
-
-/// CUDA source of the kernel `conv` for `s`: parameters `(x, w, y, bias)`, x NHWC f16, w OHWI
-/// f16, y NHWC in `out` (f16 or f32), bias f32 (O values, zeros for none); ReLU when `relu`.
-pub fn conv_source(s: &ConvShape, out: DType, relu: bool) -> String {
-    let m = s.n * s.oh * s.ow;
-    let (st, pd, dl) = (s.conv.stride, s.conv.padding, s.conv.dilation);
-    let y_t = if out == DType::F16 {
-        "unsigned short"
-    } else {
-        "float"
-    };
-    let (bm, bn, stages, threads) = tile(s);
-    // Rows of 4 chunks: each pass of the block's threads loads `step` rows.
-    let step = threads / 4;
-    let (ar, br) = (bm / step, bn / step);
-    let mut k = String::new();
-    k.push_str("// Generated by layoutkit-cuda (conv).\n");
-    k.push_str(
-        "__device__ __forceinline__ void mma16816(float* d, const unsigned* a, const unsigned* b) {\n\
-  asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\\n\"\n\
-    : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3])\n\
-    : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n}\n",
-    );
-    // ldmatrix x4: four 8x8 matrices of 16-bit elements from shared memory, each lane giving
-    // one row address, each lane receiving the fragment layout mma expects.
-    k.push_str(
-        "__device__ __forceinline__ void ldsm4(unsigned* r, const void* p) {\n\
-  unsigned a; asm volatile(\"{ .reg .u64 q; cvta.to.shared.u64 q, %1; cvt.u32.u64 %0, q; }\" : \"=r\"(a) : \"l\"(p));\n\
-  asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\" : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a));\n}\n",
-    );
-    // cp.async of 16 bytes, reading `bytes` of them (0 zero-fills the destination).
-    k.push_str(
-        "__device__ __forceinline__ void cp16(void* dst, const void* src, int bytes) {\n\
-  unsigned a; asm volatile(\"{ .reg .u64 q; cvta.to.shared.u64 q, %1; cvt.u32.u64 %0, q; }\" : \"=r\"(a) : \"l\"(dst));\n\
-  asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\" :: \"r\"(a), \"l\"(src), \"r\"(bytes));\n}\n",
-    );
-    k.push_str(
-        "__device__ __forceinline__ unsigned short f2h(float f) {\n\
-  unsigned short h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h;\n}\n",
-    );
-    let _ = writeln!(
-        k,
-        "extern \"C\" __global__ void __launch_bounds__({threads}, 2) conv(const unsigned short* __restrict__ x, const unsigned short* __restrict__ w, {y_t}* __restrict__ y, const float* __restrict__ bias) {{"
-    );
-    // Three shared-memory stages filled with `cp.async` (16 bytes per copy, zero-filled outside
-    // the input): while the warps multiply stage t % 3, the copies for steps t + 1 and t + 2 are
-    // in flight. Rows are 32 halves (64 bytes) with the 16-byte chunks XOR-swizzled by row, so
-    // the `ldmatrix` reads of 8 consecutive rows hit distinct banks; 3 x 16 KB x 2 = 48 KB.
-    let _ = writeln!(
-        k,
-        "  __shared__ __align__(128) unsigned short As[{stages}][{bm} * 32];\n  __shared__ __align__(128) unsigned short Bs[{stages}][{bn} * 32];"
-    );
-    k.push_str("  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;\n");
-    let _ = writeln!(
-        k,
-        "  const int wm = warp / {wn}, wn = warp % {wn}, g = lane >> 2, tg = lane & 3;\n  const int m0 = blockIdx.x * {bm}, n0 = blockIdx.y * {bn};",
-        wn = bn / 32
-    );
-    k.push_str("  float acc[4][4][4];\n");
-    k.push_str("  #pragma unroll\n  for (int i = 0; i < 64; ++i) (&acc[0][0][0])[i] = 0.f;\n");
-    // Each thread loads bm/64 16-byte chunks of A (rows tid/4 + 64 i) and bn/64 of B.
-    k.push_str("  const int lrow = tid >> 2, lcol = (tid & 3) * 8;\n");
-    let _ = writeln!(
-        k,
-        "  int pn[{ar}], ph[{ar}], pw[{ar}]; bool pv[{ar}];\n  #pragma unroll\n  for (int i = 0; i < {ar}; ++i) {{\n    const int mm = m0 + lrow + i * {step};\n    pv[i] = mm < {m};\n    const int q = pv[i] ? mm : 0;\n    pn[i] = q / {};\n    ph[i] = (q / {}) % {} * {} - {};\n    pw[i] = q % {} * {} - {};\n  }}",
-        s.oh * s.ow,
-        s.ow,
-        s.oh,
-        st[0],
-        pd[0],
-        s.ow,
-        st[1],
-        pd[1]
-    );
-    let chunks = s.c / 32;
-    let steps = s.kh * s.kw * chunks;
-    k.push_str("  #define SW(row, ch) ((row) * 32 + (((ch) ^ (((row) >> 1) & 3)) * 8))\n");
-    k.push_str("  const int lch = tid & 3;\n");
-    let _ = writeln!(
-        k,
-        "  auto load = [&](int t, int st) {{\n    const int rs = t / {chunks}, c0 = (t % {chunks}) * 32, r = rs / {kw}, sx = rs % {kw};\n    #pragma unroll\n    for (int i = 0; i < {ar}; ++i) {{",
-        kw = s.kw
-    );
-    let _ = writeln!(
-        k,
-        "      const int ih = ph[i] + r * {}, iw = pw[i] + sx * {};\n      const bool ok = pv[i] && ih >= 0 && ih < {} && iw >= 0 && iw < {};\n      const unsigned short* ga = ok ? x + ((pn[i] * {} + ih) * {} + iw) * {} + c0 + lcol : x;\n      cp16(&As[st][SW(lrow + i * {step}, lch)], ga, ok ? 16 : 0);",
-        dl[0],
-        dl[1],
-        s.h,
-        s.w,
-        s.h,
-        s.w,
-        s.c
-    );
-    let _ = writeln!(
-        k,
-        "    }}\n    #pragma unroll\n    for (int i = 0; i < {br}; ++i) {{\n      const int oc = n0 + lrow + i * {step};\n      const unsigned short* gb = oc < {} ? w + ((oc * {} + r) * {} + sx) * {} + c0 + lcol : w;\n      cp16(&Bs[st][SW(lrow + i * {step}, lch)], gb, oc < {} ? 16 : 0);\n    }}\n    asm volatile(\"cp.async.commit_group;\\n\" ::);\n  }};",
-        s.o,
-        s.kh,
-        s.kw,
-        s.c,
-        s.o
-    );
-    // Prologue: steps 0 .. stages-2 in flight (an empty group where there are fewer steps),
-    // so step t's group is complete once at most stages-2 newer groups are pending.
-    for p in 0..stages - 1 {
-        let _ = writeln!(
-            k,
-            "  if ({p} < {steps}) load({p}, {p}); else asm volatile(\"cp.async.commit_group;\\n\" ::);"
-        );
-    }
-    let _ = writeln!(k, "  for (int t = 0; t < {steps}; ++t) {{");
-    let _ = writeln!(
-        k,
-        "    asm volatile(\"cp.async.wait_group {};\\n\" ::);\n    __syncthreads();",
-        stages - 2
-    );
-    let _ = writeln!(
-        k,
-        "    if (t + {ahead} < {steps}) load(t + {ahead}, (t + {ahead}) % {stages}); else asm volatile(\"cp.async.commit_group;\\n\" ::);\n    const int cur = t % {stages};",
-        ahead = stages - 1
-    );
-    k.push_str(
-        "    #pragma unroll\n    for (int kk = 0; kk < 32; kk += 16) {\n\
-      unsigned a[4][4], b[4][2];\n\
-      #pragma unroll\n      for (int mi = 0; mi < 4; ++mi)\n\
-        ldsm4(a[mi], &As[cur][SW(wm * 64 + mi * 16 + (lane & 15), (kk >> 3) + (lane >> 4))]);\n\
-      #pragma unroll\n      for (int nj = 0; nj < 2; ++nj) {\n\
-        unsigned q[4];\n\
-        ldsm4(q, &Bs[cur][SW(wn * 32 + nj * 16 + (lane & 7) + ((lane >> 4) << 3), (kk >> 3) + ((lane >> 3) & 1))]);\n\
-        b[2 * nj][0] = q[0]; b[2 * nj][1] = q[1]; b[2 * nj + 1][0] = q[2]; b[2 * nj + 1][1] = q[3];\n\
-      }\n\
-      #pragma unroll\n      for (int mi = 0; mi < 4; ++mi)\n\
-        #pragma unroll\n        for (int ni = 0; ni < 4; ++ni) mma16816(acc[mi][ni], a[mi], b[ni]);\n\
-    }\n  }\n",
-    );
-    // Epilogue: fragment (mi, ni) holds rows g and g + 8, columns tg*2 and tg*2 + 1. The bias
-    // of the thread's 8 columns is read once; the two columns of a row are stored together
-    // (one 32-bit store of two halves, or 64 bits of two floats) where O is even, so the pair
-    // is aligned and either both or neither of its columns exist.
-    k.push_str("  float bv[4][2];\n  #pragma unroll\n  for (int ni = 0; ni < 4; ++ni)\n    #pragma unroll\n    for (int e = 0; e < 2; ++e) {\n");
-    let _ = writeln!(
-        k,
-        "      const int oc = n0 + wn * 32 + ni * 8 + tg * 2 + e;\n      bv[ni][e] = oc < {o} ? bias[oc] : 0.f;\n    }}",
-        o = s.o
-    );
-    let act = |v: &str| {
-        if relu {
-            format!("({v} < 0.f ? 0.f : {v})")
-        } else {
-            v.to_string()
-        }
-    };
-    k.push_str("  #pragma unroll\n  for (int mi = 0; mi < 4; ++mi)\n    #pragma unroll\n    for (int ni = 0; ni < 4; ++ni)\n      #pragma unroll\n      for (int h = 0; h < 2; ++h) {\n");
-    let _ = writeln!(
-        k,
-        "        const int mm = m0 + wm * 64 + mi * 16 + g + h * 8, oc = n0 + wn * 32 + ni * 8 + tg * 2;\n        const float v0 = acc[mi][ni][2 * h] + bv[ni][0], v1 = acc[mi][ni][2 * h + 1] + bv[ni][1];\n        const float r0 = {}, r1 = {};\n        if (mm < {m}) {{",
-        act("v0"),
-        act("v1")
-    );
-    if s.o % 2 == 0 {
-        if out == DType::F16 {
-            let _ = writeln!(
-                k,
-                "          if (oc < {o}) *(unsigned int*)(y + (long long)mm * {o} + oc) = (unsigned int)f2h(r0) | ((unsigned int)f2h(r1) << 16);",
-                o = s.o
-            );
-        } else {
-            let _ = writeln!(
-                k,
-                "          if (oc < {o}) *(float2*)(y + (long long)mm * {o} + oc) = make_float2(r0, r1);",
-                o = s.o
-            );
-        }
-    } else {
-        let store = |r: &str| {
-            if out == DType::F16 {
-                format!("f2h({r})")
-            } else {
-                r.to_string()
-            }
-        };
-        let _ = writeln!(
-            k,
-            "          if (oc < {o}) y[(long long)mm * {o} + oc] = {};\n          if (oc + 1 < {o}) y[(long long)mm * {o} + oc + 1] = {};",
-            store("r0"),
-            store("r1"),
-            o = s.o
-        );
-    }
-    k.push_str("        }\n      }\n}\n");
-    k
 }

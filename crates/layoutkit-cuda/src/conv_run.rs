@@ -1,34 +1,38 @@
 //! Running the tensor-core convolution ([`crate::conv`]) on a [`Cuda`] device.
 
 use cudarc::driver::{LaunchConfig, PushKernelArg};
-use layoutkit_core::DType;
 
-use crate::conv::{block, conv_source, grid, unsupported_reason, ConvShape};
+use crate::conv::{block, conv_source, grid, unsupported_reason, ConvKernel};
 use crate::{Cuda, Error, Timing};
 
 impl Cuda {
-    /// Convolves `x` (NHWC f16, the physical array) with `w` (OHWI f16), adds `bias` (O values)
-    /// and applies ReLU when `relu`; returns the NHWC output in `out` (f16 or f32). Then runs
-    /// `repeats` more times on the same device memory, each timed with CUDA events around
-    /// `launches` back-to-back launches (the time is per launch).
+    /// Runs `kernel` once: convolves `x` (the physical array in `kernel.layout`, of
+    /// `kernel.input`) with `w` (OHWI, same type), adds `bias` (O values; f16 inputs only) and
+    /// applies ReLU when `kernel.relu`; returns the output in `kernel.layout` of `kernel.out`.
+    /// Then runs `repeats` more times on the same device memory, each timed with CUDA events
+    /// around `launches` back-to-back launches (the time is per launch).
     ///
     /// Contract: errors (naming the reason) for problems the kernel does not take (see
-    /// [`crate::conv::unsupported_reason`]), buffers of the wrong size, and GPUs older than
-    /// sm_80. Sums are f32 over f16 products (exact products).
-    #[allow(clippy::too_many_arguments)]
-    pub fn conv2d_nhwc_f16_timed(
+    /// [`crate::conv::unsupported_reason`]), buffers of the wrong size, a bias that does not
+    /// match `kernel.bias`, and GPUs older than sm_80. f16: f32 sums of exact products; int8:
+    /// exact i32 sums.
+    pub fn conv2d_timed(
         &self,
-        s: &ConvShape,
+        kernel: &ConvKernel,
         x: &[u8],
         w: &[u8],
         bias: Option<&[f32]>,
-        relu: bool,
-        out: DType,
         repeats: usize,
         launches: usize,
     ) -> Result<(Vec<u8>, Timing), Error> {
-        if let Some(why) = unsupported_reason(s, out) {
+        let s = &kernel.shape;
+        if let Some(why) = unsupported_reason(kernel) {
             return Err(Error::Unsupported(why));
+        }
+        if bias.is_some() != kernel.bias {
+            return Err(Error::Unsupported(
+                "the bias given does not match the kernel's (ConvKernel::bias)".into(),
+            ));
         }
         let (major, minor) = self
             .ctx
@@ -39,14 +43,15 @@ impl Cuda {
                 "the tensor-core convolution needs sm_80 or newer; this GPU is sm_{major}{minor}"
             )));
         }
+        let e = kernel.input.size_bytes();
         let sizes = [
-            ("activations", x.len(), s.n * s.h * s.w * s.c * 2),
-            ("filter", w.len(), s.o * s.kh * s.kw * s.c * 2),
+            ("activations", x.len(), s.n * s.h * s.w * s.c * e),
+            ("filter", w.len(), s.o * s.kh * s.kw * s.c * e),
         ];
         for (what, got, want) in sizes {
             if got != want {
                 return Err(layoutkit_core::Error::BufferSize {
-                    what: format!("{what} (f16)"),
+                    what: format!("{what} ({})", kernel.input),
                     expected_bytes: want,
                     actual_bytes: got,
                 }
@@ -64,7 +69,7 @@ impl Cuda {
             }
             None => vec![0.0; s.o],
         };
-        let source = conv_source(s, out, relu);
+        let source = conv_source(kernel);
         let f = self.compiled(
             &source,
             "conv",
@@ -74,7 +79,7 @@ impl Cuda {
         let d_x = self.stream.clone_htod(x).map_err(map)?;
         let d_w = self.stream.clone_htod(w).map_err(map)?;
         let d_b = self.stream.clone_htod(&bias).map_err(map)?;
-        let out_bytes = s.n * s.oh * s.ow * s.o * out.size_bytes();
+        let out_bytes = s.n * s.oh * s.ow * s.o * kernel.out.size_bytes();
         let mut d_y = self
             .stream
             .alloc_zeros::<u8>(out_bytes.max(1))
@@ -87,7 +92,7 @@ impl Cuda {
         let timing = self.timed(repeats, launches, || {
             let mut b = self.stream.launch_builder(&f);
             b.arg(&d_x).arg(&d_w).arg(&mut d_y).arg(&d_b);
-            // SAFETY: `conv` takes (x, w, y, bias) as generated for `s`; the buffers have
+            // SAFETY: `conv` takes (x, w, y, bias) as generated for `kernel`; the buffers have
             // the sizes checked above and the kernel guards every row and channel index.
             unsafe { b.launch(cfg) }.map_err(|e| Error::driver("cuLaunchKernel", e))?;
             Ok(())

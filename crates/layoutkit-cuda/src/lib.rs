@@ -6,8 +6,8 @@
 //! loops elsewhere, fills for padding, casts fused in the same pass. Kernels are compiled at run
 //! time with NVRTC and cached per source.
 //!
-//! [`conv`]: implicit-GEMM convolution with tensor cores on NHWC f16 activations
-//! ([`Cuda::conv2d_nhwc_f16_timed`]).
+//! [`conv`]: implicit-GEMM convolution with tensor cores on NHWC, NCHW or NC/32HW32
+//! activations, f16 (f32 sums) or int8 (i32 sums) ([`Cuda::conv2d_timed`]).
 //!
 //! The driver and NVRTC are loaded at run time (`cudarc`'s dynamic loading), so the crate builds
 //! and its device-free tests run anywhere; [`Cuda::new`] then fails with [`Error::NoDevice`].

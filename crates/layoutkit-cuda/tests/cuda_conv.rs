@@ -1,13 +1,14 @@
-//! The tensor-core convolution against the CPU reference convolution: random problems (stride,
+//! The tensor-core convolution against the CPU reference convolution: problems with stride,
 //! padding, dilation, kernels 1-3, output channels that are not multiples of the tile, rows
-//! that do not fill a tile, each of the three tile shapes), f32 and f16 outputs, bias and ReLU; relative error under 1e-2
-//! (issue 7's bound for f16 inputs). Skipped without a GPU unless LAYOUTKIT_REQUIRE_CUDA=1; the
-//! source test needs no GPU.
+//! that do not fill a tile, each of the tile shapes; activations and output in NHWC, NCHW and
+//! NC/32HW32; f16 inputs with f32 and f16 outputs, bias and ReLU (relative error under 1e-2,
+//! issue 7's bound for f16 inputs), int8 inputs with i32 outputs and ReLU (exact). Skipped
+//! without a GPU unless LAYOUTKIT_REQUIRE_CUDA=1; the source test needs no GPU.
 
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::{parse_format, DType, Dims};
 use layoutkit_cpu::{conv2d_reference, Epilogue, TensorRef};
-use layoutkit_cuda::conv::{conv_source, unsupported_reason, ConvShape};
+use layoutkit_cuda::conv::{conv_source, unsupported_reason, ConvKernel, ConvLayout, ConvShape};
 use layoutkit_cuda::Cuda;
 
 fn device() -> Option<Cuda> {
@@ -21,6 +22,19 @@ fn device() -> Option<Cuda> {
             None
         }
     }
+}
+
+/// int8 values in [-128, 127].
+fn i8_noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 56) as u8
+        })
+        .collect()
 }
 
 /// f16 bit patterns of values in [-1, 1) (multiples of 1/64: exact in f16).
@@ -42,6 +56,10 @@ fn values(b: &[u8], t: DType) -> Vec<f64> {
         DType::F16 => b
             .chunks_exact(2)
             .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f64())
+            .collect(),
+        DType::I32 => b
+            .chunks_exact(4)
+            .map(|c| i32::from_le_bytes(c.try_into().unwrap()) as f64)
             .collect(),
         _ => b
             .chunks_exact(4)
@@ -67,14 +85,55 @@ fn the_kernel_source_names_its_contract() {
             ..Conv2d::default()
         },
     };
-    let src = conv_source(&s, DType::F16, true);
+    let kernel = ConvKernel {
+        shape: s,
+        layout: ConvLayout::Nhwc,
+        input: DType::F16,
+        out: DType::F16,
+        bias: true,
+        relu: true,
+    };
+    let src = conv_source(&kernel);
     assert!(src.contains("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"));
     assert!(src.contains("(v0 < 0.f ? 0.f : v0)"));
-    assert!(unsupported_reason(&s, DType::F16).is_none());
-    let odd = ConvShape { c: 48, ..s };
-    assert!(unsupported_reason(&odd, DType::F16)
-        .unwrap()
-        .contains("multiple of 32"));
+    assert!(unsupported_reason(&kernel).is_none());
+    let odd = ConvKernel {
+        shape: ConvShape { c: 48, ..s },
+        ..kernel
+    };
+    assert!(unsupported_reason(&odd).unwrap().contains("multiple of 32"));
+    // int8: i32 sums with m16n8k32, 64 channels per step, no bias, not NCHW.
+    let int8 = ConvKernel {
+        input: DType::I8,
+        out: DType::I32,
+        bias: false,
+        layout: ConvLayout::Nc32hw32,
+        shape: ConvShape { o: 64, ..s },
+        ..kernel
+    };
+    assert!(unsupported_reason(&int8).is_none());
+    assert!(conv_source(&int8).contains("m16n8k32.row.col.s32.s8.s8.s32"));
+    assert!(unsupported_reason(&ConvKernel { bias: true, ..int8 }).is_some());
+    assert!(unsupported_reason(&ConvKernel {
+        layout: ConvLayout::Nchw,
+        ..int8
+    })
+    .is_some());
+    // NC/32HW32 output blocks need whole blocks of output channels.
+    assert!(unsupported_reason(&ConvKernel {
+        layout: ConvLayout::Nc32hw32,
+        ..kernel
+    })
+    .unwrap()
+    .contains("multiple of 32"));
+    assert_eq!(
+        ConvLayout::from_format("NCHW32c"),
+        Some(ConvLayout::Nc32hw32)
+    );
+    assert_eq!(
+        ConvLayout::from_format("channels_last"),
+        Some(ConvLayout::Nhwc)
+    );
 }
 
 #[test]
@@ -91,6 +150,9 @@ fn tensor_core_convolution_matches_the_reference() {
         (2, 32, 12, 12, 72, 2, 1, 0, 1),
         // Enough row tiles for the 128 x 128 tile (the small ones above take 128 x 64 or 256 x 64).
         (4, 64, 66, 66, 256, 3, 1, 1, 1),
+        // int8 and NC/32HW32 with stride 2 and a 1x1 kernel.
+        (2, 64, 15, 13, 96, 3, 2, 1, 1),
+        (1, 128, 9, 9, 32, 1, 1, 0, 1),
     ];
     let mut checked = 0;
     for (ci, &(n, c, h, w, o, k, stride, pad, dil)) in cases.iter().enumerate() {
@@ -116,54 +178,86 @@ fn tensor_core_convolution_matches_the_reference() {
             ow: e(3),
             conv,
         };
-        let xs = parse_format("NHWC").unwrap().shaped(&xd).unwrap();
         let ws = parse_format("OHWI").unwrap().shaped(&wd).unwrap();
-        let ys = parse_format("NHWC").unwrap().shaped(&yd).unwrap();
-        let xb = f16_noise(xs.elements(), ci as u64);
-        let wb = f16_noise(ws.elements(), 100 + ci as u64);
         let bias: Vec<f64> = (0..o).map(|i| (i % 7) as f64 * 0.5 - 1.5).collect();
         let bias32: Vec<f32> = bias.iter().map(|&v| v as f32).collect();
-        for (out, relu) in [(DType::F32, false), (DType::F16, true)] {
-            let ep = Epilogue {
-                bias: Some(&bias),
-                relu,
-            };
-            let want = values(
-                &conv2d_reference(
-                    &conv,
-                    TensorRef {
-                        layout: &xs,
-                        dtype: DType::F16,
-                        data: &xb,
-                    },
-                    TensorRef {
-                        layout: &ws,
-                        dtype: DType::F16,
-                        data: &wb,
-                    },
-                    &ep,
-                    &ys,
+        let runs = [
+            (DType::F16, DType::F32, false),
+            (DType::F16, DType::F16, true),
+            (DType::I8, DType::I32, true),
+        ];
+        for layout in [ConvLayout::Nhwc, ConvLayout::Nchw, ConvLayout::Nc32hw32] {
+            let xs = parse_format(layout.format()).unwrap().shaped(&xd).unwrap();
+            let ys = parse_format(layout.format()).unwrap().shaped(&yd).unwrap();
+            for (input, out, relu) in runs {
+                let kernel = ConvKernel {
+                    shape: s,
+                    layout,
+                    input,
                     out,
-                )
-                .unwrap(),
-                out,
-            );
-            let (got, _) = cuda
-                .conv2d_nhwc_f16_timed(&s, &xb, &wb, Some(&bias32), relu, out, 0, 1)
-                .unwrap();
-            let got = values(&got, out);
-            assert_eq!(got.len(), want.len());
-            let err: f64 = got
-                .iter()
-                .zip(&want)
-                .map(|(a, b)| (a - b) * (a - b))
-                .sum::<f64>()
-                .sqrt();
-            let norm: f64 = want.iter().map(|v| v * v).sum::<f64>().sqrt();
-            let rel = err / norm.max(1e-30);
-            assert!(rel < 1e-2, "case {ci} {out}: relative error {rel}");
-            eprintln!("case {ci} {out}: relative error {rel:.2e}");
-            checked += 1;
+                    bias: input == DType::F16,
+                    relu,
+                };
+                if unsupported_reason(&kernel).is_some() {
+                    continue;
+                }
+                let (xb, wb) = if input == DType::I8 {
+                    (
+                        i8_noise(xs.elements(), ci as u64),
+                        i8_noise(ws.elements(), 100 + ci as u64),
+                    )
+                } else {
+                    (
+                        f16_noise(xs.elements(), ci as u64),
+                        f16_noise(ws.elements(), 100 + ci as u64),
+                    )
+                };
+                let ep = Epilogue {
+                    bias: kernel.bias.then_some(&bias[..]),
+                    relu,
+                };
+                let want = values(
+                    &conv2d_reference(
+                        &conv,
+                        TensorRef {
+                            layout: &xs,
+                            dtype: input,
+                            data: &xb,
+                        },
+                        TensorRef {
+                            layout: &ws,
+                            dtype: input,
+                            data: &wb,
+                        },
+                        &ep,
+                        &ys,
+                        out,
+                    )
+                    .unwrap(),
+                    out,
+                );
+                let b = kernel.bias.then_some(&bias32[..]);
+                let (got, _) = cuda.conv2d_timed(&kernel, &xb, &wb, b, 0, 1).unwrap();
+                let got = values(&got, out);
+                assert_eq!(got.len(), want.len());
+                let what = format!("case {ci} {} {input}->{out}", layout.format());
+                if input == DType::I8 {
+                    assert!(got == want, "{what}: not exact");
+                    eprintln!("{what}: exact");
+                } else {
+                    let err: f64 = got
+                        .iter()
+                        .zip(&want)
+                        .map(|(a, b)| (a - b) * (a - b))
+                        .sum::<f64>()
+                        .sqrt();
+                    let norm: f64 = want.iter().map(|v| v * v).sum::<f64>().sqrt();
+                    let rel = err / norm.max(1e-30);
+                    assert!(rel < 1e-2, "{what}: relative error {rel}");
+                    eprintln!("{what}: relative error {rel:.2e}");
+                }
+                checked += 1;
+            }
         }
     }
     eprintln!("checked {checked} convolutions on {}", cuda.name());

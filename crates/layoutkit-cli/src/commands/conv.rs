@@ -166,9 +166,11 @@ pub fn run(a: &ConvArgs, json_out: bool) -> Result<()> {
     Ok(())
 }
 
-/// The convolution on the GPU: operands converted on the host to NHWC / OHWI f16 (exact for
-/// f16 inputs, rounded to nearest even otherwise), the tensor-core kernel writing NHWC f32, and
-/// the result converted to `y`'s layout and `y_dtype` on the host.
+/// The convolution on the GPU. The kernel reads the activations in their own layout when it
+/// has it (NHWC, NCHW, NC/32HW32), else in NHWC; i8 activations and filter (no bias) run the
+/// int8 kernel with exact i32 sums, everything else f16 with f32 sums (operands rounded to f16
+/// on the host, exact for f16 inputs). The filter goes over as OHWI; the kernel's output
+/// (f32 or i32, in the kernel's layout) is converted on the host to `y`'s layout and `y_dtype`.
 fn conv_cuda(
     conv: &Conv2d,
     x: TensorRef<'_>,
@@ -177,53 +179,57 @@ fn conv_cuda(
     y: &ShapedLayout,
     y_dtype: DType,
 ) -> Result<Vec<u8>> {
+    use layoutkit_cuda::conv::{ConvKernel, ConvLayout, ConvShape};
     let (xd, wd) = (x.layout.dims(), w.layout.dims());
     let out = conv.output_dims(&xd, &wd)?;
+    let int8 = x.dtype == DType::I8 && w.dtype == DType::I8 && epilogue.bias.is_none();
+    let input = if int8 { DType::I8 } else { DType::F16 };
+    let layout = ConvLayout::from_format(&x.layout.layout().to_string())
+        .filter(|l| !(int8 && *l == ConvLayout::Nchw))
+        .unwrap_or(ConvLayout::Nhwc);
     let to = |t: TensorRef<'_>, format: &str, d: &Dims| -> Result<Vec<u8>> {
         let dst = parse_format(format)?.shaped(d)?;
         Ok(layoutkit_cpu::convert(
             t.layout,
             t.data,
             &dst,
-            &CastSpec::new(t.dtype, DType::F16, None)?,
+            &CastSpec::new(t.dtype, input, None)?,
         )?)
     };
-    let xb = to(x, "NHWC", &xd)?;
+    let xb = to(x, layout.format(), &xd)?;
     let wb = to(w, "OHWI", &wd)?;
     let get = |d: &Dims, l: char| {
         layoutkit_core::Axis::from_letter(l)
             .and_then(|a| d.get(a))
             .unwrap_or(0)
     };
-    let s = layoutkit_cuda::conv::ConvShape {
-        n: get(&xd, 'N'),
-        h: get(&xd, 'H'),
-        w: get(&xd, 'W'),
-        c: get(&xd, 'C'),
-        o: get(&wd, 'O'),
-        kh: get(&wd, 'H'),
-        kw: get(&wd, 'W'),
-        oh: get(&out, 'H'),
-        ow: get(&out, 'W'),
-        conv: *conv,
+    let kernel = ConvKernel {
+        shape: ConvShape {
+            n: get(&xd, 'N'),
+            h: get(&xd, 'H'),
+            w: get(&xd, 'W'),
+            c: get(&xd, 'C'),
+            o: get(&wd, 'O'),
+            kh: get(&wd, 'H'),
+            kw: get(&wd, 'W'),
+            oh: get(&out, 'H'),
+            ow: get(&out, 'W'),
+            conv: *conv,
+        },
+        layout,
+        input,
+        out: if int8 { DType::I32 } else { DType::F32 },
+        bias: epilogue.bias.is_some(),
+        relu: epilogue.relu,
     };
     let bias: Option<Vec<f32>> = epilogue.bias.map(|b| b.iter().map(|&v| v as f32).collect());
     let gpu = layoutkit_cuda::Cuda::new(0)?;
-    let (nhwc, _) = gpu.conv2d_nhwc_f16_timed(
-        &s,
-        &xb,
-        &wb,
-        bias.as_deref(),
-        epilogue.relu,
-        DType::F32,
-        0,
-        1,
-    )?;
-    let plain = parse_format("NHWC")?.shaped(&out)?;
+    let (raw, _) = gpu.conv2d_timed(&kernel, &xb, &wb, bias.as_deref(), 0, 1)?;
+    let plain = parse_format(layout.format())?.shaped(&out)?;
     Ok(layoutkit_cpu::convert(
         &plain,
-        &nhwc,
+        &raw,
         y,
-        &CastSpec::new(DType::F32, y_dtype, None)?,
+        &CastSpec::new(kernel.out, y_dtype, None)?,
     )?)
 }

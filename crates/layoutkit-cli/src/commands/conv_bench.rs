@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::{parse_format, DType, Dims};
 use layoutkit_cpu::{conv2d_fast_packed, conv2d_fast_supports, Epilogue, PackedFilter, TensorRef};
@@ -113,7 +113,18 @@ pub fn run(a: &ConvBenchArgs, json_out: bool) -> Result<()> {
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
-    let layouts: Vec<String> = a.layouts.split(',').map(|s| s.trim().to_string()).collect();
+    let default_layouts = if a.device == Device::Cuda {
+        "NHWC,NCHW,NC/32HW32"
+    } else {
+        "NCHW,NHWC,NCHW8c"
+    };
+    let layouts: Vec<String> = a
+        .layouts
+        .as_deref()
+        .unwrap_or(default_layouts)
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .collect();
     let layers: Vec<&Layer> = RESNET50
         .iter()
         .filter(|l| a.filter.as_deref().is_none_or(|f| l.name.contains(f)))
@@ -152,10 +163,13 @@ pub fn run(a: &ConvBenchArgs, json_out: bool) -> Result<()> {
         return Ok(());
     }
     if a.device == Device::Cuda {
-        return run_cuda(a, &layers, json_out);
+        return run_cuda(a, &layers, &layouts, json_out);
     }
     if a.device != Device::Cpu {
         bail!("conv bench runs on --device cpu or cuda");
+    }
+    if a.types != "f16" {
+        bail!("--types is for --device cuda (the CPU engine computes in f32)");
     }
     let mut rows = Vec::new();
     if !json_out {
@@ -243,20 +257,44 @@ pub fn run(a: &ConvBenchArgs, json_out: bool) -> Result<()> {
     Ok(())
 }
 
-/// The tensor-core kernel on NHWC f16 activations (f16 output), per layer; layers whose C is
-/// not a multiple of 32 are listed as skipped.
-fn run_cuda(a: &ConvBenchArgs, layers: &[&Layer], json_out: bool) -> Result<()> {
-    use layoutkit_cuda::conv::{unsupported_reason, ConvShape};
+/// The tensor-core kernel per layer, activation layout and input type (f16 with f16 output,
+/// or i8 with i32 output); combinations the kernel does not take are listed as skipped.
+fn run_cuda(
+    a: &ConvBenchArgs,
+    layers: &[&Layer],
+    layouts: &[String],
+    json_out: bool,
+) -> Result<()> {
+    use layoutkit_cuda::conv::{unsupported_reason, ConvKernel, ConvLayout, ConvShape};
+    let kinds: Vec<ConvLayout> = layouts
+        .iter()
+        .map(|l| {
+            ConvLayout::from_format(l).with_context(|| {
+                format!("the CUDA kernel reads NHWC, NCHW or NC/32HW32 activations, not `{l}`")
+            })
+        })
+        .collect::<Result<_>>()?;
+    let types: Vec<DType> = a
+        .types
+        .split(',')
+        .map(|t| match t.trim() {
+            "f16" => Ok(DType::F16),
+            "i8" => Ok(DType::I8),
+            other => bail!("--types takes f16 and i8, not `{other}`"),
+        })
+        .collect::<Result<_>>()?;
     let gpu = layoutkit_cuda::Cuda::new(0)?;
     let mut rows = Vec::new();
     if !json_out {
         outln!(
-            "device: {} (NHWC f16 activations, OHWI f16 filter, f16 output, f32 sums)",
+            "device: {} (OHWI filter; f16: f32 sums, f16 output; i8: i32 sums and output; TOPS for i8)",
             gpu.name()
         );
         outln!(
-            "{:<26} {:>10} {:>9} {:>10} {:>9}",
+            "{:<26} {:<10} {:>5} {:>10} {:>9} {:>10} {:>9}",
             "layer",
+            "layout",
+            "type",
             "GFLOP",
             "ms",
             "TFLOP/s",
@@ -268,7 +306,7 @@ fn run_cuda(a: &ConvBenchArgs, layers: &[&Layer], json_out: bool) -> Result<()> 
         let (xd, wd) = l.dims(a.batch)?;
         // Square inputs and kernels: OH = OW.
         let oh = conv.output_dims(&xd, &wd)?.entries()[2].1;
-        let s = ConvShape {
+        let shape = ConvShape {
             n: a.batch,
             h: l.hw,
             w: l.hw,
@@ -280,41 +318,75 @@ fn run_cuda(a: &ConvBenchArgs, layers: &[&Layer], json_out: bool) -> Result<()> 
             ow: oh,
             conv,
         };
-        if let Some(why) = unsupported_reason(&s, DType::F16) {
-            if json_out {
-                rows.push(json!({"layer": l.name, "skipped": why}));
-            } else {
-                outln!("{:<26} skipped: {why}", l.name);
-            }
-            continue;
-        }
-        eprint!("\r{} ...        ", l.name);
         let flop = 2.0 * conv.macs(&xd, &wd)? as f64;
-        let x = half_noise(a.batch * l.hw * l.hw * l.c, li as u64);
-        let w = half_noise(l.o * l.k * l.k * l.c, 7 + li as u64);
-        let (_, t) =
-            gpu.conv2d_nhwc_f16_timed(&s, &x, &w, None, false, DType::F16, a.repeats, 10)?;
-        let median = t.median();
-        let moved =
-            ((a.batch * l.hw * l.hw * l.c + l.o * l.k * l.k * l.c + a.batch * oh * oh * l.o) * 2)
-                as f64
-                / (1 << 20) as f64;
-        let tflops = flop / median / 1e12;
-        eprint!("\r");
-        if json_out {
-            rows.push(json!({
-                "layer": l.name, "layout": "NHWC", "dtype": "f16", "flop": flop, "median_s": median,
-                "tflops": tflops, "mib_moved": moved, "device": "cuda",
-            }));
-        } else {
-            outln!(
-                "{:<26} {:>10.2} {:>9.4} {:>10.1} {:>9.1}",
-                l.name,
-                flop / 1e9,
-                median * 1e3,
-                tflops,
-                moved
-            );
+        for &input in &types {
+            let (x, w) = if input == DType::I8 {
+                (
+                    byte_noise(a.batch * l.hw * l.hw * l.c, li as u64),
+                    byte_noise(l.o * l.k * l.k * l.c, 7 + li as u64),
+                )
+            } else {
+                (
+                    half_noise(a.batch * l.hw * l.hw * l.c, li as u64),
+                    half_noise(l.o * l.k * l.k * l.c, 7 + li as u64),
+                )
+            };
+            for &layout in &kinds {
+                let kernel = ConvKernel {
+                    shape,
+                    layout,
+                    input,
+                    out: if input == DType::I8 {
+                        DType::I32
+                    } else {
+                        DType::F16
+                    },
+                    bias: false,
+                    relu: false,
+                };
+                if let Some(why) = unsupported_reason(&kernel) {
+                    if json_out {
+                        rows.push(json!({"layer": l.name, "layout": layout.format(),
+                                         "dtype": input.to_string(), "skipped": why}));
+                    } else {
+                        outln!(
+                            "{:<26} {:<10} {:>5} skipped: {why}",
+                            l.name,
+                            layout.format(),
+                            input.to_string()
+                        );
+                    }
+                    continue;
+                }
+                eprint!("\r{} {} {input} ...        ", l.name, layout.format());
+                let (_, t) = gpu.conv2d_timed(&kernel, &x, &w, None, a.repeats, 10)?;
+                let median = t.median();
+                let e = input.size_bytes();
+                let moved = ((a.batch * l.hw * l.hw * l.c + l.o * l.k * l.k * l.c) * e
+                    + a.batch * oh * oh * l.o * kernel.out.size_bytes())
+                    as f64
+                    / (1 << 20) as f64;
+                let tflops = flop / median / 1e12;
+                eprint!("\r");
+                if json_out {
+                    rows.push(json!({
+                        "layer": l.name, "layout": layout.format(), "dtype": input.to_string(),
+                        "flop": flop, "median_s": median, "tflops": tflops, "mib_moved": moved,
+                        "device": "cuda",
+                    }));
+                } else {
+                    outln!(
+                        "{:<26} {:<10} {:>5} {:>10.2} {:>9.4} {:>10.1} {:>9.1}",
+                        l.name,
+                        layout.format(),
+                        input.to_string(),
+                        flop / 1e9,
+                        median * 1e3,
+                        tflops,
+                        moved
+                    );
+                }
+            }
         }
     }
     eprint!("\r{:40}\r", "");
@@ -322,6 +394,11 @@ fn run_cuda(a: &ConvBenchArgs, layers: &[&Layer], json_out: bool) -> Result<()> 
         crate::json::print(&json!({ "batch": a.batch, "device": gpu.name(), "results": rows }));
     }
     Ok(())
+}
+
+/// Deterministic bytes (int8 values over their whole range).
+fn byte_noise(n: usize, seed: u64) -> Vec<u8> {
+    noise(n.div_ceil(4), seed).into_iter().take(n).collect()
 }
 
 /// f16 bit patterns of deterministic values in [-1, 1).
