@@ -49,6 +49,9 @@ pub struct Tuning {
     /// Elements per tile of units or of compound source rows; 0 for the square tiles of plain
     /// transpositions.
     pub tile_elements: usize,
+    /// Whether a tile of units also writes the partial cell that ends each source row (else a
+    /// `runs` kernel of its own writes it).
+    pub merge_tails: bool,
 }
 
 impl Default for Tuning {
@@ -57,6 +60,7 @@ impl Default for Tuning {
             read_bytes: 8,
             write_bytes: 4,
             tile_elements: 4096,
+            merge_tails: true,
         }
     }
 }
@@ -97,7 +101,12 @@ pub fn generate_tuned(
     let mut out = Vec::new();
     // Destination elements written by runs kernels and by fill kernels.
     let mut scattered = 0usize;
-    for pc in &padded {
+    let mut done = vec![false; padded.len()];
+    for (i, pc) in padded.iter().enumerate() {
+        if done[i] {
+            continue;
+        }
+        done[i] = true;
         let r = pc.region;
         let inner = r.inner();
         let (unit, dims) = tiling::split_unit(&r.dims, (16 / size).max(1));
@@ -108,12 +117,27 @@ pub fn generate_tuned(
             Some(axes)
                 if pc.pad == 0 || (identity && unit == 1 && inner.extent + pc.pad <= 256) =>
             {
+                let tail = if tuning.merge_tails
+                    && identity
+                    && pc.pad == 0
+                    && unit > 1
+                    && axes.a.len() == 1
+                {
+                    tail_of(r, &axes, unit, &padded, &done)
+                } else {
+                    None
+                };
+                let a_tail = tail.map_or(0, |(j, run)| {
+                    done[j] = true;
+                    run
+                });
                 out.push(tile_kernel(&TileJob {
                     src_offset: r.src_offset,
                     dst_offset: r.dst_offset,
                     axes,
                     unit,
                     b_pad: pc.pad,
+                    a_tail,
                     cast,
                     small,
                     tuning: *tuning,
@@ -137,6 +161,39 @@ pub fn generate_tuned(
         return Ok(vec![gather_kernel(plan, cast)]);
     }
     Ok(out)
+}
+
+/// The padded copy that continues every source row of a tile of units by a partial cell (the
+/// last channels of an NHWC pixel that fill half of a MACE image pixel): `(its index, its run)`.
+/// It writes, for every tile row, the cell right after the last one along `a`: the same outer
+/// and `b` loops, a run of fewer than `unit` elements contiguous in both layouts, its padding
+/// completing the cell.
+fn tail_of(
+    main: &Region,
+    axes: &tiling::TileAxes,
+    unit: usize,
+    padded: &[tiling::PaddedCopy],
+    done: &[bool],
+) -> Option<(usize, usize)> {
+    let a = axes.a[0];
+    let want: Vec<LoopDim> = axes.outer.iter().chain([&axes.b]).copied().collect();
+    let shape =
+        |l: &[LoopDim]| -> Vec<LoopDim> { l.iter().filter(|d| d.extent > 1).copied().collect() };
+    padded.iter().enumerate().find_map(|(j, t)| {
+        let r = t.region;
+        let (inner, rest) = r.dims.split_last()?;
+        let run = inner.extent;
+        let next = a.extent as isize;
+        let fits = !done[j]
+            && run < unit
+            && run + t.pad == unit
+            && inner.src_stride == 1
+            && inner.dst_stride == 1
+            && r.src_offset as isize == main.src_offset as isize + next * a.src_stride
+            && r.dst_offset as isize == main.dst_offset as isize + next * a.dst_stride
+            && shape(rest) == shape(&want);
+        fits.then_some((j, run))
+    })
 }
 
 fn check_cast(c: &CastSpec) -> Result<(), Error> {

@@ -272,7 +272,8 @@ impl Cuda {
 /// The kernel knobs: the defaults, or for measuring alternatives `LAYOUTKIT_CUDA_READ_BYTES`
 /// and `LAYOUTKIT_CUDA_WRITE_BYTES` (1, 2, 4, 8 or 16: the widest load and store of the tile
 /// kernels) and `LAYOUTKIT_CUDA_TILE_ELEMENTS` (elements per tile of units or of compound
-/// source rows; 0 for square tiles).
+/// source rows; 0 for square tiles) and `LAYOUTKIT_CUDA_MERGE_TAILS` (0: the partial cells
+/// that end a tile's source rows in a kernel of their own).
 fn tuning_from_env() -> Tuning {
     let var = |name: &str| {
         std::env::var(name)
@@ -291,5 +292,6 @@ fn tuning_from_env() -> Tuning {
         tile_elements: var("LAYOUTKIT_CUDA_TILE_ELEMENTS")
             .filter(|v| *v <= 8192)
             .unwrap_or(d.tile_elements),
+        merge_tails: var("LAYOUTKIT_CUDA_MERGE_TAILS").map_or(d.merge_tails, |v| v != 0),
     }
 }

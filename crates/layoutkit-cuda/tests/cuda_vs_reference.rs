@@ -111,25 +111,29 @@ fn codegen_tiles_transpositions_and_loops_elsewhere() {
         "{}",
         p[0].source
     );
-    // MACE images: a tile of 4-channel units (whole pixels) for the full channel blocks, and
-    // a runs kernel writing the partial last block's pixels with their padding (one tile
-    // writing both measured slower on the H200, bench/results/gpu.md).
+    // MACE images: one tile of 4-channel units (whole pixels), which also writes the partial
+    // last pixel of each row (the channels left after the last full block, then fill).
     let dims250 = Dims::parse("N=2,H=7,W=37,C=250").unwrap();
-    let m = codegen::generate(
-        &ConversionPlan::new(
-            &parse_format("NHWC").unwrap().shaped(&dims250).unwrap(),
-            &parse_format("mace:in_out_channel")
-                .unwrap()
-                .shaped(&dims250)
-                .unwrap(),
-        )
-        .unwrap(),
-        &id,
+    let plan250 = ConversionPlan::new(
+        &parse_format("NHWC").unwrap().shaped(&dims250).unwrap(),
+        &parse_format("mace:in_out_channel")
+            .unwrap()
+            .shaped(&dims250)
+            .unwrap(),
     )
     .unwrap();
+    let m = codegen::generate(&plan250, &id).unwrap();
+    assert_eq!(m.len(), 1);
+    assert_eq!(m[0].name, "tile");
+    assert!(m[0].source.contains("? p[e] : fill"), "{}", m[0].source);
+    // Without merging, the partial pixels get a runs kernel of their own.
+    let apart = codegen::Tuning {
+        merge_tails: false,
+        ..codegen::Tuning::default()
+    };
+    let m = codegen::generate_tuned(&plan250, &id, &apart).unwrap();
     let names: Vec<&str> = m.iter().map(|l| l.name).collect();
     assert_eq!(names, ["convert", "runs"]);
-    assert!(m[0].source.contains("__shared__"), "{}", m[0].source);
     // Casts the backend does not fuse are refused, not miscomputed.
     let bad = CastSpec::new(DType::I32, DType::F16, None).unwrap();
     assert!(codegen::generate(&ConversionPlan::new(&nchw, &nhwc).unwrap(), &bad).is_err());

@@ -140,7 +140,8 @@ fn gather_element(k: &mut String, plan: &ConversionPlan, it: &str, u: &str, out:
 }
 
 /// One thread per innermost destination run of a copy (`run` elements read from the source,
-/// then `pad` fill elements): the run and its padding are built in registers and stored
+/// with one load where aligned, then `pad` fill elements): the run and its padding are built
+/// in registers and stored
 /// together, with one store when the run and its padding make 2, 4, 8 or 16 aligned bytes,
 /// else with 16-byte stores when they make whole aligned 16-byte chunks. For the short runs
 /// of a plan (the last, partial channel block of a MACE image), where a tile has no rows.
@@ -202,11 +203,31 @@ pub(super) fn runs_kernel(r: &Region, pad: usize, c: &CastSpec, small: bool) -> 
             let _ = writeln!(k, "  struct {{ {d} e[{slot}]; }} w;");
         }
     }
-    let _ = writeln!(
-        k,
-        "  #pragma unroll\n  for (int e = 0; e < {run}; ++e) w.e[e] = cast(src[so + e * {}{u}]);",
-        inner.src_stride
-    );
+    // The run read with one load when it is 2, 4, 8 or 16 aligned bytes.
+    let run_bytes = run * c.src.size_bytes();
+    let run_aligned = inner.src_stride == 1
+        && run > 1
+        && matches!(run_bytes, 2 | 4 | 8 | 16)
+        && r.src_offset % run == 0
+        && outer.iter().all(|l| l.src_stride % run as isize == 0);
+    if run_aligned {
+        let vt = match run_bytes {
+            16 => "uint4",
+            8 => "uint2",
+            4 => "unsigned int",
+            _ => "unsigned short",
+        };
+        let _ = writeln!(
+            k,
+            "  union {{ {s} e[{run}]; {vt} q; }} v;\n  v.q = *(const {vt}*)(src + so);\n  #pragma unroll\n  for (int e = 0; e < {run}; ++e) w.e[e] = cast(v.e[e]);"
+        );
+    } else {
+        let _ = writeln!(
+            k,
+            "  #pragma unroll\n  for (int e = 0; e < {run}; ++e) w.e[e] = cast(src[so + e * {}{u}]);",
+            inner.src_stride
+        );
+    }
     if pad > 0 {
         let _ = writeln!(
             k,

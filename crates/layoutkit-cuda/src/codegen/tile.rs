@@ -6,8 +6,12 @@
 //! along `a` are contiguous in the source, cells along `b` in the destination, so a source row
 //! of the tile is `TA * unit` consecutive elements and a destination row `TB * unit`.
 //!
-//! Padding that continues the tile's destination rows is written in the same pass (`b_pad`: the
-//! five padding channels after the three data channels of a `kHWC8` pixel).
+//! Padding is written in the same pass where it continues the tile's rows: fill elements after
+//! every destination row (`b_pad`: the five padding channels after the three data channels of
+//! a `kHWC8` pixel), and one more, partial cell after the last along `a`, completed with fill
+//! (`a_tail`: the last, half-empty pixel of a MACE image row, whose two channels end the
+//! NHWC source row). The partial cell is read after the tile's main loop, by one thread per
+//! row: a branch inside the unrolled loop keeps its loads from being issued together.
 //!
 //! The kernel is written for few instructions per element, since the conversions that fell
 //! short of the copy were limited by issued instructions, not by memory
@@ -37,6 +41,10 @@ pub(super) struct TileJob<'a> {
     /// Fill elements after each destination row (needs `unit == 1`, an identity cast, and the
     /// whole of `b` in one tile).
     pub b_pad: usize,
+    /// Elements (1..unit) of one more, partial cell after the last cell along `a`, read from
+    /// the source right after it; the rest of that cell is fill (needs an identity cast and a
+    /// single source-contiguous loop).
+    pub a_tail: usize,
     pub cast: &'a CastSpec,
     /// 32-bit index arithmetic (both tensors under 2^31 elements).
     pub small: bool,
@@ -132,14 +140,16 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
     let (ssize, dsize) = (c.src.size_bytes(), c.dst.size_bytes());
     let unit = job.unit;
     let TileAxes { outer, a, b } = &job.axes;
-    let padded = job.b_pad > 0;
+    let padded = job.b_pad > 0 || job.a_tail > 0;
     assert!(
         !padded || c.src == c.dst,
         "padding in tiles needs an identity cast"
     );
-    // The source-contiguous loops innermost first; `a_cells` cells along them.
+    // The source-contiguous loops innermost first; `full` whole cells along them, `a_cells`
+    // with the partial tail cell.
     let group: Vec<LoopDim> = a.iter().rev().copied().collect();
-    let a_cells: usize = group.iter().map(|g| g.extent).product();
+    let full: usize = group.iter().map(|g| g.extent).product();
+    let a_cells = full + usize::from(job.a_tail > 0);
     let b_cells = b.extent;
     let (ta, tb) = tile_shape(
         a_cells,
@@ -162,7 +172,7 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
     // Vectors: every row start and every row length (whole tensor and tile) a multiple.
     let mut src_vals = vec![job.src_offset as isize, b.src_stride];
     src_vals.extend(outer.iter().map(|l| l.src_stride));
-    src_vals.extend([(ta * unit) as isize, (a_cells * unit) as isize]);
+    src_vals.extend([(ta * unit) as isize, (full * unit) as isize]);
     let vr = widest(ssize, job.tuning.read_bytes, &src_vals);
     let mut dst_vals = vec![job.dst_offset as isize];
     dst_vals.extend(outer.iter().map(|l| l.dst_stride));
@@ -222,7 +232,7 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
     let _ = writeln!(
         k,
         "    if ({row_ok} && ea + {vr}u <= {}{u}) {{\n      union {{ {s} e[{vr}]; {svt} q; }} r;\n      r.q = *(const {svt}*)(src + sbase + ea + (b0 + lb) * {}{u});",
-        a_cells * unit,
+        full * unit,
         b.src_stride
     );
     if row % vr == 0 && vr > 1 {
@@ -233,7 +243,17 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
             "      #pragma unroll\n      for (int e = 0; e < {vr}; ++e) sm[lb][j + e] = r.e[e];"
         );
     }
-    k.push_str("    }\n  }\n  __syncthreads();\n");
+    k.push_str("    }\n  }\n");
+    if job.a_tail > 0 {
+        let _ = writeln!(
+            k,
+            "  if (a0 + {ta}{u} > {full}{u}) {{\n    const unsigned int col = ({full}{u} - a0) * {unit}u;\n    for (unsigned int lb = tid; lb < {tb}u; lb += {THREADS}u) {{\n      if (b0 + lb < {b_cells}{u}) {{\n        const {s}* p = src + sbase + {}{u} + (b0 + lb) * {}{u};\n        #pragma unroll\n        for (int e = 0; e < {unit}; ++e) sm[lb][col + e] = e < {} ? p[e] : fill;\n      }}\n    }}\n  }}",
+            full * unit,
+            b.src_stride,
+            job.a_tail
+        );
+    }
+    k.push_str("  __syncthreads();\n");
 
     // Write: destination rows (one per a cell) of `drow` elements, `vw` at a time.
     let wv = drow / vw;
