@@ -104,7 +104,7 @@ Examples:
   layoutkit bench --from NCHW --to NHWC --dims N=16,C=256,H=56,W=56 --dtype f16 --json
   layoutkit bench --device opencl --from NHWC --to mace:in_out_channel --dims N=8,H=224,W=224,C=32")]
     Bench(BenchArgs),
-    /// Run one 2-D convolution on .npy operands in any layouts, on the CPU.
+    /// Run one 2-D convolution on .npy operands in any layouts, on the CPU or a CUDA GPU.
     #[command(after_help = "\
 X.npy holds the activations (axes N, C, H, W) as the physical array of --input-format, W.npy the
 filter (axes O, I, H, W with I = C / groups) as the physical array of --filter-format. Y.npy gets
@@ -260,9 +260,11 @@ pub struct ConvArgs {
     /// CPU threads for the fast engine (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Where to run: cpu (--engine), or cuda (the tensor-core kernel: operands are converted on
-    /// the host to NHWC / OHWI f16, the output from NHWC to --output-format; needs C a multiple
-    /// of 32 and groups = 1).
+    /// Where to run: cpu (--engine), or cuda (the tensor-core kernel, reading NHWC, NCHW or
+    /// NC/32HW32 activations in place and others converted to NHWC; f16 with f32 sums, or,
+    /// for i8 activations and filter without bias, int8 with exact i32 sums; the filter goes
+    /// over as OHWI, the output is converted to --output-format on the host; needs C a multiple
+    /// of 32 (64 for int8) and groups = 1).
     #[arg(long, value_enum, default_value = "cpu")]
     pub device: Device,
 }
