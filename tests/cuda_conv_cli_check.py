@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """On a GPU machine: `layoutkit conv --device cuda` against `--engine reference` on the same .npy
 operands (f16 activations and filters in NCHW / NHWC / OIHW / OHWI, outputs in NCHW, NHWC and
-NCHW8c, bias and ReLU, stride and padding), relative error under 1e-2; and a clear error for a
-problem the GPU kernel does not take.
+NCHW8c, bias and ReLU, stride and padding, depthwise and C = 3 in the direct kernel), relative
+error under 1e-2; int8 activations and filter with an exact i32 output; and a clear error for a
+problem no GPU kernel takes (grouped int8).
 
 Usage: tests/cuda_conv_cli_check.py PATH/TO/layoutkit
 """
@@ -25,36 +26,49 @@ def main():
     exe = os.path.abspath(sys.argv[1])
     rng = np.random.default_rng(7)
     cases = [
-        # n, c, h, w, o, k, stride, pad, x format, w format, y format
-        (2, 64, 14, 14, 96, 3, 1, 1, "NHWC", "OIHW", "NHWC"),
-        (1, 32, 17, 9, 40, 3, 2, 1, "NCHW", "OHWI", "NCHW"),
-        (3, 128, 7, 7, 256, 1, 1, 0, "NHWC", "OHWI", "NCHW8c"),
+        # n, c, h, w, o, k, stride, pad, x format, w format, y format, groups, type
+        (2, 64, 14, 14, 96, 3, 1, 1, "NHWC", "OIHW", "NHWC", 1, "f16"),
+        (1, 32, 17, 9, 40, 3, 2, 1, "NCHW", "OHWI", "NCHW", 1, "f16"),
+        (3, 128, 7, 7, 256, 1, 1, 0, "NHWC", "OHWI", "NCHW8c", 1, "f16"),
+        (2, 32, 12, 12, 32, 3, 1, 1, "NHWC", "OHWI", "NHWC", 32, "f16"),
+        (1, 3, 16, 16, 8, 3, 2, 1, "NCHW", "OIHW", "NCHW", 1, "f16"),
+        (2, 64, 10, 10, 64, 3, 1, 1, "NCHW", "OIHW", "NHWC", 1, "i8"),
     ]
     with tempfile.TemporaryDirectory() as tmp:
         p = lambda f: os.path.join(tmp, f)
-        for i, (n, c, h, w, o, k, st, pad, xf, wf, yf) in enumerate(cases):
-            x = rng.standard_normal((n, c, h, w)).astype(np.float16)
-            wt = rng.standard_normal((o, c, k, k)).astype(np.float16)
+        for i, (n, c, h, w, o, k, st, pad, xf, wf, yf, groups, t) in enumerate(cases):
+            if t == "i8":
+                x = rng.integers(-128, 128, (n, c, h, w)).astype(np.int8)
+                wt = rng.integers(-128, 128, (o, c // groups, k, k)).astype(np.int8)
+            else:
+                x = rng.standard_normal((n, c, h, w)).astype(np.float16)
+                wt = rng.standard_normal((o, c // groups, k, k)).astype(np.float16)
             np.save(p("x.npy"), x if xf == "NCHW" else np.ascontiguousarray(x.transpose(0, 2, 3, 1)))
             np.save(p("w.npy"), wt if wf == "OIHW" else np.ascontiguousarray(wt.transpose(0, 2, 3, 1)))
             np.save(p("b.npy"), rng.standard_normal(o).astype(np.float32))
             base = [exe, "conv", p("x.npy"), p("w.npy"), "--input-format", xf, "--filter-format", wf,
                     "--output-format", yf, "--stride", str(st), "--padding", str(pad),
-                    "--bias", p("b.npy"), "--relu", "--output-dtype", "f32"]
+                    "--groups", str(groups), "--relu"]
+            if t == "i8":
+                base += ["--output-dtype", "i32"]
+            else:
+                base += ["--bias", p("b.npy"), "--output-dtype", "f32"]
             run(base[:2] + [p("x.npy"), p("w.npy"), p("gpu.npy")] + base[4:] + ["--device", "cuda"])
             run(base[:2] + [p("x.npy"), p("w.npy"), p("ref.npy")] + base[4:] + ["--engine", "reference"])
             g, r = np.load(p("gpu.npy")).astype(np.float64), np.load(p("ref.npy")).astype(np.float64)
             rel = np.linalg.norm(g - r) / np.linalg.norm(r)
+            if t == "i8" and not np.array_equal(g, r):
+                raise SystemExit(f"case {i}: int8 output differs from the exact reference")
             if g.shape != r.shape or rel > 1e-2:
                 raise SystemExit(f"case {i}: shapes {g.shape} {r.shape}, relative error {rel:.2e}")
-            print(f"case {i} ({xf} x {wf} -> {yf}): relative error {rel:.2e}")
-        x = rng.standard_normal((1, 3, 8, 8)).astype(np.float16)
-        np.save(p("x3.npy"), x)
-        np.save(p("w3.npy"), rng.standard_normal((8, 3, 3, 3)).astype(np.float16))
-        e = run([exe, "conv", p("x3.npy"), p("w3.npy"), p("bad.npy"), "--device", "cuda"], ok=False)
-        if e.returncode != 2 or "multiple of 32" not in e.stderr or os.path.exists(p("bad.npy")):
-            raise SystemExit(f"C = 3 on cuda: expected a clear error, got {e.returncode}: {e.stderr}")
-        print("C = 3 on cuda:", e.stderr.strip())
+            print(f"case {i} ({t} {xf} x {wf} -> {yf}, groups {groups}): relative error {rel:.2e}")
+        np.save(p("xg.npy"), rng.integers(-128, 128, (1, 64, 8, 8)).astype(np.int8))
+        np.save(p("wg.npy"), rng.integers(-128, 128, (64, 32, 3, 3)).astype(np.int8))
+        e = run([exe, "conv", p("xg.npy"), p("wg.npy"), p("bad.npy"), "--groups", "2",
+                 "--device", "cuda"], ok=False)
+        if e.returncode != 2 or "groups" not in e.stderr or os.path.exists(p("bad.npy")):
+            raise SystemExit(f"grouped int8 on cuda: expected a clear error, got {e.returncode}: {e.stderr}")
+        print("grouped int8 on cuda:", e.stderr.strip())
     print("cuda conv CLI check passed")
 
 

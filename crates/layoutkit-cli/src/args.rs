@@ -182,8 +182,8 @@ pub struct ConvBenchArgs {
     /// NCHW,NHWC,NCHW8c); CUDA: NHWC, NCHW, NC/32HW32 (default all three).
     #[arg(long)]
     pub layouts: Option<String>,
-    /// Input element types on CUDA (comma-separated): f16 (f32 sums, f16 output) and i8
-    /// (exact i32 sums and output; NHWC and NC/32HW32, C a multiple of 64).
+    /// Input element types on CUDA (comma-separated): f16 and bf16 (f32 sums, output of the
+    /// input's type) and i8 (exact i32 sums and output; NHWC and NC/32HW32, C a multiple of 64).
     #[arg(long, default_value = "f16")]
     pub types: String,
     /// Only the layers whose name contains this (e.g. 3x3).

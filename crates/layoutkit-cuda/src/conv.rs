@@ -6,8 +6,9 @@
 //! stages; each warp owns 64 x 32 of the tile as 4 x 4 `mma.sync` fragments read with
 //! `ldmatrix`.
 //!
-//! * Element types: f16 inputs with f32 sums (`m16n8k16`, f16 or f32 output, optional bias
-//!   and ReLU), or int8 inputs with i32 sums (`m16n8k32`, exact i32 output, optional ReLU).
+//! * Element types: f16 or bf16 inputs with f32 sums (`m16n8k16`; f16 or f32 output for f16,
+//!   bf16 or f32 for bf16; optional bias and ReLU), or int8 inputs with i32 sums (`m16n8k32`,
+//!   exact i32 output, optional ReLU).
 //! * Layouts ([`ConvLayout`]), the same for activations and output: NHWC and NC/32HW32 load
 //!   16 consecutive bytes of channels per `cp.async` (a 64-byte K step is one pixel's
 //!   channel block in NC/32HW32); NCHW has no run of channels, so each thread loads its
@@ -15,12 +16,18 @@
 //!   after them) and the output is written channel plane by channel plane.
 //!
 //! Generated per problem (extents baked in as constants) and compiled with NVRTC for the
-//! device's architecture (sm_80 or newer).
+//! device's architecture (sm_80 or newer). What the tensor-core kernel does not take (groups,
+//! depthwise, channel counts that are not multiples of 32) runs in a direct kernel
+//! ([`direct_source`]: one thread per output, f32 sums).
 
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::DType;
 
+mod direct;
 mod source;
+pub use direct::{
+    direct_grid, direct_source, direct_unsupported_reason, padded_elements, DIRECT_THREADS,
+};
 pub use source::conv_source;
 
 /// The problem one kernel is generated for.
@@ -70,9 +77,9 @@ impl ConvLayout {
     }
 }
 
-/// One generated kernel: the problem, the layout, the input element type (f16 or i8; the
-/// filter has the same), the output element type (f16 or f32 for f16 inputs, i32 for i8) and
-/// the epilogue (bias, f16 inputs only; ReLU).
+/// One generated kernel: the problem, the layout, the input element type (f16, bf16 or i8;
+/// the filter has the same), the output element type (f16 or f32 for f16 inputs, bf16 or f32
+/// for bf16, i32 for i8) and the epilogue (bias, not for i8; ReLU).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConvKernel {
     pub shape: ConvShape,
@@ -98,11 +105,12 @@ pub fn unsupported_reason(k: &ConvKernel) -> Option<String> {
     }
     match (k.input, k.out) {
         (DType::F16, DType::F16 | DType::F32) => {}
+        (DType::BF16, DType::BF16 | DType::F32) => {}
         (DType::I8, DType::I32) => {}
         (i, o) => {
             return Some(format!(
-                "the CUDA kernel takes f16 inputs (f16 or f32 output) or i8 inputs (i32 \
-                 output), not {i} -> {o}"
+                "the CUDA kernel takes f16 inputs (f16 or f32 output), bf16 (bf16 or f32) or \
+                 i8 (i32 output), not {i} -> {o}"
             ))
         }
     }

@@ -2,7 +2,10 @@
 
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
-use crate::conv::{block, conv_source, grid, unsupported_reason, ConvKernel};
+use crate::conv::{
+    block, conv_source, direct_grid, direct_source, direct_unsupported_reason, grid,
+    padded_elements, unsupported_reason, ConvKernel, DIRECT_THREADS,
+};
 use crate::{Cuda, Error, Timing};
 
 impl Cuda {
@@ -12,10 +15,13 @@ impl Cuda {
     /// Then runs `repeats` more times on the same device memory, each timed with CUDA events
     /// around `launches` back-to-back launches (the time is per launch).
     ///
-    /// Contract: errors (naming the reason) for problems the kernel does not take (see
-    /// [`crate::conv::unsupported_reason`]), buffers of the wrong size, a bias that does not
-    /// match `kernel.bias`, and GPUs older than sm_80. f16: f32 sums of exact products; int8:
-    /// exact i32 sums.
+    /// Problems the tensor-core kernel does not take (see [`crate::conv::unsupported_reason`])
+    /// run in the direct kernel when it takes them (f16: groups, depthwise, any channel count;
+    /// [`crate::conv::direct_unsupported_reason`]).
+    ///
+    /// Contract: errors (naming the tensor-core kernel's reason) for problems neither kernel
+    /// takes, buffers of the wrong size, a bias that does not match `kernel.bias`, and GPUs
+    /// older than sm_80. f16: f32 sums of exact products; int8: exact i32 sums.
     pub fn conv2d_timed(
         &self,
         kernel: &ConvKernel,
@@ -26,9 +32,13 @@ impl Cuda {
         launches: usize,
     ) -> Result<(Vec<u8>, Timing), Error> {
         let s = &kernel.shape;
-        if let Some(why) = unsupported_reason(kernel) {
-            return Err(Error::Unsupported(why));
-        }
+        let direct = match unsupported_reason(kernel) {
+            None => false,
+            Some(why) => match direct_unsupported_reason(kernel) {
+                None => true,
+                Some(_) => return Err(Error::Unsupported(why)),
+            },
+        };
         if bias.is_some() != kernel.bias {
             return Err(Error::Unsupported(
                 "the bias given does not match the kernel's (ConvKernel::bias)".into(),
@@ -45,8 +55,16 @@ impl Cuda {
         }
         let e = kernel.input.size_bytes();
         let sizes = [
-            ("activations", x.len(), s.n * s.h * s.w * s.c * e),
-            ("filter", w.len(), s.o * s.kh * s.kw * s.c * e),
+            (
+                "activations",
+                x.len(),
+                padded_elements(kernel, s.c, s.h, s.w) * e,
+            ),
+            (
+                "filter",
+                w.len(),
+                s.o * s.kh * s.kw * (s.c / s.conv.groups.max(1)) * e,
+            ),
         ];
         for (what, got, want) in sizes {
             if got != want {
@@ -69,31 +87,35 @@ impl Cuda {
             }
             None => vec![0.0; s.o],
         };
-        let source = conv_source(kernel);
+        let (source, name) = if direct {
+            (direct_source(kernel), "conv_direct")
+        } else {
+            (conv_source(kernel), "conv")
+        };
         let f = self.compiled(
             &source,
-            "conv",
+            name,
             vec![format!("--gpu-architecture=sm_{major}{minor}")],
         )?;
         let map = |e| Error::driver("cuMemcpyHtoD", e);
         let d_x = self.stream.clone_htod(x).map_err(map)?;
         let d_w = self.stream.clone_htod(w).map_err(map)?;
         let d_b = self.stream.clone_htod(&bias).map_err(map)?;
-        let out_bytes = s.n * s.oh * s.ow * s.o * kernel.out.size_bytes();
+        let out_bytes = padded_elements(kernel, s.o, s.oh, s.ow) * kernel.out.size_bytes();
         let mut d_y = self
             .stream
             .alloc_zeros::<u8>(out_bytes.max(1))
             .map_err(|e| Error::driver("cuMemAlloc", e))?;
         let cfg = LaunchConfig {
-            grid_dim: grid(s),
-            block_dim: (block(s), 1, 1),
+            grid_dim: if direct { direct_grid(kernel) } else { grid(s) },
+            block_dim: (if direct { DIRECT_THREADS } else { block(s) }, 1, 1),
             shared_mem_bytes: 0,
         };
         let timing = self.timed(repeats, launches, || {
             let mut b = self.stream.launch_builder(&f);
             b.arg(&d_x).arg(&d_w).arg(&mut d_y).arg(&d_b);
-            // SAFETY: `conv` takes (x, w, y, bias) as generated for `kernel`; the buffers have
-            // the sizes checked above and the kernel guards every row and channel index.
+            // SAFETY: `conv` and `conv_direct` take (x, w, y, bias) as generated for `kernel`;
+            // the buffers have the sizes checked above and the kernels guard every index.
             unsafe { b.launch(cfg) }.map_err(|e| Error::driver("cuLaunchKernel", e))?;
             Ok(())
         })?;

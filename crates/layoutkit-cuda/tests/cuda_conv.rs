@@ -2,13 +2,18 @@
 //! padding, dilation, kernels 1-3, output channels that are not multiples of the tile, rows
 //! that do not fill a tile, each of the tile shapes; activations and output in NHWC, NCHW and
 //! NC/32HW32; f16 inputs with f32 and f16 outputs, bias and ReLU (relative error under 1e-2,
-//! issue 7's bound for f16 inputs), int8 inputs with i32 outputs and ReLU (exact). Skipped
+//! issue 7's bound for f16 inputs), bf16 inputs with f32 and bf16 outputs (the same bound),
+//! int8 inputs with i32 outputs and ReLU (exact); groups,
+//! depthwise and odd channel counts in the direct kernel. Skipped
 //! without a GPU unless LAYOUTKIT_REQUIRE_CUDA=1; the source test needs no GPU.
 
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::{parse_format, DType, Dims};
 use layoutkit_cpu::{conv2d_reference, Epilogue, TensorRef};
-use layoutkit_cuda::conv::{conv_source, unsupported_reason, ConvKernel, ConvLayout, ConvShape};
+use layoutkit_cuda::conv::{
+    conv_source, direct_source, direct_unsupported_reason, unsupported_reason, ConvKernel,
+    ConvLayout, ConvShape,
+};
 use layoutkit_cuda::Cuda;
 
 fn device() -> Option<Cuda> {
@@ -37,6 +42,17 @@ fn i8_noise(n: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
+/// bf16 bit patterns of values in [-1, 1).
+fn bf16_noise(n: usize, seed: u64) -> Vec<u8> {
+    f16_noise(n, seed)
+        .chunks_exact(2)
+        .flat_map(|c| {
+            let v = half::f16::from_le_bytes([c[0], c[1]]).to_f32();
+            half::bf16::from_f32(v).to_le_bytes()
+        })
+        .collect()
+}
+
 /// f16 bit patterns of values in [-1, 1) (multiples of 1/64: exact in f16).
 fn f16_noise(n: usize, seed: u64) -> Vec<u8> {
     let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
@@ -56,6 +72,10 @@ fn values(b: &[u8], t: DType) -> Vec<f64> {
         DType::F16 => b
             .chunks_exact(2)
             .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f64())
+            .collect(),
+        DType::BF16 => b
+            .chunks_exact(2)
+            .map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f64())
             .collect(),
         DType::I32 => b
             .chunks_exact(4)
@@ -95,6 +115,13 @@ fn the_kernel_source_names_its_contract() {
     };
     let src = conv_source(&kernel);
     assert!(src.contains("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"));
+    let bf16 = ConvKernel {
+        input: DType::BF16,
+        out: DType::BF16,
+        ..kernel
+    };
+    assert!(unsupported_reason(&bf16).is_none());
+    assert!(conv_source(&bf16).contains("m16n8k16.row.col.f32.bf16.bf16.f32"));
     assert!(src.contains("(v0 < 0.f ? 0.f : v0)"));
     assert!(unsupported_reason(&kernel).is_none());
     let odd = ConvKernel {
@@ -126,6 +153,23 @@ fn the_kernel_source_names_its_contract() {
     })
     .unwrap()
     .contains("multiple of 32"));
+    // Depthwise goes to the direct kernel.
+    let depthwise = ConvKernel {
+        shape: ConvShape {
+            c: 32,
+            o: 32,
+            conv: Conv2d {
+                groups: 32,
+                padding: [1, 1],
+                ..Conv2d::default()
+            },
+            ..s
+        },
+        ..kernel
+    };
+    assert!(unsupported_reason(&depthwise).unwrap().contains("groups"));
+    assert!(direct_unsupported_reason(&depthwise).is_none());
+    assert!(direct_source(&depthwise).contains("const int c0 = o / 1 * 1;"));
     assert_eq!(
         ConvLayout::from_format("NCHW32c"),
         Some(ConvLayout::Nc32hw32)
@@ -140,30 +184,35 @@ fn the_kernel_source_names_its_contract() {
 fn tensor_core_convolution_matches_the_reference() {
     let Some(cuda) = device() else { return };
     let cases = [
-        // n, c, h, w, o, k, stride, pad, dil
-        (1, 32, 8, 8, 8, 1, 1, 0, 1),
-        (2, 64, 9, 11, 40, 3, 1, 1, 1),
-        (1, 32, 15, 13, 130, 3, 2, 1, 1),
-        (2, 96, 7, 7, 64, 3, 1, 2, 2),
-        (3, 64, 20, 17, 200, 1, 2, 0, 1),
-        (1, 128, 6, 6, 256, 3, 1, 1, 1),
-        (2, 32, 12, 12, 72, 2, 1, 0, 1),
+        // n, c, h, w, o, k, stride, pad, dil, groups
+        (1, 32, 8, 8, 8, 1, 1, 0, 1, 1),
+        (2, 64, 9, 11, 40, 3, 1, 1, 1, 1),
+        (1, 32, 15, 13, 130, 3, 2, 1, 1, 1),
+        (2, 96, 7, 7, 64, 3, 1, 2, 2, 1),
+        (3, 64, 20, 17, 200, 1, 2, 0, 1, 1),
+        (1, 128, 6, 6, 256, 3, 1, 1, 1, 1),
+        (2, 32, 12, 12, 72, 2, 1, 0, 1, 1),
         // Enough row tiles for the 128 x 128 tile (the small ones above take 128 x 64 or 256 x 64).
-        (4, 64, 66, 66, 256, 3, 1, 1, 1),
+        (4, 64, 66, 66, 256, 3, 1, 1, 1, 1),
         // int8 and NC/32HW32 with stride 2 and a 1x1 kernel.
-        (2, 64, 15, 13, 96, 3, 2, 1, 1),
-        (1, 128, 9, 9, 32, 1, 1, 0, 1),
+        (2, 64, 15, 13, 96, 3, 2, 1, 1, 1),
+        (1, 128, 9, 9, 32, 1, 1, 0, 1, 1),
+        // The direct kernel: depthwise, groups, and channel counts the tensor-core kernel
+        // does not take (NC/32HW32 with a partial last block).
+        (2, 32, 9, 9, 32, 3, 1, 1, 1, 32),
+        (2, 12, 8, 8, 18, 3, 2, 1, 1, 3),
+        (1, 3, 10, 10, 8, 3, 1, 0, 1, 1),
     ];
     let mut checked = 0;
-    for (ci, &(n, c, h, w, o, k, stride, pad, dil)) in cases.iter().enumerate() {
+    for (ci, &(n, c, h, w, o, k, stride, pad, dil, groups)) in cases.iter().enumerate() {
         let conv = Conv2d {
             stride: [stride; 2],
             padding: [pad; 2],
             dilation: [dil; 2],
-            groups: 1,
+            groups,
         };
         let xd = Dims::parse(&format!("N={n},C={c},H={h},W={w}")).unwrap();
-        let wd = Dims::parse(&format!("O={o},I={c},H={k},W={k}")).unwrap();
+        let wd = Dims::parse(&format!("O={o},I={},H={k},W={k}", c / groups)).unwrap();
         let yd = conv.output_dims(&xd, &wd).unwrap();
         let e = |i: usize| yd.entries()[i].1;
         let s = ConvShape {
@@ -184,6 +233,8 @@ fn tensor_core_convolution_matches_the_reference() {
         let runs = [
             (DType::F16, DType::F32, false),
             (DType::F16, DType::F16, true),
+            (DType::BF16, DType::F32, false),
+            (DType::BF16, DType::BF16, true),
             (DType::I8, DType::I32, true),
         ];
         for layout in [ConvLayout::Nhwc, ConvLayout::Nchw, ConvLayout::Nc32hw32] {
@@ -195,16 +246,22 @@ fn tensor_core_convolution_matches_the_reference() {
                     layout,
                     input,
                     out,
-                    bias: input == DType::F16,
+                    bias: input != DType::I8,
                     relu,
                 };
-                if unsupported_reason(&kernel).is_some() {
+                let direct = unsupported_reason(&kernel).is_some();
+                if direct && direct_unsupported_reason(&kernel).is_some() {
                     continue;
                 }
                 let (xb, wb) = if input == DType::I8 {
                     (
                         i8_noise(xs.elements(), ci as u64),
                         i8_noise(ws.elements(), 100 + ci as u64),
+                    )
+                } else if input == DType::BF16 {
+                    (
+                        bf16_noise(xs.elements(), ci as u64),
+                        bf16_noise(ws.elements(), 100 + ci as u64),
                     )
                 } else {
                     (
@@ -240,7 +297,11 @@ fn tensor_core_convolution_matches_the_reference() {
                 let (got, _) = cuda.conv2d_timed(&kernel, &xb, &wb, b, 0, 1).unwrap();
                 let got = values(&got, out);
                 assert_eq!(got.len(), want.len());
-                let what = format!("case {ci} {} {input}->{out}", layout.format());
+                let what = format!(
+                    "case {ci} {} {input}->{out}{}",
+                    layout.format(),
+                    if direct { " (direct)" } else { "" }
+                );
                 if input == DType::I8 {
                     assert!(got == want, "{what}: not exact");
                     eprintln!("{what}: exact");

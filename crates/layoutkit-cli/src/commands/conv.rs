@@ -168,8 +168,8 @@ pub fn run(a: &ConvArgs, json_out: bool) -> Result<()> {
 
 /// The convolution on the GPU. The kernel reads the activations in their own layout when it
 /// has it (NHWC, NCHW, NC/32HW32), else in NHWC; i8 activations and filter (no bias) run the
-/// int8 kernel with exact i32 sums, everything else f16 with f32 sums (operands rounded to f16
-/// on the host, exact for f16 inputs). The filter goes over as OHWI; the kernel's output
+/// int8 kernel with exact i32 sums, bf16 activations the bf16 kernel, everything else f16,
+/// both with f32 sums (operands rounded on the host, exact when already of that type). The filter goes over as OHWI; the kernel's output
 /// (f32 or i32, in the kernel's layout) is converted on the host to `y`'s layout and `y_dtype`.
 fn conv_cuda(
     conv: &Conv2d,
@@ -183,7 +183,13 @@ fn conv_cuda(
     let (xd, wd) = (x.layout.dims(), w.layout.dims());
     let out = conv.output_dims(&xd, &wd)?;
     let int8 = x.dtype == DType::I8 && w.dtype == DType::I8 && epilogue.bias.is_none();
-    let input = if int8 { DType::I8 } else { DType::F16 };
+    let input = if int8 {
+        DType::I8
+    } else if x.dtype == DType::BF16 {
+        DType::BF16
+    } else {
+        DType::F16
+    };
     let layout = ConvLayout::from_format(&x.layout.layout().to_string())
         .filter(|l| !(int8 && *l == ConvLayout::Nchw))
         .unwrap_or(ConvLayout::Nhwc);

@@ -279,15 +279,16 @@ fn run_cuda(
         .split(',')
         .map(|t| match t.trim() {
             "f16" => Ok(DType::F16),
+            "bf16" => Ok(DType::BF16),
             "i8" => Ok(DType::I8),
-            other => bail!("--types takes f16 and i8, not `{other}`"),
+            other => bail!("--types takes f16, bf16 and i8, not `{other}`"),
         })
         .collect::<Result<_>>()?;
     let gpu = layoutkit_cuda::Cuda::new(0)?;
     let mut rows = Vec::new();
     if !json_out {
         outln!(
-            "device: {} (OHWI filter; f16: f32 sums, f16 output; i8: i32 sums and output; TOPS for i8)",
+            "device: {} (OHWI filter; f16/bf16: f32 sums, f16/bf16 output; i8: i32 sums and output, TOPS)",
             gpu.name()
         );
         outln!(
@@ -327,8 +328,8 @@ fn run_cuda(
                 )
             } else {
                 (
-                    half_noise(a.batch * l.hw * l.hw * l.c, li as u64),
-                    half_noise(l.o * l.k * l.k * l.c, 7 + li as u64),
+                    half_noise(a.batch * l.hw * l.hw * l.c, li as u64, input),
+                    half_noise(l.o * l.k * l.k * l.c, 7 + li as u64, input),
                 )
             };
             for &layout in &kinds {
@@ -336,10 +337,9 @@ fn run_cuda(
                     shape,
                     layout,
                     input,
-                    out: if input == DType::I8 {
-                        DType::I32
-                    } else {
-                        DType::F16
+                    out: match input {
+                        DType::I8 => DType::I32,
+                        t => t,
                     },
                     bias: false,
                     relu: false,
@@ -401,12 +401,17 @@ fn byte_noise(n: usize, seed: u64) -> Vec<u8> {
     noise(n.div_ceil(4), seed).into_iter().take(n).collect()
 }
 
-/// f16 bit patterns of deterministic values in [-1, 1).
-fn half_noise(n: usize, seed: u64) -> Vec<u8> {
+/// f16 or bf16 (`t`) bit patterns of deterministic values in [-1, 1).
+fn half_noise(n: usize, seed: u64, t: DType) -> Vec<u8> {
     noise(n, seed)
         .chunks_exact(4)
         .flat_map(|b| {
-            half::f16::from_f32(f32::from_le_bytes([b[0], b[1], b[2], b[3]])).to_le_bytes()
+            let v = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            if t == DType::BF16 {
+                half::bf16::from_f32(v).to_le_bytes()
+            } else {
+                half::f16::from_f32(v).to_le_bytes()
+            }
         })
         .collect()
 }
