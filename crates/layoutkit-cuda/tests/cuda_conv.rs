@@ -122,6 +122,7 @@ fn the_kernel_source_names_its_contract() {
     };
     assert!(unsupported_reason(&bf16).is_none());
     assert!(conv_source(&bf16).contains("m16n8k16.row.col.f32.bf16.bf16.f32"));
+    assert!(conv_source(&bf16).contains("(unsigned int)f2bf(r0)"));
     assert!(src.contains("(v0 < 0.f ? 0.f : v0)"));
     assert!(unsupported_reason(&kernel).is_none());
     let odd = ConvKernel {

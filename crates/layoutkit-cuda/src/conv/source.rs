@@ -284,10 +284,11 @@ fn epilogue(k: &mut String, kernel: &ConvKernel) {
     };
     if next == 1 && o % 2 == 0 {
         let pair = match kernel.out {
-            DType::F16 => {
-                "*(unsigned int*)(y + i) = (unsigned int)f2h(r0) | ((unsigned int)f2h(r1) << 16);"
-                    .to_string()
-            }
+            DType::F16 | DType::BF16 => format!(
+                "*(unsigned int*)(y + i) = (unsigned int){} | ((unsigned int){} << 16);",
+                conv("r0"),
+                conv("r1")
+            ),
             DType::I32 => "*(int2*)(y + i) = make_int2(r0, r1);".to_string(),
             _ => "*(float2*)(y + i) = make_float2(r0, r1);".to_string(),
         };
