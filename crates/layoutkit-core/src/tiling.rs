@@ -86,6 +86,45 @@ pub fn split_unit(dims: &[LoopDim], max_unit: usize) -> (usize, Vec<LoopDim>) {
     }
 }
 
+/// The padded copy that continues every source row of a tile of units by a partial cell: the
+/// last channels of an NHWC pixel that fill half of a MACE image pixel, right after the last
+/// whole cell along the tile's single source-contiguous loop. Returns `(its index in
+/// `copies`, its run)`; copies marked in `taken` are skipped. A tile kernel that reads whole
+/// source rows writes this cell in the same pass (`run` elements, then `unit - run` fill).
+///
+/// It matches when the copy has the tile's outer and destination-contiguous loops, a run of
+/// fewer than `unit` elements contiguous in both layouts whose padding completes the cell, and
+/// starts one cell past the tile's last one in both layouts.
+pub fn tail_cell(
+    main: &Region,
+    axes: &TileAxes,
+    unit: usize,
+    copies: &[PaddedCopy],
+    taken: &[bool],
+) -> Option<(usize, usize)> {
+    let [a] = axes.a.as_slice() else {
+        return None;
+    };
+    let want: Vec<LoopDim> = axes.outer.iter().chain([&axes.b]).copied().collect();
+    let shape =
+        |l: &[LoopDim]| -> Vec<LoopDim> { l.iter().filter(|d| d.extent > 1).copied().collect() };
+    copies.iter().enumerate().find_map(|(j, t)| {
+        let r = t.region;
+        let (inner, rest) = r.dims.split_last()?;
+        let run = inner.extent;
+        let next = a.extent as isize;
+        let fits = !taken.get(j).copied().unwrap_or(false)
+            && run < unit
+            && run + t.pad == unit
+            && inner.src_stride == 1
+            && inner.dst_stride == 1
+            && r.src_offset as isize == main.src_offset as isize + next * a.src_stride
+            && r.dst_offset as isize == main.dst_offset as isize + next * a.dst_stride
+            && shape(rest) == shape(&want);
+        fits.then_some((j, run))
+    })
+}
+
 /// A copy region and the fill elements written after each of its innermost runs.
 #[derive(Clone, Copy, Debug)]
 pub struct PaddedCopy<'p> {
@@ -262,6 +301,36 @@ mod tests {
         let transpose = [l(56, 1, 256), l(256, 56, 1)];
         assert_eq!(split_unit(&transpose, 16), (1, transpose.to_vec()));
         assert_eq!(split_unit(&pixel[2..], 16), (1, pixel[2..].to_vec()));
+    }
+
+    /// The MACE image's partial last pixel is found as the tail cell of the pixel tile, and
+    /// nothing is found where every pixel is whole.
+    #[test]
+    fn the_partial_last_pixel_is_the_tail_cell() {
+        for (c, want) in [(250usize, Some(2usize)), (10, Some(2)), (68, None)] {
+            let dims = Dims::parse(&format!("N=2,H=3,W=7,C={c}")).unwrap();
+            let src = parse_format("NHWC").unwrap().shaped(&dims).unwrap();
+            let dst = parse_format("mace:in_out_channel")
+                .unwrap()
+                .shaped(&dims)
+                .unwrap();
+            let plan = ConversionPlan::new(&src, &dst).unwrap();
+            let Strategy::Regions { copies, fills } = plan.strategy() else {
+                panic!("a linear plan")
+            };
+            let (padded, _) = absorb_fills(copies, fills);
+            let main = padded
+                .iter()
+                .find(|p| p.region.inner().extent == 4)
+                .expect("the whole pixels");
+            let (unit, loops) = split_unit(&main.region.dims, 16);
+            let axes = tile_axes(&loops, unit).expect("a tile of pixels");
+            let found = tail_cell(main.region, &axes, unit, &padded, &[]);
+            assert_eq!(found.map(|(_, run)| run), want, "C = {c}");
+            if let Some((j, _)) = found {
+                assert_eq!(padded[j].pad, 2);
+            }
+        }
     }
 
     /// `outer`, `a` and `b` hold every loop of the region once, `a` is contiguous in the

@@ -123,7 +123,7 @@ pub fn generate_tuned(
                     && unit > 1
                     && axes.a.len() == 1
                 {
-                    tail_of(r, &axes, unit, &padded, &done)
+                    tiling::tail_cell(r, &axes, unit, &padded, &done)
                 } else {
                     None
                 };
@@ -161,39 +161,6 @@ pub fn generate_tuned(
         return Ok(vec![gather_kernel(plan, cast)]);
     }
     Ok(out)
-}
-
-/// The padded copy that continues every source row of a tile of units by a partial cell (the
-/// last channels of an NHWC pixel that fill half of a MACE image pixel): `(its index, its run)`.
-/// It writes, for every tile row, the cell right after the last one along `a`: the same outer
-/// and `b` loops, a run of fewer than `unit` elements contiguous in both layouts, its padding
-/// completing the cell.
-fn tail_of(
-    main: &Region,
-    axes: &tiling::TileAxes,
-    unit: usize,
-    padded: &[tiling::PaddedCopy],
-    done: &[bool],
-) -> Option<(usize, usize)> {
-    let a = axes.a[0];
-    let want: Vec<LoopDim> = axes.outer.iter().chain([&axes.b]).copied().collect();
-    let shape =
-        |l: &[LoopDim]| -> Vec<LoopDim> { l.iter().filter(|d| d.extent > 1).copied().collect() };
-    padded.iter().enumerate().find_map(|(j, t)| {
-        let r = t.region;
-        let (inner, rest) = r.dims.split_last()?;
-        let run = inner.extent;
-        let next = a.extent as isize;
-        let fits = !done[j]
-            && run < unit
-            && run + t.pad == unit
-            && inner.src_stride == 1
-            && inner.dst_stride == 1
-            && r.src_offset as isize == main.src_offset as isize + next * a.src_stride
-            && r.dst_offset as isize == main.dst_offset as isize + next * a.dst_stride
-            && shape(rest) == shape(&want);
-        fits.then_some((j, run))
-    })
 }
 
 fn check_cast(c: &CastSpec) -> Result<(), Error> {

@@ -21,6 +21,9 @@ pub(super) struct Item {
     /// Fill elements written after each run: after each unit (strided items) or after the
     /// destination-contiguous loop (tiles). See [`tiling::absorb_fills`].
     pub(super) pad: usize,
+    /// Tiles of units: elements (1..unit) of one more, partial cell after the last along the
+    /// source-contiguous loop, completed with fill ([`tiling::tail_cell`]); 0 for none.
+    pub(super) tail: usize,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -50,6 +53,28 @@ impl Item {
 /// Runs up to this many bytes that are contiguous in both layouts become units.
 const MAX_UNIT_BYTES: usize = 64;
 
+/// For a copy `r` (without padding) that the tile kernel will move as units along one
+/// source-contiguous loop, in an identity conversion: the copy among `copies` (not `taken`)
+/// that ends each tile row with a partial cell, `(its index, its run)`.
+pub(super) fn tile_tail(
+    r: &Region,
+    cast: &CastSpec,
+    copies: &[tiling::PaddedCopy],
+    taken: &[bool],
+) -> Option<(usize, usize)> {
+    if !cast.is_identity() {
+        return None;
+    }
+    let size = cast.src.size_bytes();
+    let (unit, dims) = tiling::split_unit(&r.dims, MAX_UNIT_BYTES / size);
+    let inner = *dims.last()?;
+    if unit == 1 || (inner.src_stride == unit as isize && inner.dst_stride == unit as isize) {
+        return None;
+    }
+    let axes = tiling::tile_axes(&dims, unit)?;
+    tiling::tail_cell(r, &axes, unit, copies, taken)
+}
+
 /// Work items per thread (about), so threads stay balanced when items take unequal times.
 const ITEMS_PER_THREAD: usize = 8;
 
@@ -64,10 +89,12 @@ const MIN_ITEM_ELEMENTS: usize = 1 << 16;
 /// tiles' source streams long, which the hardware prefetchers need.
 ///
 /// With `pad > 0` (a copy whose runs are followed by `pad` fill elements), returns false and
-/// adds nothing when no kernel writes that padding in the same pass.
+/// adds nothing when no kernel writes that padding in the same pass. `tail` (from
+/// [`tile_tail`]) is the partial cell each tile row ends with.
 pub(super) fn split(
     r: &Region,
     pad: usize,
+    tail: usize,
     fill: bool,
     cast: &CastSpec,
     threads: usize,
@@ -167,6 +194,7 @@ pub(super) fn split(
             unit,
             a_loops,
             pad,
+            tail,
         };
         for (j, d) in dims[..=k].iter().enumerate() {
             it.src_offset = (it.src_offset as isize + start[j] as isize * d.src_stride) as usize;

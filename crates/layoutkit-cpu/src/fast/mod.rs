@@ -72,15 +72,30 @@ pub fn convert_fast(
         )
     };
     let mut left = Vec::new();
-    for c in &padded {
-        if !split(c.region, c.pad, false, cast, threads, &mut items) {
+    // Copies that end each row of another copy's tile (the partial last pixel of a MACE image
+    // row) are written by that tile, while its source rows are in cache.
+    let mut taken = vec![false; padded.len()];
+    let mut tails = vec![0; padded.len()];
+    for (i, c) in padded.iter().enumerate() {
+        if c.pad == 0 && !taken[i] {
+            if let Some((j, run)) = items::tile_tail(c.region, cast, &padded, &taken) {
+                taken[j] = true;
+                tails[i] = run;
+            }
+        }
+    }
+    for (i, c) in padded.iter().enumerate() {
+        if taken[i] {
+            continue;
+        }
+        if !split(c.region, c.pad, tails[i], false, cast, threads, &mut items) {
             // No padded kernel for this shape: the copy, and its fill apart.
-            split(c.region, 0, false, cast, threads, &mut items);
+            split(c.region, 0, 0, false, cast, threads, &mut items);
             left.push(tiling::fill_after(c.region, c.pad));
         }
     }
     for r in fills.into_iter().chain(left.iter()) {
-        split(r, 0, true, cast, threads, &mut items);
+        split(r, 0, 0, true, cast, threads, &mut items);
     }
     if threads <= 1 || items.len() <= 1 {
         items.iter().for_each(|it| job.execute(it));
@@ -275,7 +290,7 @@ impl Job<'_> {
             }
             Kind::Tile => {
                 let (a_loops, b) = k.split_at(k.len() - 1);
-                self.tiles(so, d0, a_loops, b[0], unit, it.pad, scratch);
+                self.tiles(so, d0, a_loops, b[0], unit, it.pad, it.tail, scratch);
             }
         }
     }

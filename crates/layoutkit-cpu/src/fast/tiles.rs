@@ -3,8 +3,8 @@
 
 use layoutkit_core::plan::LoopDim;
 
-use super::copy_short;
 use super::items::MAX_TILE_A;
+use super::{copy_few, copy_short};
 use super::{
     transpose, AlignedBuf, Job, Scratch, TileBuf, IDENTITY_TILE_BYTES, SCRATCH_BYTES, TILE_BYTES,
 };
@@ -15,6 +15,7 @@ impl Job<'_> {
     /// is contiguous in the destination. `b` tiles are outermost, so the source is read as a
     /// few long row streams and each destination row gets a whole segment per tile.
     #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn tiles(
         &self,
         so: usize,
@@ -23,6 +24,7 @@ impl Job<'_> {
         b: LoopDim,
         unit: usize,
         pad: usize,
+        tail: usize,
         scratch: &mut Scratch,
     ) {
         let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
@@ -102,7 +104,43 @@ impl Job<'_> {
                 }
                 a0 += na;
             }
+            if tail > 0 {
+                self.tail_cells(so, d0, a_loops, b, unit, tail, b0, nb);
+            }
             b0 += nb;
+        }
+    }
+
+    /// The partial cell after the last along `a` of source rows `b0..b0 + nb` (just read by
+    /// the tiles, so in cache): `tail` elements from the end of each source row, then fill to
+    /// a whole unit, at consecutive destination units. Identity conversions only (see
+    /// [`super::items::tile_tail`]).
+    #[allow(clippy::too_many_arguments)]
+    fn tail_cells(
+        &self,
+        so: usize,
+        d0: usize,
+        a_loops: &[LoopDim],
+        b: LoopDim,
+        unit: usize,
+        tail: usize,
+        b0: usize,
+        nb: usize,
+    ) {
+        let [l] = a_loops else {
+            unreachable!("tail cells follow a single source-contiguous loop")
+        };
+        let size = self.cast.src.size_bytes();
+        let dst = self.dst.slice();
+        let fill = &self.fill_line[..(unit - tail) * size];
+        let cell = l.extent as isize;
+        for i in b0..b0 + nb {
+            let s = (so as isize + i as isize * b.src_stride) as usize + l.extent * unit;
+            let d = (d0 as isize + i as isize * b.dst_stride + cell * l.dst_stride) as usize;
+            let out = &mut dst[d * size..(d + unit) * size];
+            let (data, pad) = out.split_at_mut(tail * size);
+            copy_few(data, &self.src[s * size..(s + tail) * size]);
+            copy_few(pad, fill);
         }
     }
 
