@@ -187,6 +187,17 @@ fn check_cast(c: &CastSpec) -> Result<(), Error> {
     }
 }
 
+/// The C type moving `bytes` (1, 2, 4, 8 or 16) bytes at once.
+fn vector_type(bytes: usize) -> &'static str {
+    match bytes {
+        16 => "uint4",
+        8 => "uint2",
+        4 => "unsigned int",
+        2 => "unsigned short",
+        _ => "unsigned char",
+    }
+}
+
 fn storage(t: DType) -> &'static str {
     match t.size_bytes() {
         1 => "unsigned char",

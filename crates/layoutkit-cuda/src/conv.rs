@@ -30,6 +30,10 @@ pub use direct::{
 };
 pub use source::conv_source;
 
+/// CUDA device function rounding an f32 to f16 bits (nearest even), shared by the kernels.
+const F2H: &str = "__device__ __forceinline__ unsigned short f2h(float f) {\n\
+  unsigned short h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h;\n}\n";
+
 /// The problem one kernel is generated for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConvShape {

@@ -8,7 +8,7 @@ use layoutkit_core::index_expr::gather_exprs;
 use layoutkit_core::plan::{ConversionPlan, LoopDim, Region};
 use layoutkit_core::CastSpec;
 
-use super::{decode, elements, grid_1d, offset, prelude, storage, Launch, PER_THREAD};
+use super::{decode, elements, grid_1d, offset, prelude, storage, vector_type, Launch, PER_THREAD};
 use crate::Error;
 
 pub(super) fn fill_kernel(r: &Region, c: &CastSpec) -> Result<Launch, Error> {
@@ -186,14 +186,9 @@ pub(super) fn runs_kernel(r: &Region, pad: usize, c: &CastSpec, small: bool) -> 
             && (r.dst_offset as isize) % we == 0
             && outer.iter().all(|l| l.dst_stride % we == 0)
     };
-    let vt = match width {
-        16 => Some("uint4"),
-        8 => Some("uint2"),
-        4 => Some("unsigned int"),
-        2 => Some("unsigned short"),
-        _ => None,
-    }
-    .filter(|_| width > c.dst.size_bytes() && aligned(width));
+    let vt = Some(vector_type(width)).filter(|_| {
+        matches!(width, 2 | 4 | 8 | 16) && width > c.dst.size_bytes() && aligned(width)
+    });
     match vt {
         Some(vt) => {
             let nq = bytes / width;
@@ -211,12 +206,7 @@ pub(super) fn runs_kernel(r: &Region, pad: usize, c: &CastSpec, small: bool) -> 
         && r.src_offset % run == 0
         && outer.iter().all(|l| l.src_stride % run as isize == 0);
     if run_aligned {
-        let vt = match run_bytes {
-            16 => "uint4",
-            8 => "uint2",
-            4 => "unsigned int",
-            _ => "unsigned short",
-        };
+        let vt = vector_type(run_bytes);
         let _ = writeln!(
             k,
             "  union {{ {s} e[{run}]; {vt} q; }} v;\n  v.q = *(const {vt}*)(src + so);\n  #pragma unroll\n  for (int e = 0; e < {run}; ++e) w.e[e] = cast(v.e[e]);"

@@ -26,7 +26,7 @@ use layoutkit_core::plan::LoopDim;
 use layoutkit_core::tiling::TileAxes;
 use layoutkit_core::CastSpec;
 
-use super::{decode, elements, offset, prelude, storage, Launch, Tuning};
+use super::{decode, elements, offset, prelude, storage, vector_type, Launch, Tuning};
 
 /// Threads per block.
 const THREADS: usize = 256;
@@ -104,17 +104,6 @@ fn row_padding(ta: usize, unit: usize) -> usize {
         1
     } else {
         2
-    }
-}
-
-/// The C type moving `bytes` bytes at once.
-fn vector_type(bytes: usize) -> &'static str {
-    match bytes {
-        16 => "uint4",
-        8 => "uint2",
-        4 => "unsigned int",
-        2 => "unsigned short",
-        _ => "unsigned char",
     }
 }
 

@@ -38,10 +38,9 @@ fn helpers(k: &mut String, input: DType) {
   unsigned a; asm volatile(\"{ .reg .u64 q; cvta.to.shared.u64 q, %1; cvt.u32.u64 %0, q; }\" : \"=r\"(a) : \"l\"(dst));\n\
   asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\" :: \"r\"(a), \"l\"(src), \"r\"(bytes));\n}\n",
     );
+    k.push_str(super::F2H);
     k.push_str(
-        "__device__ __forceinline__ unsigned short f2h(float f) {\n\
-  unsigned short h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h;\n}\n\
-__device__ __forceinline__ unsigned short f2bf(float f) {\n\
+        "__device__ __forceinline__ unsigned short f2bf(float f) {\n\
   unsigned short h; asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h;\n}\n",
     );
 }
