@@ -515,3 +515,20 @@ fn conv_writes_the_reference_result_and_rejects_bad_problems() {
         assert!(!Path::new(&p("bad.npy")).exists());
     }
 }
+
+#[test]
+fn conv_bench_rejects_types_and_layouts_it_cannot_run() {
+    // Checked before any device is opened, so these hold with or without a GPU.
+    assert_bad_input(
+        &["conv", "bench", "--types", "i8", "--filter", "3x3"],
+        "--types is for --device cuda",
+    );
+    assert_bad_input(
+        &["conv", "bench", "--device", "cuda", "--types", "f64"],
+        "--types takes f16, bf16 and i8",
+    );
+    assert_bad_input(
+        &["conv", "bench", "--device", "cuda", "--layouts", "NCHW8c"],
+        "reads NHWC, NCHW or NC/32HW32",
+    );
+}
