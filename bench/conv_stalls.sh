@@ -1,7 +1,7 @@
 #!/bin/bash
 # Warp stall reasons of layoutkit's CUDA convolution kernel on three ResNet-50 3x3 layers (batch 64,
 # NHWC f16), one launch each under Nsight Compute. Usage (on a GPU machine, from the repository
-# root, with the layoutkit binary at device-bin/layoutkit): bench/conv_stalls.sh
+# root): LAYOUTKIT=path/to/layoutkit bench/conv_stalls.sh (default device-bin/layoutkit)
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64
 S=smsp__average_warps_issue_stalled
 M="gpu__time_duration.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum"
