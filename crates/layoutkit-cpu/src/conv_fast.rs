@@ -1,5 +1,5 @@
 //! Implicit-GEMM convolution on the CPU, directly on f32 activations in NCHW, NHWC or
-//! NCHW<x>c (the family `N, C/x, H, W, x`: x = 1 is NCHW, x = C is NHWC), without an im2col
+//! `NCHW<x>c` (the family `N, C/x, H, W, x`: x = 1 is NCHW, x = C is NHWC), without an im2col
 //! copy. The GEMM is `out[pixel][o] = sum over (c, r, s) of in[pixel, c, r, s] * w[o][c][r][s]`:
 //! each work item is one output row `(n, oh)`, computed in register tiles of 4 output pixels by
 //! 16 output channels, reading the input in place through per-channel offsets (so the layout's
@@ -97,13 +97,13 @@ struct Geometry {
     conv: Conv2d,
 }
 
-/// Whether the fast path takes these operands: f32 activations in NCHW, NHWC or NCHW<x>c.
+/// Whether the fast path takes these operands: f32 activations in NCHW, NHWC or `NCHW<x>c`.
 pub fn conv2d_fast_supports(x: &TensorRef<'_>) -> bool {
     x.dtype == DType::F32 && x.layout.axes().len() == 4 && channel_block(x.layout).is_some()
 }
 
 /// The convolution of [`crate::conv2d_reference`], computed by implicit GEMM on `threads`
-/// threads, for f32 activations in NCHW, NHWC or NCHW<x>c (errors for others; the filter may
+/// threads, for f32 activations in NCHW, NHWC or `NCHW<x>c` (errors for others; the filter may
 /// be in any layout and type, it is packed once).
 ///
 /// Contract: same checks and output as the reference, except that sums are accumulated in f32

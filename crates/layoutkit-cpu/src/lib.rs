@@ -11,7 +11,7 @@
 //!   cache-sized transposition tiles (AVX2 where the CPU has it) and threads.
 //! * [`convert`]: plans and runs in one call, allocating the destination.
 //! * [`conv2d_reference`]: the reference 2-D convolution (f64, any operand layouts).
-//! * [`conv2d_fast`]: implicit-GEMM convolution on f32 NCHW / NHWC / NCHW<x>c activations.
+//! * [`conv2d_fast`]: implicit-GEMM convolution on f32 NCHW / NHWC / `NCHW<x>c` activations.
 //!
 //! ```
 //! use layoutkit_core::{parse_format, CastSpec, DType, Dims};

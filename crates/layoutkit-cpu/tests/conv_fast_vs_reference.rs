@@ -1,6 +1,6 @@
 //! The implicit-GEMM convolution against the f64 reference: random problems (stride, padding,
 //! dilation, groups, depthwise, odd channel counts, bias, ReLU), activations in NCHW, NHWC and
-//! NCHW<x>c, filters and outputs in several layouts, 1 to 3 threads.
+//! `NCHW<x>c`, filters and outputs in several layouts, 1 to 3 threads.
 
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::{parse_format, DType, Dims, ShapedLayout};
