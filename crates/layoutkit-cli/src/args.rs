@@ -178,7 +178,7 @@ pub struct ConvBenchArgs {
     /// Batch size N.
     #[arg(long, default_value_t = 64)]
     pub batch: usize,
-    /// Activation layouts to compare (comma-separated). CPU: NCHW, NHWC, NCHW<x>c (default
+    /// Activation layouts to compare (comma-separated). CPU: NCHW, NHWC, NCHW8c, NCHW16c, ... (default
     /// NCHW,NHWC,NCHW8c); CUDA: NHWC, NCHW, NC/32HW32 (default all three).
     #[arg(long)]
     pub layouts: Option<String>,
@@ -253,7 +253,7 @@ pub struct ConvArgs {
     /// Element type of the output.
     #[arg(long)]
     pub output_dtype: Option<String>,
-    /// fast: implicit GEMM on f32 NCHW / NHWC / NCHW<x>c activations (f32 sums); reference:
+    /// fast: implicit GEMM on f32 NCHW / NHWC / NCHW8c-style blocked activations (f32 sums); reference:
     /// exact f64 sums, any layouts and types; auto: fast where it applies, else reference.
     #[arg(long, value_enum, default_value = "auto")]
     pub engine: ConvEngine,
