@@ -31,6 +31,9 @@ use super::{decode, elements, offset, prelude, storage, vector_type, Launch, Tun
 /// Threads per block.
 const THREADS: usize = 256;
 
+/// The most static shared memory a tile kernel declares (CUDA's static limit is 48 KiB).
+const SHARED_BYTES: usize = 44 * 1024;
+
 /// What a tile kernel moves: the region's offsets, its tile axes and unit, the padding it
 /// writes, and the cast.
 pub(super) struct TileJob<'a> {
@@ -148,11 +151,18 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
         (ssize, dsize),
         job.tuning.tile_elements,
     );
-    let (ta, tb) = if job.b_pad > 0 {
+    let (mut ta, tb) = if job.b_pad > 0 {
         (ta, b_cells)
     } else {
         (ta, tb)
     };
+    // Static shared memory is limited to 48 KiB: halve the rows until the tile and its row
+    // table fit (only wide elements with a whole padded destination row in the tile come near).
+    let index_bytes = if job.small { 4 } else { 8 };
+    let shared = |ta: usize| tb * (ta + row_padding(ta, unit)) * unit * ssize + ta * index_bytes;
+    while ta > 1 && shared(ta) > SHARED_BYTES {
+        ta /= 2;
+    }
     let (na, nb) = (a_cells.div_ceil(ta), b_cells.div_ceil(tb));
     let blocks = na * nb * elements(outer);
     // A destination row: `tb` cells of data, then the padding.
@@ -371,6 +381,46 @@ fn read_cells(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A padded destination row of 8-byte elements as wide as the tile allows still fits the
+    /// static shared memory.
+    #[test]
+    fn wide_padded_rows_fit_the_shared_memory() {
+        use layoutkit_core::DType;
+        let l = |extent, src_stride, dst_stride| LoopDim {
+            extent,
+            src_stride,
+            dst_stride,
+        };
+        let cast = CastSpec::identity(DType::F64);
+        let job = TileJob {
+            src_offset: 0,
+            dst_offset: 0,
+            axes: TileAxes {
+                outer: vec![l(4, 200 * 1024, 1024 * 256)],
+                a: vec![l(1024, 1, 256)],
+                b: l(200, 1024, 1),
+            },
+            unit: 1,
+            b_pad: 56,
+            a_tail: 0,
+            cast: &cast,
+            small: true,
+            tuning: Tuning::default(),
+        };
+        let source = tile_kernel(&job).source;
+        let dims = source
+            .split("sm[")
+            .nth(1)
+            .and_then(|r| r.split(';').next())
+            .expect("a shared tile");
+        let sizes: Vec<usize> = dims
+            .trim_end_matches(']')
+            .split("][")
+            .map(|v| v.parse().unwrap())
+            .collect();
+        assert!(sizes[0] * sizes[1] * 8 <= SHARED_BYTES, "{dims}");
+    }
 
     #[test]
     fn unit_rows_hold_an_odd_number_of_cells() {
