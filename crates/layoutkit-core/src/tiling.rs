@@ -88,8 +88,8 @@ pub fn split_unit(dims: &[LoopDim], max_unit: usize) -> (usize, Vec<LoopDim>) {
 
 /// The padded copy that continues every source row of a tile of units by a partial cell: the
 /// last channels of an NHWC pixel that fill half of a MACE image pixel, right after the last
-/// whole cell along the tile's single source-contiguous loop. Returns `(its index in
-/// `copies`, its run)`; copies marked in `taken` are skipped. A tile kernel that reads whole
+/// whole cell along the tile's single source-contiguous loop. Returns its index in `copies`
+/// and its run; copies marked in `taken` are skipped. A tile kernel that reads whole
 /// source rows writes this cell in the same pass (`run` elements, then `unit - run` fill).
 ///
 /// It matches when the copy has the tile's outer and destination-contiguous loops, a run of
