@@ -243,3 +243,31 @@ fn fast_engine_on_larger_transposes_and_casts() {
         }
     }
 }
+
+proptest! {
+    /// MACE images are not among the random layout pairs: the fast engine on them (whole and
+    /// partial last pixels, the partial one written by the pixel tile) against the reference,
+    /// from and to NHWC and NCHW, with casts and any thread count.
+    #[test]
+    fn fast_engine_on_mace_images(
+        n in 1usize..3, h in 1usize..6, w in 1usize..40, c in 1usize..70,
+        image in prop_oneof![Just("mace:in_out_channel"), Just("mace:in_out_height"), Just("mace:in_out_width")],
+        from in prop_oneof![Just("NHWC"), Just("NCHW")],
+        to_image in any::<bool>(),
+        cast in arb_cast(),
+        threads in 1usize..4,
+        seed in any::<u64>(),
+    ) {
+        let dims = layoutkit_core::Dims::parse(&format!("N={n},H={h},W={w},C={c}")).unwrap();
+        let plain = layoutkit_core::parse_format(from).unwrap().shaped(&dims).unwrap();
+        let img = layoutkit_core::parse_format(image).unwrap().shaped(&dims).unwrap();
+        let (src, dst) = if to_image { (plain, img) } else { (img, plain) };
+        let data = noise_bytes(src.bytes(cast.src).unwrap(), seed);
+        let mut want = vec![0u8; dst.bytes(cast.dst).unwrap()];
+        convert_reference(&src, &data, &dst, &mut want, &cast).unwrap();
+        let plan = ConversionPlan::new(&src, &dst).unwrap();
+        let mut got = vec![0x5Au8; want.len()];
+        convert_fast(&plan, &data, &mut got, &cast, threads).unwrap();
+        prop_assert!(first_difference(&got, &want).is_none(), "{} -> {} {} {:?}: first difference at byte {:?}", src.layout(), dst.layout(), dims, cast, first_difference(&got, &want));
+    }
+}
