@@ -13,6 +13,7 @@ mod buffer;
 mod cast_tiles;
 mod casts;
 mod items;
+mod shape;
 mod tiles;
 mod transpose;
 

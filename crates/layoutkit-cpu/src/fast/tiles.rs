@@ -4,6 +4,7 @@
 use layoutkit_core::plan::LoopDim;
 
 use super::items::MAX_TILE_A;
+use super::shape::tile_shape;
 use super::{copy_few, copy_short};
 use super::{
     transpose, AlignedBuf, Job, Scratch, TileBuf, IDENTITY_TILE_BYTES, SCRATCH_BYTES, TILE_BYTES,
@@ -535,76 +536,6 @@ fn dst_offsets(loops: &[LoopDim], a0: usize, n: usize, out: &mut Vec<isize>) {
             }
             off -= loops[j].dst_stride * loops[j].extent as isize;
             idx[j] = 0;
-        }
-    }
-}
-
-/// The tile shape `(a, b)` in units of `unit_bytes` (the wider of the source and destination
-/// unit; `dst_unit_bytes` the destination's): `a` along the source rows (contiguous in the
-/// source), `b` along the destination rows, for source rows `src_row_bytes` apart,
-/// destination rows `dst_row_bytes` apart, and at most `max_bytes` per tile. Segments are
-/// counted in destination bytes, so a cast to a narrower type still writes whole lines.
-///
-/// Chosen from measurements on the 2-core EPYC (bench/results/cpu.md): the destination
-/// segment each row gets per tile (`b`) is long (2 KiB) when the source rows are close
-/// together (NHWC's pixels: few pages to read from), short (one line) when the source rows
-/// are far apart and the destination rows close (NCHW -> NHWC: few source streams, which the
-/// prefetchers follow), 256 bytes when both are far apart. `a` fills the rest of the tile.
-fn tile_shape(
-    unit_bytes: usize,
-    dst_unit_bytes: usize,
-    src_row_bytes: usize,
-    dst_row_bytes: usize,
-    nb: usize,
-    max_bytes: usize,
-) -> (usize, usize) {
-    const PAGE: usize = 4096;
-    let (segment, max_bytes) = match (src_row_bytes < PAGE, dst_row_bytes < PAGE) {
-        (true, true) => (2048, max_bytes),
-        (true, false) => (512, max_bytes.min(16384)),
-        (false, false) => (256, max_bytes),
-        (false, true) => (64, max_bytes),
-    };
-    let tb = (segment / dst_unit_bytes).clamp(1, nb.max(1));
-    let ta = (max_bytes / (tb * unit_bytes)).clamp(1, MAX_TILE_A);
-    (ta, tb)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The tile shape's contract: `1 <= tb <= nb`, `1 <= ta <= MAX_TILE_A`, and a casting
-    /// tile (elements of at most 8 bytes, casts to types of at least 1 byte) fits the casting
-    /// scratch buffers, over every kind of row distance.
-    #[test]
-    fn tiles_stay_within_their_bounds() {
-        for (src_size, dst_size) in [
-            (4, 4),
-            (2, 2),
-            (1, 1),
-            (8, 8),
-            (4, 2),
-            (4, 1),
-            (2, 4),
-            (1, 4),
-            (8, 1),
-        ] {
-            let unit = src_size.max(dst_size);
-            for src_row in [4, 1000, 4096, 1 << 20] {
-                for dst_row in [4, 1000, 4096, 1 << 20] {
-                    for nb in [1, 3, 16, 96, 10_000] {
-                        for max in [TILE_BYTES, IDENTITY_TILE_BYTES] {
-                            let (ta, tb) = tile_shape(unit, dst_size, src_row, dst_row, nb, max);
-                            assert!((1..=nb).contains(&tb) && (1..=MAX_TILE_A).contains(&ta));
-                            assert!(
-                                ta * tb * unit <= max,
-                                "{ta} x {tb} x {unit} > {max} ({src_row}, {dst_row}, {nb})"
-                            );
-                        }
-                    }
-                }
-            }
         }
     }
 }
