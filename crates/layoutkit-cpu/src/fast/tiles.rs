@@ -189,15 +189,7 @@ impl Job<'_> {
             && t.d_row as usize == (nb + t.pad) * unit
             && (dst as usize % 64 != 0 || row % 64 != 0)
             && na * row <= SCRATCH_BYTES;
-        let out = if through_scratch {
-            scratch
-                .stream_buf
-                .get_or_insert_with(|| AlignedBuf::zeroed(SCRATCH_BYTES))
-                .as_mut_ptr()
-        } else {
-            dst
-        };
-        let rows = transpose::Strided {
+        let strided = |out: *mut u8| transpose::Strided {
             src: self.src.as_ptr().wrapping_add(t.s_first as usize * ss),
             src_row: t.s_row as usize * ss,
             dst: out,
@@ -206,33 +198,70 @@ impl Job<'_> {
             nb: nb + t.pad,
         };
         if let Some(fused) = fused {
-            let rows = transpose::Strided { nb, ..rows };
+            let rows = transpose::Strided { nb, ..strided(dst) };
             // SAFETY: every row of the tile is inside its buffer (asserted above); the
             // destination rows belong to this item alone; the CPU has the kernel's features.
             let done = unsafe { fused.run(rows, true) };
             self.cast_strips(rows, done);
             return;
         }
-        // SAFETY: every row of the tile is inside its buffer (asserted above; the scratch holds
-        // `na * row` bytes); the destination rows belong to this item alone and the source is
-        // never written.
+        // SAFETY: every row of the tile is inside its buffer (asserted above), and through the
+        // scratch its rows are back to back from `dst`, `na * row <= SCRATCH_BYTES` bytes; the
+        // destination rows belong to this item alone.
         unsafe {
-            if t.pad == 0 {
-                transpose::transpose_rows_dyn(rows, unit * ss, !through_scratch)
+            self.transpose_out(
+                strided,
+                dst,
+                through_scratch.then_some(na * row),
+                (unit * ss, nb, t.pad),
+                scratch,
+            )
+        };
+    }
+
+    /// Runs the identity tile `rows(out)` (`n`-byte units, `pad` fill rows after its `nb`
+    /// data rows): straight into the destination (`out = dst`, whole lines streamed), or with
+    /// `scratch_bytes` into the scratch tile (`out`), whose bytes are then streamed to `dst` in
+    /// one piece (for tiles whose destination rows are back to back but not whole lines).
+    ///
+    /// # Safety
+    /// `rows(dst)` lies inside the buffers; with `scratch_bytes`, its destination rows are the
+    /// `scratch_bytes <= SCRATCH_BYTES` bytes from `dst`; the destination belongs to this item.
+    unsafe fn transpose_out<R: transpose::Rows>(
+        &self,
+        rows: impl FnOnce(*mut u8) -> R,
+        dst: *mut u8,
+        scratch_bytes: Option<usize>,
+        (n, nb, pad): (usize, usize, usize),
+        scratch: &mut Scratch,
+    ) {
+        let out = match scratch_bytes {
+            Some(_) => scratch
+                .stream_buf
+                .get_or_insert_with(|| AlignedBuf::zeroed(SCRATCH_BYTES))
+                .as_mut_ptr(),
+            None => dst,
+        };
+        let rows = rows(out);
+        let stream = scratch_bytes.is_none();
+        // SAFETY: the rows are inside their buffers (the caller's contract; the scratch holds
+        // SCRATCH_BYTES); the source is never written.
+        unsafe {
+            if pad == 0 {
+                transpose::transpose_rows_dyn(rows, n, stream)
             } else {
                 let rows = transpose::Padded {
                     rows,
                     data_rows: nb,
                     fill: self.fill_line.as_ptr(),
                 };
-                transpose::transpose_rows_dyn(rows, unit * ss, !through_scratch)
+                transpose::transpose_rows_dyn(rows, n, stream)
             }
-        };
-        if through_scratch {
-            let bytes = na * row;
+        }
+        if let Some(bytes) = scratch_bytes {
             let tile = &scratch.stream_buf.as_ref().expect("made above")[..bytes];
-            // SAFETY: the tile's destination rows are back to back from `dst` and inside the
-            // buffer (asserted above), and belong to this item.
+            // SAFETY: the tile's destination range is inside the buffer and belongs to this
+            // item (the caller's contract).
             let out = unsafe { std::slice::from_raw_parts_mut(dst, bytes) };
             transpose::stream_copy(out, tile);
         }
@@ -280,44 +309,25 @@ impl Job<'_> {
         let lines =
             dst as usize % 64 == 0 && row % 64 == 0 && rows_bytes.iter().all(|o| o % 64 == 0);
         let through_scratch = whole && !lines && na * row <= SCRATCH_BYTES;
-        let out = if through_scratch {
-            scratch
-                .stream_buf
-                .get_or_insert_with(|| AlignedBuf::zeroed(SCRATCH_BYTES))
-                .as_mut_ptr()
-        } else {
-            dst
-        };
-        let rows = transpose::Offsets {
+        let offsets = |out: *mut u8| transpose::Offsets {
             src,
             src_row: s_row as usize * n / unit,
             dst: out,
             dst_rows: rows_bytes,
             nb: nb + pad,
         };
-        // SAFETY: every row is inside its buffer (asserted above: offsets are non-negative
-        // and at most `max`; the scratch holds `na * row` bytes); destination rows belong to
-        // this item alone and the source is never written.
+        // SAFETY: every row is inside its buffer (asserted above: offsets are non-negative and
+        // at most `max`), and a whole tile's rows are the `na * row <= SCRATCH_BYTES` bytes
+        // from `dst`; destination rows belong to this item alone.
         unsafe {
-            if pad == 0 {
-                transpose::transpose_rows_dyn(rows, n, !through_scratch)
-            } else {
-                let rows = transpose::Padded {
-                    rows,
-                    data_rows: nb,
-                    fill: self.fill_line.as_ptr(),
-                };
-                transpose::transpose_rows_dyn(rows, n, !through_scratch)
-            }
-        }
-        if through_scratch {
-            let bytes = na * row;
-            let tile = &scratch.stream_buf.as_ref().expect("made above")[..bytes];
-            // SAFETY: the tile's destination range is inside the buffer (asserted above) and
-            // belongs to this item.
-            let out = unsafe { std::slice::from_raw_parts_mut(dst, bytes) };
-            transpose::stream_copy(out, tile);
-        }
+            self.transpose_out(
+                offsets,
+                dst,
+                through_scratch.then_some(na * row),
+                (n, nb, pad),
+                scratch,
+            )
+        };
     }
 
     /// Casts, element by element, what a fused kernel that did rows `..da` and columns
