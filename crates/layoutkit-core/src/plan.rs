@@ -53,6 +53,16 @@ impl Region {
         self.dims.iter().map(|d| d.extent).product()
     }
 
+    /// The loops, or one single-element loop for a zero-dimensional box (for kernels that
+    /// need at least one loop).
+    pub fn loops(&self) -> Vec<LoopDim> {
+        if self.dims.is_empty() {
+            vec![self.inner()]
+        } else {
+            self.dims.clone()
+        }
+    }
+
     /// The innermost loop, or a single-element loop for a zero-dimensional box.
     pub fn inner(&self) -> LoopDim {
         self.dims.last().copied().unwrap_or(LoopDim {

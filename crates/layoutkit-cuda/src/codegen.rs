@@ -306,14 +306,7 @@ fn copy_kernel(r: &Region, c: &CastSpec, small: bool) -> Result<Launch, Error> {
     } else {
         ("unsigned long long", "ull")
     };
-    let mut dims = r.dims.clone();
-    if dims.is_empty() {
-        dims.push(LoopDim {
-            extent: 1,
-            src_stride: 1,
-            dst_stride: 1,
-        });
-    }
+    let dims = r.loops();
     let (s, d) = (storage(c.src), storage(c.dst));
     let mut k = prelude(c);
     let total = elements(&dims);

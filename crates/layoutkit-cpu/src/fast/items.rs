@@ -100,14 +100,7 @@ pub(super) fn split(
     threads: usize,
     items: &mut Vec<Item>,
 ) -> bool {
-    let mut dims = r.dims.clone();
-    if dims.is_empty() {
-        dims.push(LoopDim {
-            extent: 1,
-            src_stride: 1,
-            dst_stride: 1,
-        });
-    }
+    let mut dims = r.loops();
     let size = cast.src.size_bytes().max(cast.dst.size_bytes());
     // A short innermost run contiguous in both layouts becomes the unit of the other loops.
     let mut unit = 1;
