@@ -29,17 +29,20 @@ fn device() -> Option<Cuda> {
     }
 }
 
+/// A deterministic xorshift stream (the test problems' data).
+fn xorshift(seed: u64) -> impl Iterator<Item = u64> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    std::iter::repeat_with(move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    })
+}
+
 /// int8 values in [-128, 127].
 fn i8_noise(n: usize, seed: u64) -> Vec<u8> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 56) as u8
-        })
-        .collect()
+    xorshift(seed).take(n).map(|s| (s >> 56) as u8).collect()
 }
 
 /// bf16 bit patterns of values in [-1, 1).
@@ -55,12 +58,9 @@ fn bf16_noise(n: usize, seed: u64) -> Vec<u8> {
 
 /// f16 bit patterns of values in [-1, 1) (multiples of 1/64: exact in f16).
 fn f16_noise(n: usize, seed: u64) -> Vec<u8> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .flat_map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
+    xorshift(seed)
+        .take(n)
+        .flat_map(|s| {
             let v = ((s >> 58) as f32 - 32.0) / 32.0 + ((s >> 20) % 64) as f32 / 2048.0;
             half::f16::from_f32(v).to_le_bytes()
         })
