@@ -21,6 +21,33 @@ fn first_difference(a: &[u8], b: &[u8]) -> Option<(usize, usize, usize)> {
         .map(|i| (i, a[i] as usize, b[i] as usize))
 }
 
+/// The fast engine on `threads` threads writes what the reference writes, every byte (the
+/// output starts as garbage), for random source bytes from `seed`.
+fn fast_equals_reference(
+    src: &layoutkit_core::ShapedLayout,
+    dst: &layoutkit_core::ShapedLayout,
+    cast: &CastSpec,
+    threads: usize,
+    seed: u64,
+) -> Result<(), TestCaseError> {
+    let data = noise_bytes(src.bytes(cast.src).unwrap(), seed);
+    let mut want = vec![0u8; dst.bytes(cast.dst).unwrap()];
+    convert_reference(src, &data, dst, &mut want, cast).unwrap();
+    let plan = ConversionPlan::new(src, dst).unwrap();
+    let mut got = vec![0x5Au8; want.len()];
+    convert_fast(&plan, &data, &mut got, cast, threads).unwrap();
+    prop_assert!(
+        first_difference(&got, &want).is_none(),
+        "{} -> {} {} {:?}: first difference at byte {:?}",
+        src.layout(),
+        dst.layout(),
+        src.dims(),
+        cast,
+        first_difference(&got, &want)
+    );
+    Ok(())
+}
+
 fn arb_cast() -> impl Strategy<Value = CastSpec> {
     (arb_dtype(), arb_dtype(), 0.05f32..4.0, -5i32..5).prop_map(|(s, d, scale, zp)| {
         let quant = (s.is_float() != d.is_float()).then_some(Quantization {
@@ -69,13 +96,7 @@ proptest! {
         let src = a.shaped(&dims).unwrap();
         let dst = b.with_fill(fill).shaped(&dims).unwrap();
         prop_assume!(src.elements() <= MAX_ELEMENTS && dst.elements() <= MAX_ELEMENTS);
-        let data = noise_bytes(src.bytes(cast.src).unwrap(), seed);
-        let mut want = vec![0u8; dst.bytes(cast.dst).unwrap()];
-        convert_reference(&src, &data, &dst, &mut want, &cast).unwrap();
-        let plan = ConversionPlan::new(&src, &dst).unwrap();
-        let mut got = vec![0x5Au8; want.len()];
-        convert_fast(&plan, &data, &mut got, &cast, threads).unwrap();
-        prop_assert!(first_difference(&got, &want).is_none(), "{} -> {} {} {:?}: first difference at byte {:?}", src.layout(), dst.layout(), dims, cast, first_difference(&got, &want));
+        fast_equals_reference(&src, &dst, &cast, threads, seed)?;
     }
 
     #[test]
@@ -262,12 +283,6 @@ proptest! {
         let plain = layoutkit_core::parse_format(from).unwrap().shaped(&dims).unwrap();
         let img = layoutkit_core::parse_format(image).unwrap().shaped(&dims).unwrap();
         let (src, dst) = if to_image { (plain, img) } else { (img, plain) };
-        let data = noise_bytes(src.bytes(cast.src).unwrap(), seed);
-        let mut want = vec![0u8; dst.bytes(cast.dst).unwrap()];
-        convert_reference(&src, &data, &dst, &mut want, &cast).unwrap();
-        let plan = ConversionPlan::new(&src, &dst).unwrap();
-        let mut got = vec![0x5Au8; want.len()];
-        convert_fast(&plan, &data, &mut got, &cast, threads).unwrap();
-        prop_assert!(first_difference(&got, &want).is_none(), "{} -> {} {} {:?}: first difference at byte {:?}", src.layout(), dst.layout(), dims, cast, first_difference(&got, &want));
+        fast_equals_reference(&src, &dst, &cast, threads, seed)?;
     }
 }
