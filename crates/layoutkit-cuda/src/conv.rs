@@ -16,18 +16,22 @@
 //!   after them) and the output is written channel plane by channel plane.
 //!
 //! Generated per problem (extents baked in as constants) and compiled with NVRTC for the
-//! device's architecture (sm_80 or newer). What the tensor-core kernel does not take (groups,
-//! depthwise, channel counts that are not multiples of 32) runs in a direct kernel
-//! ([`direct_source`]: one thread per output, f32 sums).
+//! device's architecture (sm_80 or newer). On Hopper GPUs (sm_90) f16 and bf16 problems in
+//! NHWC or NC/32HW32 with C a multiple of 64 run the same implicit GEMM with warpgroup MMA
+//! ([`hopper_source`]). What the tensor-core kernel does not take (groups, depthwise, channel
+//! counts that are not multiples of 32) runs in a direct kernel ([`direct_source`]: one thread
+//! per output, f32 sums).
 
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::DType;
 
 mod direct;
+mod hopper;
 mod source;
 pub use direct::{
     direct_grid, direct_source, direct_unsupported_reason, padded_elements, DIRECT_THREADS,
 };
+pub use hopper::{hopper_source, hopper_tile, hopper_unsupported_reason, HopperTile};
 pub use source::conv_source;
 
 /// CUDA device function rounding an f32 to f16 bits (nearest even), shared by the kernels.

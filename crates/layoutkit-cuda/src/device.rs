@@ -81,7 +81,7 @@ impl Cuda {
     }
 
     /// The kernel `name` of `source` compiled with NVRTC `options` (cached per source and
-    /// options).
+    /// options). With `LAYOUTKIT_CUDA_DUMP=DIR` each source compiled is also written to DIR.
     pub(crate) fn compiled(
         &self,
         source: &str,
@@ -92,6 +92,11 @@ impl Cuda {
         let mut cache = self.kernels.borrow_mut();
         if let Some((_, f)) = cache.get(&key) {
             return Ok(f.clone());
+        }
+        if let Ok(dir) = std::env::var("LAYOUTKIT_CUDA_DUMP") {
+            // Every compiled source, for nvcc/ptxas and the profilers (a debugging aid).
+            let path = std::path::Path::new(&dir).join(format!("{}-{name}.cu", cache.len()));
+            let _ = std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(&path, source));
         }
         let opts = CompileOptions {
             options,

@@ -15,6 +15,7 @@
 pub mod codegen;
 pub mod conv;
 mod conv_run;
+pub use conv_run::ConvPath;
 mod device;
 mod error;
 

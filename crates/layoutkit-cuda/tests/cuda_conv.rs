@@ -4,7 +4,8 @@
 //! NC/32HW32; f16 inputs with f32 and f16 outputs, bias and ReLU (relative error under 1e-2,
 //! issue 7's bound for f16 inputs), bf16 inputs with f32 and bf16 outputs (the same bound),
 //! int8 inputs with i32 outputs and ReLU (exact); groups,
-//! depthwise and odd channel counts in the direct kernel. Skipped
+//! depthwise and odd channel counts in the direct kernel. On sm_90 the problems the Hopper
+//! (wgmma) kernel takes also run with each of its tiles and in the `mma.sync` kernel. Skipped
 //! without a GPU unless LAYOUTKIT_REQUIRE_CUDA=1; the source test needs no GPU.
 
 use layoutkit_core::conv::Conv2d;
@@ -14,7 +15,18 @@ use layoutkit_cuda::conv::{
     conv_source, direct_source, direct_unsupported_reason, unsupported_reason, ConvKernel,
     ConvLayout, ConvShape,
 };
-use layoutkit_cuda::Cuda;
+use layoutkit_cuda::conv::HopperTile;
+use layoutkit_cuda::{ConvPath, Cuda};
+
+/// Every Hopper tile shape, with three to five stages.
+const HOPPER_TILES: [(usize, usize, usize); 6] = [
+    (256, 64, 4),
+    (128, 64, 3),
+    (128, 256, 4),
+    (128, 128, 5),
+    (64, 128, 4),
+    (64, 64, 3),
+];
 
 fn device() -> Option<Cuda> {
     match Cuda::new(0) {
@@ -254,6 +266,7 @@ fn tensor_core_convolution_matches_the_reference() {
                 if direct && direct_unsupported_reason(&kernel).is_some() {
                     continue;
                 }
+                let path = cuda.conv_path(&kernel).unwrap();
                 let (xb, wb) = if input == DType::I8 {
                     (
                         i8_noise(xs.elements(), ci as u64),
@@ -295,30 +308,39 @@ fn tensor_core_convolution_matches_the_reference() {
                     out,
                 );
                 let b = kernel.bias.then_some(&bias32[..]);
-                let (got, _) = cuda.conv2d_timed(&kernel, &xb, &wb, b, 0, 1).unwrap();
-                let got = values(&got, out);
-                assert_eq!(got.len(), want.len());
-                let what = format!(
-                    "case {ci} {} {input}->{out}{}",
-                    layout.format(),
-                    if direct { " (direct)" } else { "" }
-                );
-                if input == DType::I8 {
-                    assert!(got == want, "{what}: not exact");
-                    eprintln!("{what}: exact");
-                } else {
-                    let err: f64 = got
-                        .iter()
-                        .zip(&want)
-                        .map(|(a, b)| (a - b) * (a - b))
-                        .sum::<f64>()
-                        .sqrt();
-                    let norm: f64 = want.iter().map(|v| v * v).sum::<f64>().sqrt();
-                    let rel = err / norm.max(1e-30);
-                    assert!(rel < 1e-2, "{what}: relative error {rel}");
-                    eprintln!("{what}: relative error {rel:.2e}");
+                // The kernel the device picks and, where the Hopper kernel applies, every
+                // Hopper tile (f16 and bf16 with 16-bit outputs).
+                let mut paths = vec![path];
+                if matches!(path, ConvPath::Hopper(_)) && out != DType::F32 {
+                    paths.extend(HOPPER_TILES.iter().map(|&(bm, bn, st)| {
+                        ConvPath::Hopper(HopperTile::new(bm, bn, st).unwrap())
+                    }));
+                    paths.push(ConvPath::TensorCore);
                 }
-                checked += 1;
+                for p in paths {
+                    let (got, _) = cuda
+                        .conv2d_timed_with(&kernel, p, &xb, &wb, b, 0, 1)
+                        .unwrap();
+                    let got = values(&got, out);
+                    assert_eq!(got.len(), want.len());
+                    let what = format!("case {ci} {} {input}->{out} ({p})", layout.format());
+                    if input == DType::I8 {
+                        assert!(got == want, "{what}: not exact");
+                        eprintln!("{what}: exact");
+                    } else {
+                        let err: f64 = got
+                            .iter()
+                            .zip(&want)
+                            .map(|(a, b)| (a - b) * (a - b))
+                            .sum::<f64>()
+                            .sqrt();
+                        let norm: f64 = want.iter().map(|v| v * v).sum::<f64>().sqrt();
+                        let rel = err / norm.max(1e-30);
+                        assert!(rel < 1e-2, "{what}: relative error {rel}");
+                        eprintln!("{what}: relative error {rel:.2e}");
+                    }
+                    checked += 1;
+                }
             }
         }
     }

@@ -292,7 +292,7 @@ fn run_cuda(
             gpu.name()
         );
         outln!(
-            "{:<26} {:<10} {:>5} {:>10} {:>9} {:>10} {:>9}",
+            "{:<26} {:<10} {:>5} {:>10} {:>9} {:>10} {:>9}  kernel",
             "layer",
             "layout",
             "type",
@@ -359,6 +359,7 @@ fn run_cuda(
                     continue;
                 }
                 eprint!("\r{} {} {input} ...        ", l.name, layout.format());
+                let path = gpu.conv_path(&kernel)?;
                 let (_, t) = gpu.conv2d_timed(&kernel, &x, &w, None, a.repeats, 10)?;
                 let median = t.median();
                 let e = input.size_bytes();
@@ -372,11 +373,11 @@ fn run_cuda(
                     rows.push(json!({
                         "layer": l.name, "layout": layout.format(), "dtype": input.to_string(),
                         "flop": flop, "median_s": median, "tflops": tflops, "mib_moved": moved,
-                        "device": "cuda",
+                        "device": "cuda", "kernel": path.to_string(),
                     }));
                 } else {
                     outln!(
-                        "{:<26} {:<10} {:>5} {:>10.2} {:>9.4} {:>10.1} {:>9.1}",
+                        "{:<26} {:<10} {:>5} {:>10.2} {:>9.4} {:>10.1} {:>9.1}  {path}",
                         l.name,
                         layout.format(),
                         input.to_string(),

@@ -7,7 +7,7 @@ use layoutkit_core::DType;
 use super::{tile, ConvKernel, ConvLayout};
 
 /// Device helpers: the mma of the input type, `ldmatrix`, `cp.async`, f32 -> f16 / bf16.
-fn helpers(k: &mut String, input: DType) {
+pub(super) fn helpers(k: &mut String, input: DType) {
     if input == DType::I8 {
         // int8: m16n8k32 with i32 sums. Its fragments hold the same bytes at the same places
         // as f16's m16n8k16 (4 bytes per register), so the loads below serve both.
@@ -51,9 +51,7 @@ fn helpers(k: &mut String, input: DType) {
 pub fn conv_source(kernel: &ConvKernel) -> String {
     let s = &kernel.shape;
     let int8 = kernel.input == DType::I8;
-    let m = s.n * s.oh * s.ow;
-    let ohw = s.oh * s.ow;
-    let (st, pd, dl) = (s.conv.stride, s.conv.padding, s.conv.dilation);
+    let dl = s.conv.dilation;
     let x_t = if int8 {
         "signed char"
     } else {
@@ -96,14 +94,6 @@ pub fn conv_source(kernel: &ConvKernel) -> String {
     k.push_str("  #define SW(row, ch) ((row) * 32 + (((ch) ^ (((row) >> 1) & 3)) * 8))\n");
     let chunks = s.c / kc;
     let steps = s.kh * s.kw * chunks;
-    // The pixel (n, top-left input row and column, valid) of output row `mm`.
-    let pixel = |k: &mut String, mm: &str, i: &str| {
-        let _ = writeln!(
-            k,
-            "    pv{i} = {mm} < {m};\n    const int q = pv{i} ? {mm} : 0;\n    pn{i} = q / {ohw};\n    ph{i} = (q / {}) % {} * {} - {};\n    pw{i} = q % {} * {} - {};",
-            s.ow, s.oh, st[0], pd[0], s.ow, st[1], pd[1]
-        );
-    };
     // B (the OHWI filter): each thread loads bn/step 16-byte chunks.
     k.push_str("  const int lrow = tid >> 2, lch = tid & 3;\n");
     let _ = writeln!(k, "  const int lcol = lch * {per_chunk};");
@@ -126,7 +116,7 @@ pub fn conv_source(kernel: &ConvKernel) -> String {
             k,
             "  const int arow = tid % {bm}, cbase = tid / {bm};\n  int pnA, phA, pwA; bool pvA;\n  {{"
         );
-        pixel(&mut k, "(m0 + arow)", "A");
+        pixel(&mut k, s, "(m0 + arow)", "A");
         k.push_str("  }\n");
         let _ = writeln!(k, "  unsigned short areg[{count}];");
         let _ = writeln!(
@@ -150,20 +140,9 @@ pub fn conv_source(kernel: &ConvKernel) -> String {
             k,
             "  int pn[{ar}], ph[{ar}], pw[{ar}]; bool pv[{ar}];\n  #pragma unroll\n  for (int i = 0; i < {ar}; ++i) {{"
         );
-        pixel(&mut k, &format!("(m0 + lrow + i * {step})"), "[i]");
+        pixel(&mut k, s, &format!("(m0 + lrow + i * {step})"), "[i]");
         k.push_str("  }\n");
-        let addr = match kernel.layout {
-            ConvLayout::Nhwc => format!(
-                "x + ((pn[i] * {} + ih) * {} + iw) * {} + c0 + lcol",
-                s.h, s.w, s.c
-            ),
-            _ => format!(
-                "x + (((pn[i] * {} + (c0 + lcol) / 32) * {} + ih) * {} + iw) * 32 + (c0 + lcol) % 32",
-                s.c / 32,
-                s.h,
-                s.w
-            ),
-        };
+        let addr = a_address(kernel);
         let _ = writeln!(
             k,
             "  auto load_a = [&](int t, int st) {{\n    const int rs = t / {chunks}, c0 = (t % {chunks}) * {kc}, r = rs / {kw}, sx = rs % {kw};\n    #pragma unroll\n    for (int i = 0; i < {ar}; ++i) {{\n      const int ih = ph[i] + r * {}, iw = pw[i] + sx * {};\n      const bool ok = pv[i] && ih >= 0 && ih < {} && iw >= 0 && iw < {};\n      const {x_t}* ga = ok ? {addr} : x;\n      cp16(&As[st][SW(lrow + i * {step}, lch)], ga, ok ? 16 : 0);\n    }}\n  }};",
@@ -224,25 +203,81 @@ pub fn conv_source(kernel: &ConvKernel) -> String {
         let _ = writeln!(k, "    if (more) store_a((t + {ahead}) % {stages});");
     }
     k.push_str("  }\n");
-    epilogue(&mut k, kernel);
+    let frags = Frags {
+        mi: 4,
+        ni: 4,
+        row0: "m0 + wm * 64".into(),
+        mstride: 16,
+        col0: "n0 + wn * 32".into(),
+    };
+    epilogue(&mut k, kernel, &frags);
     k
 }
 
-/// Fragment (mi, ni) holds rows g and g + 8, columns tg*2 and tg*2 + 1. The bias of the
-/// thread's 8 columns is read once; the two columns of a row are stored together (32 or 64
-/// bits) where they are adjacent in the output (NHWC with O even, NC/32HW32), else one by one.
-fn epilogue(k: &mut String, kernel: &ConvKernel) {
+/// Sets `pn{i}`, `ph{i}`, `pw{i}` and `pv{i}` to the image, the top-left input row and column
+/// and the validity of output row (pixel) `mm` of the implicit GEMM (the statements of a block).
+pub(super) fn pixel(k: &mut String, s: &super::ConvShape, mm: &str, i: &str) {
+    let (m, ohw) = (s.n * s.oh * s.ow, s.oh * s.ow);
+    let (st, pd) = (s.conv.stride, s.conv.padding);
+    let _ = writeln!(
+        k,
+        "    pv{i} = {mm} < {m};\n    const int q = pv{i} ? {mm} : 0;\n    pn{i} = q / {ohw};\n    ph{i} = (q / {}) % {} * {} - {};\n    pw{i} = q % {} * {} - {};",
+        s.ow, s.oh, st[0], pd[0], s.ow, st[1], pd[1]
+    );
+}
+
+/// The address (a C expression) of the 16-byte chunk of channels `c0 + lcol ..` of input pixel
+/// (`pn[i]`, `ih`, `iw`) in NHWC or NC/32HW32 activations `x`.
+pub(super) fn a_address(kernel: &ConvKernel) -> String {
+    let s = &kernel.shape;
+    match kernel.layout {
+        ConvLayout::Nhwc => format!(
+            "x + ((pn[i] * {} + ih) * {} + iw) * {} + c0 + lcol",
+            s.h, s.w, s.c
+        ),
+        _ => format!(
+            "x + (((pn[i] * {} + (c0 + lcol) / 32) * {} + ih) * {} + iw) * 32 + (c0 + lcol) % 32",
+            s.c / 32,
+            s.h,
+            s.w
+        ),
+    }
+}
+
+/// Where a thread's accumulator fragments lie: `acc[mi][ni][4]` (`mi` < `self.mi`, `ni` <
+/// `self.ni`), fragment (mi, ni) covering rows `row0 + mi * mstride + g (+ 8)` and columns
+/// `col0 + ni * 8 + tg * 2 (+ 1)` of the block's tile, the layout of both `mma.sync`'s m16n8
+/// and `wgmma`'s m64nN accumulators.
+pub(super) struct Frags {
+    pub mi: usize,
+    pub ni: usize,
+    pub row0: String,
+    pub mstride: usize,
+    pub col0: String,
+}
+
+/// Writes the accumulators (`frags`) to `y` with the bias and ReLU. The bias of the thread's
+/// columns is read once; the two columns of a row are stored together (32 or 64 bits) where
+/// they are adjacent in the output (NHWC with O even, NC/32HW32), else one by one.
+pub(super) fn epilogue(k: &mut String, kernel: &ConvKernel, frags: &Frags) {
+    let Frags {
+        mi,
+        ni,
+        row0,
+        mstride,
+        col0,
+    } = frags;
     let s = &kernel.shape;
     let (m, o, ohw) = (s.n * s.oh * s.ow, s.o, s.oh * s.ow);
     let int8 = kernel.input == DType::I8;
     let zero = if int8 { "0" } else { "0.f" };
     if int8 {
-        k.push_str("  int bv[4][2] = {};\n");
+        let _ = writeln!(k, "  int bv[{ni}][2] = {{}};");
     } else {
-        k.push_str("  float bv[4][2];\n  #pragma unroll\n  for (int ni = 0; ni < 4; ++ni)\n    #pragma unroll\n    for (int e = 0; e < 2; ++e) {\n");
+        let _ = writeln!(k, "  float bv[{ni}][2];\n  #pragma unroll\n  for (int ni = 0; ni < {ni}; ++ni)\n    #pragma unroll\n    for (int e = 0; e < 2; ++e) {{");
         let _ = writeln!(
             k,
-            "      const int oc = n0 + wn * 32 + ni * 8 + tg * 2 + e;\n      bv[ni][e] = oc < {o} ? bias[oc] : 0.f;\n    }}"
+            "      const int oc = {col0} + ni * 8 + tg * 2 + e;\n      bv[ni][e] = oc < {o} ? bias[oc] : 0.f;\n    }}"
         );
     }
     let act = |v: &str| {
@@ -253,10 +288,10 @@ fn epilogue(k: &mut String, kernel: &ConvKernel) {
         }
     };
     let t = if int8 { "int" } else { "float" };
-    k.push_str("  #pragma unroll\n  for (int mi = 0; mi < 4; ++mi)\n    #pragma unroll\n    for (int ni = 0; ni < 4; ++ni)\n      #pragma unroll\n      for (int h = 0; h < 2; ++h) {\n");
+    let _ = writeln!(k, "  #pragma unroll\n  for (int mi = 0; mi < {mi}; ++mi)\n    #pragma unroll\n    for (int ni = 0; ni < {ni}; ++ni)\n      #pragma unroll\n      for (int h = 0; h < 2; ++h) {{");
     let _ = writeln!(
         k,
-        "        const int mm = m0 + wm * 64 + mi * 16 + g + h * 8, oc = n0 + wn * 32 + ni * 8 + tg * 2;\n        const {t} v0 = acc[mi][ni][2 * h] + bv[ni][0], v1 = acc[mi][ni][2 * h + 1] + bv[ni][1];\n        const {t} r0 = {}, r1 = {};\n        if (mm < {m}) {{",
+        "        const int mm = {row0} + mi * {mstride} + g + h * 8, oc = {col0} + ni * 8 + tg * 2;\n        const {t} v0 = acc[mi][ni][2 * h] + bv[ni][0], v1 = acc[mi][ni][2 * h + 1] + bv[ni][1];\n        const {t} r0 = {}, r1 = {};\n        if (mm < {m}) {{",
         act("v0"),
         act("v1")
     );

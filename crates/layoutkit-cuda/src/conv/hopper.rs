@@ -1,0 +1,362 @@
+//! The Hopper (sm_90) path of the tensor-core convolution: the same implicit GEMM as
+//! [`super::conv_source`], with warpgroup MMA (`wgmma.mma_async`) reading both operands from
+//! shared memory instead of `mma.sync` on fragments each warp loads with `ldmatrix`.
+//!
+//! * A K step is one filter tap and 64 channels: 128 bytes per tile row, so each row of a
+//!   stage is one 128-byte line stored with the 128-byte swizzle `wgmma` reads (the 16-byte
+//!   chunk `c` of row `r` at chunk `c ^ (r % 8)`, stages aligned to 1024 bytes). Rows are
+//!   filled by `cp.async` as in the `mma.sync` kernel (zero-fill outside the input).
+//! * Each warpgroup (4 warps) owns `mr` x 64 rows and every column of the block tile and issues
+//!   one `wgmma` m64nNk16 per 64 rows per 16 channels, with f32 sums in registers. The
+//!   multiplies of a step run while the threads wait for and issue the copies of the next
+//!   ones: one `wgmma` group stays in flight, so a stage is refilled two steps after it was
+//!   read (`stages - 2` steps are loaded ahead).
+//! * Takes f16 and bf16 inputs in NHWC or NC/32HW32 with C a multiple of 64; the epilogue
+//!   (bias, ReLU, output type and layout) is the `mma.sync` kernel's.
+
+use std::fmt::Write;
+
+use layoutkit_core::DType;
+
+use super::source::{a_address, epilogue, helpers, pixel, Frags};
+use super::{unsupported_reason, ConvKernel, ConvLayout, ConvShape, SMS};
+
+/// Shared memory per SM the tile choice may use (the H100's and H200's 228 KiB, less the
+/// 1 KiB each block reserves).
+const SMEM_PER_SM: usize = 227 * 1024;
+
+/// A block tile of the Hopper kernel: `bm` x `bn` outputs (pixels x output channels),
+/// `warpgroups` warpgroups of `mr` x 64 rows each (`bm = 64 * mr * warpgroups`), `stages`
+/// shared-memory stages of one K step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HopperTile {
+    pub bm: usize,
+    pub bn: usize,
+    pub stages: usize,
+    pub warpgroups: usize,
+    pub mr: usize,
+}
+
+impl HopperTile {
+    /// The tile `bm x bn` with `stages` stages: one or two warpgroups of 64 or 128 rows, `bn`
+    /// 64, 128 or 256; None for other shapes.
+    pub fn new(bm: usize, bn: usize, stages: usize) -> Option<HopperTile> {
+        let (warpgroups, mr) = match bm {
+            64 => (1, 1),
+            128 => (2, 1),
+            256 => (2, 2),
+            _ => return None,
+        };
+        let t = HopperTile {
+            bm,
+            bn,
+            stages,
+            warpgroups,
+            mr,
+        };
+        let ok = matches!(bn, 64 | 128 | 256) && (3..=8).contains(&stages);
+        (ok && t.shared_bytes() <= SMEM_PER_SM).then_some(t)
+    }
+
+    /// Threads per block.
+    pub fn threads(&self) -> usize {
+        128 * self.warpgroups
+    }
+
+    /// Dynamic shared memory per block: the stages and 1 KiB to align them to 1024 bytes.
+    pub fn shared_bytes(&self) -> usize {
+        self.stages * (self.bm + self.bn) * 128 + 1024
+    }
+
+    /// Blocks of this tile that fit on one SM at once (shared memory; registers allow two
+    /// blocks of up to 256 threads).
+    fn resident(&self) -> usize {
+        (SMEM_PER_SM / self.shared_bytes()).clamp(1, 2)
+    }
+
+    /// The share of the GPU's block slots (SMs x resident blocks) the blocks for `s` fill,
+    /// on average over the waves they run in.
+    pub fn fill(&self, s: &ConvShape) -> f64 {
+        let (x, y, _) = self.grid(s);
+        let blocks = x as usize * y as usize;
+        let slots = SMS * self.resident();
+        blocks as f64 / (blocks.div_ceil(slots) * slots) as f64
+    }
+
+    /// The grid for `s`.
+    pub fn grid(&self, s: &ConvShape) -> (u32, u32, u32) {
+        let m = s.n * s.oh * s.ow;
+        (m.div_ceil(self.bm) as u32, s.o.div_ceil(self.bn) as u32, 1)
+    }
+}
+
+/// Why the Hopper kernel does not take `k` (the GPU aside), or None when it does.
+pub fn hopper_unsupported_reason(k: &ConvKernel) -> Option<String> {
+    if let Some(why) = unsupported_reason(k) {
+        return Some(why);
+    }
+    if !matches!(k.input, DType::F16 | DType::BF16) {
+        return Some("the Hopper kernel takes f16 and bf16 inputs".into());
+    }
+    if k.layout == ConvLayout::Nchw {
+        return Some("the Hopper kernel reads NHWC and NC/32HW32".into());
+    }
+    if k.shape.c % 64 != 0 {
+        return Some(format!(
+            "the Hopper kernel needs C to be a multiple of 64 (C = {})",
+            k.shape.c
+        ));
+    }
+    None
+}
+
+/// The tile for `s`: the largest of 128 x 256, 128 x 128 and 64 x 128 (O > 64), or 256 x 64,
+/// 128 x 64 (O <= 64), whose blocks fill the SMs' block slots at least 3/4 on average over the
+/// waves, else the one that fills them best.
+pub fn hopper_tile(s: &ConvShape) -> HopperTile {
+    let candidates: &[(usize, usize, usize)] = if s.o <= 64 {
+        &[(256, 64, 4), (128, 64, 4)]
+    } else {
+        &[(128, 256, 4), (128, 128, 4), (64, 128, 4)]
+    };
+    let fill = |t: &HopperTile| t.fill(s);
+    let tiles: Vec<HopperTile> = candidates
+        .iter()
+        .filter_map(|&(bm, bn, st)| HopperTile::new(bm, bn, st))
+        .collect();
+    tiles
+        .iter()
+        .find(|t| fill(t) >= 0.75)
+        .or_else(|| {
+            tiles
+                .iter()
+                .max_by(|a, b| fill(a).partial_cmp(&fill(b)).unwrap())
+        })
+        .copied()
+        .expect("the candidate tiles are valid")
+}
+
+/// `wgmma` m64nNk16 with f32 sums (N = `n`, operands `ty` = "f16" or "bf16") as a device
+/// function `wgmma(d, a_desc, b_desc)` adding into `d[0 .. n/2]`.
+fn wgmma_function(k: &mut String, n: usize, ty: &str) {
+    let regs = n / 2;
+    let list: Vec<String> = (0..regs).map(|i| format!("%{i}")).collect();
+    let outs: Vec<String> = (0..regs).map(|i| format!("\"+f\"(d[{i}])")).collect();
+    let _ = writeln!(
+        k,
+        "__device__ __forceinline__ void wgmma(float* d, unsigned long long da, unsigned long long db) {{\n  asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{}, 0;\\nwgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty} {{{}}}, %{regs}, %{}, p, 1, 1, 0, 0;\\n}}\\n\"\n    : {}\n    : \"l\"(da), \"l\"(db), \"r\"(1));\n}}",
+        regs + 2,
+        list.join(", "),
+        regs + 1,
+        outs.join(", ")
+    );
+    // The shared-memory matrix descriptor of a K-major tile with the 128-byte swizzle: start
+    // address, leading offset 16 bytes (unused for this swizzle), 1024 bytes between groups
+    // of 8 rows.
+    k.push_str(
+        "__device__ __forceinline__ unsigned long long sdesc(const unsigned char* p) {\n\
+  unsigned a; asm volatile(\"{ .reg .u64 q; cvta.to.shared.u64 q, %1; cvt.u32.u64 %0, q; }\" : \"=r\"(a) : \"l\"(p));\n\
+  return (unsigned long long)((a & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);\n}\n",
+    );
+}
+
+/// CUDA source of the kernel `conv_wgmma` for `kernel` with `tile`: the parameters of
+/// [`super::conv_source`]'s `conv`, launched with `tile.threads()` threads, `tile.grid()` and
+/// `tile.shared_bytes()` of dynamic shared memory, compiled for sm_90a.
+///
+/// Contract: `hopper_unsupported_reason(kernel)` is None.
+pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
+    let s = &kernel.shape;
+    let dl = s.conv.dilation;
+    let HopperTile {
+        bm,
+        bn,
+        stages,
+        mr,
+        ..
+    } = *tile;
+    let threads = tile.threads();
+    let y_t = match kernel.out {
+        DType::F16 | DType::BF16 => "unsigned short",
+        _ => "float",
+    };
+    let ty = if kernel.input == DType::BF16 {
+        "bf16"
+    } else {
+        "f16"
+    };
+    // Rows of 8 chunks of 16 bytes: each pass of the block's threads loads `step` rows.
+    let step = threads / 8;
+    let (ar, br) = (bm / step, bn / step);
+    let chunks = s.c / 64;
+    let steps = s.kh * s.kw * chunks;
+    let stage_bytes = (bm + bn) * 128;
+    let mut k = String::new();
+    k.push_str("// Generated by layoutkit-cuda (conv, Hopper wgmma).\n");
+    helpers(&mut k, kernel.input);
+    wgmma_function(&mut k, bn, ty);
+    let _ = writeln!(
+        k,
+        "extern \"C\" __global__ void __launch_bounds__({threads}, {}) conv_wgmma(const unsigned short* __restrict__ x, const unsigned short* __restrict__ w, {y_t}* __restrict__ y, const float* __restrict__ bias) {{",
+        tile.resident()
+    );
+    for line in [
+        "extern __shared__ unsigned char smem_raw[];",
+        "unsigned raw; asm volatile(\"{ .reg .u64 q; cvta.to.shared.u64 q, %1; cvt.u32.u64 %0, q; }\" : \"=r\"(raw) : \"l\"(smem_raw));",
+        "unsigned char* smem = smem_raw + ((1024 - (raw & 1023)) & 1023);",
+        "const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;",
+        "const int g = lane >> 2, tg = lane & 3;",
+    ] {
+        let _ = writeln!(k, "  {line}");
+    }
+    let _ = writeln!(
+        k,
+        "  const int m0 = blockIdx.x * {bm}, n0 = blockIdx.y * {bn};\n  float acc[{mr}][{}][4];\n  #pragma unroll\n  for (int i = 0; i < {}; ++i) (&acc[0][0][0])[i] = 0.f;",
+        bn / 8,
+        mr * bn / 2
+    );
+    k.push_str("  const int lrow = tid >> 3, lch = tid & 7, lcol = lch * 8;\n");
+    // The byte offset of row `row`'s chunk `lch` in a stage (the 128-byte swizzle).
+    k.push_str("  #define SW(row) ((row) * 128 + ((lch ^ ((row) & 7)) << 4))\n");
+    let _ = writeln!(
+        k,
+        "  int pn[{ar}], ph[{ar}], pw[{ar}]; bool pv[{ar}];\n  #pragma unroll\n  for (int i = 0; i < {ar}; ++i) {{"
+    );
+    pixel(&mut k, s, &format!("(m0 + lrow + i * {step})"), "[i]");
+    k.push_str("  }\n");
+    let addr = a_address(kernel);
+    let _ = writeln!(
+        k,
+        "  auto load = [&](int t, int st) {{\n    const int rs = t / {chunks}, c0 = (t % {chunks}) * 64, r = rs / {kw}, sx = rs % {kw};\n    unsigned char* sa = smem + st * {stage_bytes};\n    #pragma unroll\n    for (int i = 0; i < {ar}; ++i) {{\n      const int ih = ph[i] + r * {}, iw = pw[i] + sx * {};\n      const bool ok = pv[i] && ih >= 0 && ih < {} && iw >= 0 && iw < {};\n      const unsigned short* ga = ok ? {addr} : x;\n      cp16(sa + SW(lrow + i * {step}), ga, ok ? 16 : 0);\n    }}\n    #pragma unroll\n    for (int i = 0; i < {br}; ++i) {{\n      const int oc = n0 + lrow + i * {step};\n      const unsigned short* gb = oc < {o} ? w + ((oc * {kh} + r) * {kw} + sx) * {c} + c0 + lcol : w;\n      cp16(sa + {} + SW(lrow + i * {step}), gb, oc < {o} ? 16 : 0);\n    }}\n  }};",
+        dl[0],
+        dl[1],
+        s.h,
+        s.w,
+        bm * 128,
+        kw = s.kw,
+        kh = s.kh,
+        o = s.o,
+        c = s.c
+    );
+    let commit = "asm volatile(\"cp.async.commit_group;\\n\" ::: \"memory\");";
+    let ahead = stages - 2;
+    // Prologue: steps 0 .. ahead-1 in flight (an empty group where there are fewer steps).
+    for p in 0..ahead {
+        let _ = writeln!(k, "  if ({p} < {steps}) load({p}, {p});\n  {commit}");
+    }
+    let _ = writeln!(k, "  for (int t = 0; t < {steps}; ++t) {{");
+    // Step t's copies are done once at most ahead-1 newer groups are pending; the proxy fence
+    // makes them visible to wgmma's reads, the barrier to every warpgroup, and it also means
+    // every warpgroup's multiplies of step t-2 are done (each waited for them below), so
+    // their stage can be refilled.
+    let _ = writeln!(
+        k,
+        "    asm volatile(\"cp.async.wait_group {};\\n\" ::: \"memory\");\n    asm volatile(\"fence.proxy.async.shared::cta;\\n\" ::: \"memory\");\n    __syncthreads();\n    if (t + {ahead} < {steps}) load(t + {ahead}, (t + {ahead}) % {stages});\n    {commit}",
+        ahead - 1
+    );
+    let _ = writeln!(
+        k,
+        "    const unsigned char* sa = smem + (t % {stages}) * {stage_bytes} + wg * {};\n    const unsigned char* sb = smem + (t % {stages}) * {stage_bytes} + {};",
+        mr * 64 * 128,
+        bm * 128
+    );
+    k.push_str("    asm volatile(\"wgmma.fence.sync.aligned;\\n\" ::: \"memory\");\n");
+    let _ = writeln!(
+        k,
+        "    #pragma unroll\n    for (int kk = 0; kk < 4; ++kk) {{\n      #pragma unroll\n      for (int r = 0; r < {mr}; ++r) wgmma(&acc[r][0][0], sdesc(sa + r * 8192 + kk * 32), sdesc(sb + kk * 32));\n    }}"
+    );
+    k.push_str("    asm volatile(\"wgmma.commit_group.sync.aligned;\\n\" ::: \"memory\");\n");
+    k.push_str("    asm volatile(\"wgmma.wait_group.sync.aligned 1;\\n\" ::: \"memory\");\n  }\n");
+    k.push_str("  asm volatile(\"wgmma.wait_group.sync.aligned 0;\\n\" ::: \"memory\");\n");
+    let frags = Frags {
+        mi: mr,
+        ni: bn / 8,
+        row0: format!("m0 + wg * {} + (warp & 3) * 16", mr * 64),
+        mstride: 64,
+        col0: "n0".into(),
+    };
+    epilogue(&mut k, kernel, &frags);
+    k
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use layoutkit_core::conv::Conv2d;
+
+    fn layer(c: usize, o: usize, hw: usize, stride: usize) -> ConvShape {
+        let oh = (hw + 2 - 3) / stride + 1;
+        ConvShape {
+            n: 64,
+            h: hw,
+            w: hw,
+            c,
+            o,
+            kh: 3,
+            kw: 3,
+            oh,
+            ow: oh,
+            conv: Conv2d {
+                stride: [stride; 2],
+                padding: [1; 2],
+                dilation: [1; 2],
+                groups: 1,
+            },
+        }
+    }
+
+    #[test]
+    fn tiles_fit_the_shared_memory_and_fill_the_gpu() {
+        assert!(HopperTile::new(128, 256, 5).is_none(), "240 KiB");
+        assert!(HopperTile::new(96, 128, 4).is_none());
+        for (c, o, hw, st) in [(64, 64, 56, 1), (256, 256, 14, 1), (512, 512, 7, 1)] {
+            let s = layer(c, o, hw, st);
+            let t = hopper_tile(&s);
+            assert_eq!(t.bm, 64 * t.mr * t.warpgroups);
+            assert!(t.shared_bytes() <= SMEM_PER_SM);
+            if o <= 64 {
+                assert_eq!(t.bn, 64);
+            }
+        }
+        // 3136 pixels x 512 channels: 128 x 256 tiles would be 50 blocks for 132 SMs.
+        let s = layer(512, 512, 7, 1);
+        let t = hopper_tile(&s);
+        assert!(t.bn < 256 && t.fill(&s) >= 0.75, "{t:?}");
+        // 200704 pixels x 64 channels: many waves of the largest tile.
+        let s = layer(64, 64, 56, 1);
+        assert_eq!(hopper_tile(&s), HopperTile::new(256, 64, 4).unwrap());
+    }
+
+    #[test]
+    fn source_has_one_wgmma_per_64_rows_and_16_channels() {
+        let s = layer(128, 256, 28, 1);
+        let kernel = ConvKernel {
+            shape: s,
+            layout: ConvLayout::Nhwc,
+            input: DType::F16,
+            out: DType::F16,
+            bias: true,
+            relu: true,
+        };
+        assert!(hopper_unsupported_reason(&kernel).is_none());
+        let t = HopperTile::new(256, 128, 4).unwrap();
+        let src = hopper_source(&kernel, &t);
+        assert!(src.contains("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"));
+        assert!(src.contains("for (int r = 0; r < 2; ++r) wgmma("));
+        assert!(src.contains("cp.async.wait_group 1;"), "two steps ahead");
+        assert!(src.contains("float acc[2][16][4];"));
+        let bf = ConvKernel {
+            input: DType::BF16,
+            out: DType::BF16,
+            ..kernel
+        };
+        assert!(hopper_source(&bf, &t).contains(".f32.bf16.bf16"));
+        for (why, k) in [
+            ("int8", ConvKernel { input: DType::I8, out: DType::I32, bias: false, ..kernel }),
+            ("NCHW", ConvKernel { layout: ConvLayout::Nchw, ..kernel }),
+            ("C = 96", ConvKernel { shape: ConvShape { c: 96, ..s }, ..kernel }),
+        ] {
+            assert!(hopper_unsupported_reason(&k).is_some(), "{why}");
+        }
+    }
+}
