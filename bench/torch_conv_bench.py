@@ -56,7 +56,7 @@ def main():
     if args.filter:
         cmd += ["--filter", args.filter]
     layers = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)["layers"]
-    ours = {}
+    ours, kernels = {}, {}
     if args.ours:
         cmd_ours = [args.layoutkit, "conv", "bench", "--device", "cuda", "--batch", str(args.batch),
                     "--repeats", str(args.repeats), "--types", "f16,i8", "--json"]
@@ -64,6 +64,7 @@ def main():
             cmd_ours += ["--filter", args.filter]
         doc = json.loads(subprocess.run(cmd_ours, check=True, capture_output=True, text=True).stdout)
         ours = {(r["layer"], r["layout"], r["dtype"]): r.get("tflops") for r in doc["results"]}
+        kernels = {(r["layer"], r["layout"], r["dtype"]): r.get("kernel", "-") for r in doc["results"]}
     torch.backends.cudnn.benchmark = True
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -72,8 +73,8 @@ def main():
           f"{torch.backends.cudnn.version()}, batch {args.batch}\n")
     print("| layer | type | cuDNN NCHW TFLOP/s | cuDNN NHWC TFLOP/s | NHWC / NCHW | MiB moved "
           "| layoutkit NHWC | layoutkit NCHW | layoutkit NC/32HW32 | layoutkit NC/32HW32 i8 (TOPS) "
-          "| layoutkit NHWC / cuDNN NHWC |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| layoutkit NHWC / cuDNN NHWC | our NHWC f16 kernel |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for l in layers:
         n, c, hw, o, k = args.batch, l["c"], l["hw"], l["o"], l["k"]
         oh = (hw + 2 * l["padding"] - k) // l["stride"] + 1
@@ -94,8 +95,9 @@ def main():
                 return f"{v:.1f}" if v else "-"
             lk = ours.get((l["name"], "NHWC", "f16")) if dtype == torch.float16 else None
             ratio = f"{lk / res['NHWC']:.0%}" if lk else "-"
+            kernel = kernels.get((l["name"], "NHWC", "f16"), "-") if dtype == torch.float16 else "-"
             lk_cols = (f"{our('NHWC')} | {our('NCHW')} | {our('NC/32HW32')} | "
-                       f"{our('NC/32HW32', 'i8')} | {ratio}")
+                       f"{our('NC/32HW32', 'i8')} | {ratio} | {kernel}")
             print(f"| {l['name']} | {name} | {res['NCHW']:.1f} | {res['NHWC']:.1f} | "
                   f"{res['NHWC'] / res['NCHW']:.2f} | {moved:.0f} | {lk_cols} |", flush=True)
             del x, w

@@ -196,8 +196,9 @@ pub struct ConvBenchArgs {
     #[arg(long)]
     pub threads: Option<usize>,
     /// Where to run: cpu (the fast engine, f32, every layout in --layouts) or cuda (the
-    /// tensor-core kernel reading the activations in each of --layouts, OHWI filter; layers
-    /// with C a multiple of 32).
+    /// tensor-core kernels reading the activations in each of --layouts, OHWI filter; layers
+    /// with C a multiple of 32; wgmma on Hopper GPUs where C is a multiple of 64, else
+    /// mma.sync; the last column names the kernel).
     #[arg(long, value_enum, default_value = "cpu")]
     pub device: Device,
     /// Print the layer list (after --filter) and time nothing; with --json, one object per
@@ -260,11 +261,12 @@ pub struct ConvArgs {
     /// CPU threads for the fast engine (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Where to run: cpu (--engine), or cuda (the tensor-core kernel, reading NHWC, NCHW or
-    /// NC/32HW32 activations in place and others converted to NHWC; f16 with f32 sums, or,
-    /// for i8 activations and filter without bias, int8 with exact i32 sums; the filter goes
-    /// over as OHWI, the output is converted to --output-format on the host; needs C a multiple
-    /// of 32 (64 for int8) and groups = 1).
+    /// Where to run: cpu (--engine), or cuda (the tensor-core kernels, reading NHWC, NCHW or
+    /// NC/32HW32 activations in place and others converted to NHWC; f16 or bf16 with f32
+    /// sums, or, for i8 activations and filter without bias, int8 with exact i32 sums; wgmma
+    /// on Hopper GPUs for f16/bf16 NHWC and NC/32HW32 with C a multiple of 64, else mma.sync;
+    /// groups, depthwise and other channel counts in f16 run a direct kernel; the filter goes
+    /// over as OHWI, the output is converted to --output-format on the host).
     #[arg(long, value_enum, default_value = "cpu")]
     pub device: Device,
 }

@@ -4,9 +4,9 @@ use cudarc::driver::sys::CUfunction_attribute_enum;
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
 use crate::conv::{
-    block, conv_source, direct_grid, direct_source, direct_unsupported_reason, grid,
-    hopper_source, hopper_tile, hopper_unsupported_reason, padded_elements, unsupported_reason,
-    ConvKernel, HopperTile, DIRECT_THREADS,
+    block, conv_source, direct_grid, direct_source, direct_unsupported_reason, grid, hopper_source,
+    hopper_tile, hopper_unsupported_reason, padded_elements, unsupported_reason, ConvKernel,
+    HopperTile, DIRECT_THREADS,
 };
 use crate::{Cuda, Error, Timing};
 
@@ -137,8 +137,7 @@ impl Cuda {
             ConvPath::TensorCore => unsupported_reason(kernel),
             ConvPath::Direct => direct_unsupported_reason(kernel),
         };
-        if let Some(why) = why_not.or_else(|| self.conv_path(kernel).err().map(|e| e.to_string()))
-        {
+        if let Some(why) = why_not.or_else(|| self.conv_path(kernel).err().map(|e| e.to_string())) {
             return Err(Error::Unsupported(why));
         }
         if bias.is_some() != kernel.bias {
@@ -215,7 +214,10 @@ impl Cuda {
                     block_dim: (DIRECT_THREADS, 1, 1),
                     shared_mem_bytes: 0,
                 };
-                (self.compiled(&direct_source(kernel), "conv_direct", arch)?, cfg)
+                (
+                    self.compiled(&direct_source(kernel), "conv_direct", arch)?,
+                    cfg,
+                )
             }
         };
         let map = |e| Error::driver("cuMemcpyHtoD", e);

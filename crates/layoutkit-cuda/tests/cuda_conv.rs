@@ -11,11 +11,11 @@
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::{parse_format, DType, Dims};
 use layoutkit_cpu::{conv2d_reference, Epilogue, TensorRef};
+use layoutkit_cuda::conv::HopperTile;
 use layoutkit_cuda::conv::{
     conv_source, direct_source, direct_unsupported_reason, unsupported_reason, ConvKernel,
     ConvLayout, ConvShape,
 };
-use layoutkit_cuda::conv::HopperTile;
 use layoutkit_cuda::{ConvPath, Cuda};
 
 /// Every Hopper tile shape, with three to five stages.
@@ -193,10 +193,152 @@ fn the_kernel_source_names_its_contract() {
     );
 }
 
+/// One problem: n, c, h, w, o, kernel size, stride, padding, dilation, groups.
+type Problem = (
+    usize,
+    usize,
+    usize,
+    usize,
+    usize,
+    usize,
+    usize,
+    usize,
+    usize,
+    usize,
+);
+
+/// The kernel input for `problem` in `layout` with `input` -> `out` (bias for 16-bit inputs).
+fn kernel_for(
+    problem: Problem,
+    layout: ConvLayout,
+    input: DType,
+    out: DType,
+    relu: bool,
+) -> ConvKernel {
+    let (n, c, h, w, o, k, stride, pad, dil, groups) = problem;
+    let conv = Conv2d {
+        stride: [stride; 2],
+        padding: [pad; 2],
+        dilation: [dil; 2],
+        groups,
+    };
+    let oh = |x: usize| (x + 2 * pad - dil * (k - 1) - 1) / stride + 1;
+    ConvKernel {
+        shape: ConvShape {
+            n,
+            h,
+            w,
+            c,
+            o,
+            kh: k,
+            kw: k,
+            oh: oh(h),
+            ow: oh(w),
+            conv,
+        },
+        layout,
+        input,
+        out,
+        bias: input != DType::I8,
+        relu,
+    }
+}
+
+/// Runs `kernel` on data from `seed` with each of `paths` and checks every output against the
+/// reference convolution: exact for int8, relative error under 1e-2 otherwise (issue 7's
+/// bound). Returns how many runs were checked.
+fn check(cuda: &Cuda, kernel: &ConvKernel, seed: u64, paths: &[ConvPath], what: &str) -> usize {
+    let s = &kernel.shape;
+    let (input, out) = (kernel.input, kernel.out);
+    let xd = Dims::parse(&format!("N={},C={},H={},W={}", s.n, s.c, s.h, s.w)).unwrap();
+    let wd = Dims::parse(&format!(
+        "O={},I={},H={},W={}",
+        s.o,
+        s.c / s.conv.groups,
+        s.kh,
+        s.kw
+    ))
+    .unwrap();
+    let yd = s.conv.output_dims(&xd, &wd).unwrap();
+    let e = |i: usize| yd.entries()[i].1;
+    assert_eq!((e(2), e(3)), (s.oh, s.ow), "{what}: output extents");
+    let ws = parse_format("OHWI").unwrap().shaped(&wd).unwrap();
+    let xs = parse_format(kernel.layout.format())
+        .unwrap()
+        .shaped(&xd)
+        .unwrap();
+    let ys = parse_format(kernel.layout.format())
+        .unwrap()
+        .shaped(&yd)
+        .unwrap();
+    let bias: Vec<f64> = (0..s.o).map(|i| (i % 7) as f64 * 0.5 - 1.5).collect();
+    let bias32: Vec<f32> = bias.iter().map(|&v| v as f32).collect();
+    let noise = |n: usize, seed: u64| match input {
+        DType::I8 => i8_noise(n, seed),
+        DType::BF16 => bf16_noise(n, seed),
+        _ => f16_noise(n, seed),
+    };
+    let (xb, wb) = (noise(xs.elements(), seed), noise(ws.elements(), 100 + seed));
+    let ep = Epilogue {
+        bias: kernel.bias.then_some(&bias[..]),
+        relu: kernel.relu,
+    };
+    let tensor = |layout, data| TensorRef {
+        layout,
+        dtype: input,
+        data,
+    };
+    let want = values(
+        &conv2d_reference(&s.conv, tensor(&xs, &xb), tensor(&ws, &wb), &ep, &ys, out).unwrap(),
+        out,
+    );
+    let b = kernel.bias.then_some(&bias32[..]);
+    for &p in paths {
+        let (got, _) = cuda
+            .conv2d_timed_with(kernel, p, &xb, &wb, b, 0, 1)
+            .unwrap();
+        let got = values(&got, out);
+        assert_eq!(got.len(), want.len());
+        let what = format!("{what} {} {input}->{out} ({p})", kernel.layout.format());
+        if input == DType::I8 {
+            assert!(got == want, "{what}: not exact");
+            eprintln!("{what}: exact");
+        } else {
+            let err: f64 = got
+                .iter()
+                .zip(&want)
+                .map(|(a, b)| (a - b) * (a - b))
+                .sum::<f64>()
+                .sqrt();
+            let norm: f64 = want.iter().map(|v| v * v).sum::<f64>().sqrt();
+            let rel = err / norm.max(1e-30);
+            assert!(rel < 1e-2, "{what}: relative error {rel}");
+            eprintln!("{what}: relative error {rel:.2e}");
+        }
+    }
+    paths.len()
+}
+
+/// The kernels to check `kernel` with: the device's choice and, where that is the Hopper
+/// kernel and the output is 16-bit, every Hopper tile and the `mma.sync` kernel too.
+fn paths_for(cuda: &Cuda, kernel: &ConvKernel) -> Vec<ConvPath> {
+    let path = cuda.conv_path(kernel).unwrap();
+    let mut paths = vec![path];
+    if matches!(path, ConvPath::Hopper(_)) && kernel.out != DType::F32 {
+        paths.extend(
+            HOPPER_TILES
+                .iter()
+                .map(|&(bm, bn, st)| ConvPath::Hopper(HopperTile::new(bm, bn, st).unwrap())),
+        );
+        paths.push(ConvPath::TensorCore);
+    }
+    paths
+}
+
 #[test]
 fn tensor_core_convolution_matches_the_reference() {
     let Some(cuda) = device() else { return };
-    let cases = [
+    let cases: [Problem; 13] = [
         // n, c, h, w, o, k, stride, pad, dil, groups
         (1, 32, 8, 8, 8, 1, 1, 0, 1, 1),
         (2, 64, 9, 11, 40, 3, 1, 1, 1, 1),
@@ -216,133 +358,97 @@ fn tensor_core_convolution_matches_the_reference() {
         (2, 12, 8, 8, 18, 3, 2, 1, 1, 3),
         (1, 3, 10, 10, 8, 3, 1, 0, 1, 1),
     ];
+    let runs = [
+        (DType::F16, DType::F32, false),
+        (DType::F16, DType::F16, true),
+        (DType::BF16, DType::F32, false),
+        (DType::BF16, DType::BF16, true),
+        (DType::I8, DType::I32, true),
+    ];
     let mut checked = 0;
-    for (ci, &(n, c, h, w, o, k, stride, pad, dil, groups)) in cases.iter().enumerate() {
-        let conv = Conv2d {
-            stride: [stride; 2],
-            padding: [pad; 2],
-            dilation: [dil; 2],
-            groups,
-        };
-        let xd = Dims::parse(&format!("N={n},C={c},H={h},W={w}")).unwrap();
-        let wd = Dims::parse(&format!("O={o},I={},H={k},W={k}", c / groups)).unwrap();
-        let yd = conv.output_dims(&xd, &wd).unwrap();
-        let e = |i: usize| yd.entries()[i].1;
-        let s = ConvShape {
-            n,
-            h,
-            w,
-            c,
-            o,
-            kh: k,
-            kw: k,
-            oh: e(2),
-            ow: e(3),
-            conv,
-        };
-        let ws = parse_format("OHWI").unwrap().shaped(&wd).unwrap();
-        let bias: Vec<f64> = (0..o).map(|i| (i % 7) as f64 * 0.5 - 1.5).collect();
-        let bias32: Vec<f32> = bias.iter().map(|&v| v as f32).collect();
-        let runs = [
-            (DType::F16, DType::F32, false),
-            (DType::F16, DType::F16, true),
-            (DType::BF16, DType::F32, false),
-            (DType::BF16, DType::BF16, true),
-            (DType::I8, DType::I32, true),
-        ];
+    for (ci, &problem) in cases.iter().enumerate() {
         for layout in [ConvLayout::Nhwc, ConvLayout::Nchw, ConvLayout::Nc32hw32] {
-            let xs = parse_format(layout.format()).unwrap().shaped(&xd).unwrap();
-            let ys = parse_format(layout.format()).unwrap().shaped(&yd).unwrap();
             for (input, out, relu) in runs {
-                let kernel = ConvKernel {
-                    shape: s,
-                    layout,
-                    input,
-                    out,
-                    bias: input != DType::I8,
-                    relu,
-                };
-                let direct = unsupported_reason(&kernel).is_some();
-                if direct && direct_unsupported_reason(&kernel).is_some() {
+                let kernel = kernel_for(problem, layout, input, out, relu);
+                if unsupported_reason(&kernel).is_some()
+                    && direct_unsupported_reason(&kernel).is_some()
+                {
                     continue;
                 }
-                let path = cuda.conv_path(&kernel).unwrap();
-                let (xb, wb) = if input == DType::I8 {
-                    (
-                        i8_noise(xs.elements(), ci as u64),
-                        i8_noise(ws.elements(), 100 + ci as u64),
-                    )
-                } else if input == DType::BF16 {
-                    (
-                        bf16_noise(xs.elements(), ci as u64),
-                        bf16_noise(ws.elements(), 100 + ci as u64),
-                    )
-                } else {
-                    (
-                        f16_noise(xs.elements(), ci as u64),
-                        f16_noise(ws.elements(), 100 + ci as u64),
-                    )
-                };
-                let ep = Epilogue {
-                    bias: kernel.bias.then_some(&bias[..]),
-                    relu,
-                };
-                let want = values(
-                    &conv2d_reference(
-                        &conv,
-                        TensorRef {
-                            layout: &xs,
-                            dtype: input,
-                            data: &xb,
-                        },
-                        TensorRef {
-                            layout: &ws,
-                            dtype: input,
-                            data: &wb,
-                        },
-                        &ep,
-                        &ys,
-                        out,
-                    )
-                    .unwrap(),
-                    out,
-                );
-                let b = kernel.bias.then_some(&bias32[..]);
-                // The kernel the device picks and, where the Hopper kernel applies, every
-                // Hopper tile (f16 and bf16 with 16-bit outputs).
-                let mut paths = vec![path];
-                if matches!(path, ConvPath::Hopper(_)) && out != DType::F32 {
-                    paths.extend(HOPPER_TILES.iter().map(|&(bm, bn, st)| {
-                        ConvPath::Hopper(HopperTile::new(bm, bn, st).unwrap())
-                    }));
-                    paths.push(ConvPath::TensorCore);
-                }
-                for p in paths {
-                    let (got, _) = cuda
-                        .conv2d_timed_with(&kernel, p, &xb, &wb, b, 0, 1)
-                        .unwrap();
-                    let got = values(&got, out);
-                    assert_eq!(got.len(), want.len());
-                    let what = format!("case {ci} {} {input}->{out} ({p})", layout.format());
-                    if input == DType::I8 {
-                        assert!(got == want, "{what}: not exact");
-                        eprintln!("{what}: exact");
-                    } else {
-                        let err: f64 = got
-                            .iter()
-                            .zip(&want)
-                            .map(|(a, b)| (a - b) * (a - b))
-                            .sum::<f64>()
-                            .sqrt();
-                        let norm: f64 = want.iter().map(|v| v * v).sum::<f64>().sqrt();
-                        let rel = err / norm.max(1e-30);
-                        assert!(rel < 1e-2, "{what}: relative error {rel}");
-                        eprintln!("{what}: relative error {rel:.2e}");
-                    }
-                    checked += 1;
-                }
+                let paths = paths_for(&cuda, &kernel);
+                checked += check(&cuda, &kernel, ci as u64, &paths, &format!("case {ci}"));
             }
         }
     }
     eprintln!("checked {checked} convolutions on {}", cuda.name());
+}
+
+/// Random problems (fixed seed): channel counts multiples of 8 to 256 (half of them multiples
+/// of 32, odd multiples of 32 and 64 included), 1 to 300 output channels, groups dividing them, 1x1 to 3x3 kernels, stride 1-2, padding 0-2,
+/// dilation 1-2, each in a random layout and element type that some kernel takes, each in the
+/// kernel the device picks.
+#[test]
+fn random_problems_match_the_reference() {
+    let Some(cuda) = device() else { return };
+    let mut r = xorshift(2026);
+    let mut pick = |n: usize| (r.next().unwrap() >> 33) as usize % n;
+    let mut checked = 0;
+    let mut tried = 0;
+    let mut kinds = std::collections::BTreeMap::new();
+    while checked < 60 {
+        tried += 1;
+        assert!(tried < 10_000, "too few problems some kernel takes");
+        let c = if pick(2) == 0 {
+            32 * (1 + pick(8))
+        } else {
+            8 * (1 + pick(32))
+        };
+        let groups = match pick(4) {
+            0 => c,
+            1 => [1, 2, 4, 8][pick(4)],
+            _ => 1,
+        };
+        let o = match groups {
+            g if g == c => c,
+            1 => 1 + pick(300),
+            g => g * (1 + pick(12)),
+        };
+        let (k, stride, pad, dil) = (1 + pick(3), 1 + pick(2), pick(3), 1 + pick(2));
+        let (h, w) = (4 + pick(20), 4 + pick(20));
+        if h + 2 * pad < dil * (k - 1) + 1 || w + 2 * pad < dil * (k - 1) + 1 {
+            continue;
+        }
+        let problem = (1 + pick(3), c, h, w, o, k, stride, pad, dil, groups);
+        // Keep the f64 reference quick: at most 40 million multiply-adds.
+        if problem.0 * h * w * o * (c / groups) * k * k > 40_000_000 {
+            continue;
+        }
+        let layout = [ConvLayout::Nhwc, ConvLayout::Nchw, ConvLayout::Nc32hw32][pick(3)];
+        let (input, out) = [
+            (DType::F16, DType::F32),
+            (DType::F16, DType::F16),
+            (DType::BF16, DType::BF16),
+            (DType::I8, DType::I32),
+        ][pick(4)];
+        let kernel = kernel_for(problem, layout, input, out, pick(2) == 0);
+        if cuda.conv_path(&kernel).is_err() {
+            continue;
+        }
+        let path = cuda.conv_path(&kernel).unwrap();
+        let kind = path.to_string();
+        *kinds
+            .entry(kind.split(' ').next().unwrap().to_string())
+            .or_insert(0) += 1;
+        checked += check(
+            &cuda,
+            &kernel,
+            tried as u64,
+            &[path],
+            &format!("random {problem:?}"),
+        );
+    }
+    eprintln!(
+        "checked {checked} random convolutions on {} (kernels: {kinds:?})",
+        cuda.name()
+    );
 }
