@@ -24,30 +24,42 @@ pub enum ConvPath {
 impl std::fmt::Display for ConvPath {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ConvPath::Hopper(t) => write!(f, "wgmma {}x{}x{}", t.bm, t.bn, t.stages),
+            ConvPath::Hopper(t) => {
+                write!(f, "wgmma {}x{}x{}", t.bm, t.bn, t.stages)?;
+                if t.in_flight == 0 {
+                    write!(f, "x0")?;
+                }
+                Ok(())
+            }
             ConvPath::TensorCore => write!(f, "mma.sync"),
             ConvPath::Direct => write!(f, "direct"),
         }
     }
 }
 
-/// The Hopper tile `LAYOUTKIT_CONV_TILE` asks for (`BMxBNxSTAGES`, e.g. `128x128x4`), if set.
+/// The Hopper tile `LAYOUTKIT_CONV_TILE` asks for (`BMxBNxSTAGES`, e.g. `128x128x4`, or
+/// `BMxBNxSTAGESx0` for no multiplies in flight across steps), if set.
 fn tile_from_env() -> Result<Option<HopperTile>, Error> {
     let Ok(v) = std::env::var("LAYOUTKIT_CONV_TILE") else {
         return Ok(None);
     };
     let parts: Vec<usize> = v.split('x').filter_map(|p| p.parse().ok()).collect();
-    match parts[..] {
-        [bm, bn, st] => HopperTile::new(bm, bn, st).map(Some).ok_or_else(|| {
-            Error::Unsupported(format!(
-                "LAYOUTKIT_CONV_TILE={v}: the Hopper tiles are 64, 128 or 256 rows by 64, 128 \
-                 or 256 columns with 3-8 stages that fit in 227 KiB"
-            ))
-        }),
-        _ => Err(Error::Unsupported(format!(
-            "LAYOUTKIT_CONV_TILE={v}: expected BMxBNxSTAGES, e.g. 128x128x4"
-        ))),
-    }
+    let tile = match parts[..] {
+        [bm, bn, st] => HopperTile::new(bm, bn, st),
+        [bm, bn, st, f] => HopperTile::new(bm, bn, st).and_then(|t| t.with_in_flight(f)),
+        _ => {
+            return Err(Error::Unsupported(format!(
+                "LAYOUTKIT_CONV_TILE={v}: expected BMxBNxSTAGES[x0], e.g. 128x128x4"
+            )))
+        }
+    };
+    tile.map(Some).ok_or_else(|| {
+        Error::Unsupported(format!(
+            "LAYOUTKIT_CONV_TILE={v}: the Hopper tiles are 64, 128 or 256 rows by 64, 128 or \
+             256 columns with 3-8 stages that fit in 227 KiB, and 1 (default) or 0 groups of \
+             multiplies in flight"
+        ))
+    })
 }
 
 impl Cuda {

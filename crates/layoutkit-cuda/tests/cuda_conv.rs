@@ -18,14 +18,16 @@ use layoutkit_cuda::conv::{
 };
 use layoutkit_cuda::{ConvPath, Cuda};
 
-/// Every Hopper tile shape, with three to five stages.
-const HOPPER_TILES: [(usize, usize, usize); 6] = [
-    (256, 64, 4),
-    (128, 64, 3),
-    (128, 256, 4),
-    (128, 128, 5),
-    (64, 128, 4),
-    (64, 64, 3),
+/// Every Hopper tile shape, with three to five stages, one group of multiplies in flight or
+/// none.
+const HOPPER_TILES: [(usize, usize, usize, usize); 7] = [
+    (256, 64, 4, 1),
+    (128, 64, 3, 0),
+    (128, 256, 4, 1),
+    (128, 128, 5, 1),
+    (64, 128, 4, 1),
+    (64, 64, 3, 1),
+    (128, 128, 3, 0),
 ];
 
 fn device() -> Option<Cuda> {
@@ -325,11 +327,10 @@ fn paths_for(cuda: &Cuda, kernel: &ConvKernel) -> Vec<ConvPath> {
     let path = cuda.conv_path(kernel).unwrap();
     let mut paths = vec![path];
     if matches!(path, ConvPath::Hopper(_)) && kernel.out != DType::F32 {
-        paths.extend(
-            HOPPER_TILES
-                .iter()
-                .map(|&(bm, bn, st)| ConvPath::Hopper(HopperTile::new(bm, bn, st).unwrap())),
-        );
+        paths.extend(HOPPER_TILES.iter().map(|&(bm, bn, st, f)| {
+            let tile = HopperTile::new(bm, bn, st).unwrap();
+            ConvPath::Hopper(tile.with_in_flight(f).unwrap())
+        }));
         paths.push(ConvPath::TensorCore);
     }
     paths

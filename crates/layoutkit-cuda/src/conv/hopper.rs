@@ -10,7 +10,9 @@
 //!   one `wgmma` m64nNk16 per 64 rows per 16 channels, with f32 sums in registers. The
 //!   multiplies of a step run while the threads wait for and issue the copies of the next
 //!   ones: one `wgmma` group stays in flight, so a stage is refilled two steps after it was
-//!   read (`stages - 2` steps are loaded ahead).
+//!   read (`stages - 2` steps are loaded ahead). A tile with no group in flight waits for each
+//!   step's multiplies before the next step and loads `stages - 1` steps ahead (so the same
+//!   depth needs one stage less of shared memory).
 //! * Takes f16 and bf16 inputs in NHWC or NC/32HW32 with C a multiple of 64; the epilogue
 //!   (bias, ReLU, output type and layout) is the `mma.sync` kernel's.
 
@@ -27,7 +29,8 @@ const SMEM_PER_SM: usize = 227 * 1024;
 
 /// A block tile of the Hopper kernel: `bm` x `bn` outputs (pixels x output channels),
 /// `warpgroups` warpgroups of `mr` x 64 rows each (`bm = 64 * mr * warpgroups`), `stages`
-/// shared-memory stages of one K step.
+/// shared-memory stages of one K step, `in_flight` (0 or 1) groups of multiplies left running
+/// while the next step's copies are issued.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HopperTile {
     pub bm: usize,
@@ -35,6 +38,7 @@ pub struct HopperTile {
     pub stages: usize,
     pub warpgroups: usize,
     pub mr: usize,
+    pub in_flight: usize,
 }
 
 impl HopperTile {
@@ -53,9 +57,20 @@ impl HopperTile {
             stages,
             warpgroups,
             mr,
+            in_flight: 1,
         };
         let ok = matches!(bn, 64 | 128 | 256) && (3..=8).contains(&stages);
         (ok && t.shared_bytes() <= SMEM_PER_SM).then_some(t)
+    }
+
+    /// This tile with `in_flight` (0 or 1) groups of multiplies in flight; None for others.
+    pub fn with_in_flight(self, in_flight: usize) -> Option<HopperTile> {
+        (in_flight <= 1).then_some(HopperTile { in_flight, ..self })
+    }
+
+    /// K steps loaded ahead of the one being multiplied.
+    fn ahead(&self) -> usize {
+        self.stages - 1 - self.in_flight
     }
 
     /// Threads per block.
@@ -110,18 +125,27 @@ pub fn hopper_unsupported_reason(k: &ConvKernel) -> Option<String> {
     None
 }
 
-/// The tile for `s`: 128 rows by the widest of 256, 128 and 64 columns that does not exceed O
-/// (wider tiles compute zeros) and whose blocks fill at least 70% of the GPU's block slots on
-/// average over their waves, else the candidate that fills them best. Measured on the H200
-/// (every tile on the ResNet-50 3x3 layers, `bench/results/conv.md`): the widest tile won
-/// wherever it filled the GPU (128 x 256 at 98 blocks for 132 SMs), 64-row tiles and 256 x 64
-/// lost everywhere.
+/// The tile for `s`: the first of these whose blocks fill at least 70% of the GPU's block
+/// slots on average over their waves (else the one that fills them best), among those not
+/// wider than O (wider tiles compute zeros): 128 x 256 (four stages, one block per SM);
+/// 128 x 128 with three stages and no multiplies in flight across steps (two blocks per SM);
+/// 128 x 128 with four stages (one block); 128 x 64 the same two ways; 64 x 64. Measured on
+/// the H200 (every tile on the ResNet-50 3x3 layers, `bench/results/conv.md`): the widest tile
+/// won wherever it filled the GPU (128 x 256 at 98 blocks for 132 SMs); two blocks per SM won
+/// by 5% where there are waves enough for them, and lost where there are not.
 pub fn hopper_tile(s: &ConvShape) -> HopperTile {
-    let candidates: Vec<HopperTile> = [(128, 256, 4), (128, 128, 4), (128, 64, 4), (64, 64, 4)]
-        .into_iter()
-        .filter(|&(_, bn, _)| bn <= s.o.max(64))
-        .filter_map(|(bm, bn, st)| HopperTile::new(bm, bn, st))
-        .collect();
+    let candidates: Vec<HopperTile> = [
+        (128, 256, 4, 1),
+        (128, 128, 3, 0),
+        (128, 128, 4, 1),
+        (128, 64, 3, 0),
+        (128, 64, 4, 1),
+        (64, 64, 4, 1),
+    ]
+    .into_iter()
+    .filter(|&(_, bn, _, _)| bn <= s.o.max(64))
+    .filter_map(|(bm, bn, st, f)| HopperTile::new(bm, bn, st)?.with_in_flight(f))
+    .collect();
     candidates
         .iter()
         .find(|t| t.fill(s) >= 0.7)
@@ -233,7 +257,7 @@ pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
         c = s.c
     );
     let commit = "asm volatile(\"cp.async.commit_group;\\n\" ::: \"memory\");";
-    let ahead = stages - 2;
+    let ahead = tile.ahead();
     // Prologue: steps 0 .. ahead-1 in flight (an empty group where there are fewer steps).
     for p in 0..ahead {
         let _ = writeln!(k, "  if ({p} < {steps}) load({p}, {p});\n  {commit}");
@@ -241,8 +265,8 @@ pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
     let _ = writeln!(k, "  for (int t = 0; t < {steps}; ++t) {{");
     // Step t's copies are done once at most ahead-1 newer groups are pending; the proxy fence
     // makes them visible to wgmma's reads, the barrier to every warpgroup, and it also means
-    // every warpgroup's multiplies of step t-2 are done (each waited for them below), so
-    // their stage can be refilled.
+    // every warpgroup's multiplies of step t-1-in_flight are done (each waited for them
+    // below), so their stage, the one step t+ahead fills, can be refilled.
     let _ = writeln!(
         k,
         "    asm volatile(\"cp.async.wait_group {};\\n\" ::: \"memory\");\n    asm volatile(\"fence.proxy.async.shared::cta;\\n\" ::: \"memory\");\n    __syncthreads();\n    if (t + {ahead} < {steps}) load(t + {ahead}, (t + {ahead}) % {stages});\n    {commit}",
@@ -260,7 +284,11 @@ pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
         "    #pragma unroll\n    for (int kk = 0; kk < 4; ++kk) {{\n      #pragma unroll\n      for (int r = 0; r < {mr}; ++r) wgmma(&acc[r][0][0], sdesc(sa + r * 8192 + kk * 32), sdesc(sb + kk * 32));\n    }}"
     );
     k.push_str("    asm volatile(\"wgmma.commit_group.sync.aligned;\\n\" ::: \"memory\");\n");
-    k.push_str("    asm volatile(\"wgmma.wait_group.sync.aligned 1;\\n\" ::: \"memory\");\n  }\n");
+    let _ = writeln!(
+        k,
+        "    asm volatile(\"wgmma.wait_group.sync.aligned {};\\n\" ::: \"memory\");\n  }}",
+        tile.in_flight
+    );
     k.push_str("  asm volatile(\"wgmma.wait_group.sync.aligned 0;\\n\" ::: \"memory\");\n");
     let frags = Frags {
         mi: mr,
@@ -314,12 +342,16 @@ mod tests {
         }
         // The widest tile that fits O and fills the GPU: 3136 pixels x 512 channels in
         // 128 x 256 tiles would be 50 blocks for 132 SMs, 128 x 128 make 100.
-        let tile = |bm, bn| HopperTile::new(bm, bn, 4).unwrap();
+        let tile = |bm, bn, st, f| {
+            HopperTile::new(bm, bn, st)
+                .and_then(|t| t.with_in_flight(f))
+                .unwrap()
+        };
         for (c, o, hw, st, want) in [
-            (512, 512, 7, 1, tile(128, 128)),
-            (256, 256, 14, 1, tile(128, 256)),
-            (128, 128, 28, 1, tile(128, 128)),
-            (64, 64, 56, 1, tile(128, 64)),
+            (512, 512, 7, 1, tile(128, 128, 4, 1)),
+            (256, 256, 14, 1, tile(128, 256, 4, 1)),
+            (128, 128, 28, 1, tile(128, 128, 3, 0)),
+            (64, 64, 56, 1, tile(128, 64, 3, 0)),
         ] {
             let s = layer(c, o, hw, st);
             assert_eq!(hopper_tile(&s), want, "{c}->{o} @{hw}");
@@ -344,6 +376,10 @@ mod tests {
         assert!(src.contains("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"));
         assert!(src.contains("for (int r = 0; r < 2; ++r) wgmma("));
         assert!(src.contains("cp.async.wait_group 1;"), "two steps ahead");
+        assert!(src.contains("wgmma.wait_group.sync.aligned 1;"));
+        let sync = hopper_source(&kernel, &t.with_in_flight(0).unwrap());
+        assert!(sync.contains("cp.async.wait_group 2;"), "three steps ahead");
+        assert!(sync.contains("wgmma.wait_group.sync.aligned 0;\\n\" ::: \"memory\");\n  }"));
         assert!(src.contains("float acc[2][16][4];"));
         let bf = ConvKernel {
             input: DType::BF16,
