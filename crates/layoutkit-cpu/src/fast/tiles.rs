@@ -16,7 +16,6 @@ impl Job<'_> {
     /// is contiguous in the destination. `b` tiles are outermost, so the source is read as a
     /// few long row streams and each destination row gets a whole segment per tile.
     #[allow(clippy::too_many_arguments)]
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn tiles(
         &self,
         so: usize,
