@@ -200,19 +200,19 @@ mod x86 {
         #[target_feature(enable = "avx2")]
         #[inline]
         fn apply(&self, x: __m256) -> __m256i {
-            let magic = _mm256_set1_ps(12_582_912.0); // 1.5 * 2^23
             let limit = _mm256_set1_ps(4_194_304.0); // 2^22
             let abs = _mm256_andnot_ps(_mm256_set1_ps(-0.0), x);
             let x = _mm256_andnot_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(abs, self.tiny), x);
             let v = _mm256_div_ps(x, self.scale);
             let nan = _mm256_cmp_ps::<_CMP_UNORD_Q>(v, v);
-            let c = _mm256_andnot_ps(nan, v); // NaN -> 0
+            // NaN lanes become -2^22 here and the zero point below.
             let c = _mm256_min_ps(
-                _mm256_max_ps(c, _mm256_sub_ps(_mm256_setzero_ps(), limit)),
+                _mm256_max_ps(v, _mm256_sub_ps(_mm256_setzero_ps(), limit)),
                 limit,
             );
-            let rounded = _mm256_sub_ps(_mm256_add_ps(c, magic), magic);
-            let i = _mm256_cvttps_epi32(rounded);
+            // Round half to even: the conversion's rounding under the default MXCSR (Rust
+            // code never changes it).
+            let i = _mm256_cvtps_epi32(c);
             let (lo, hi) = (self.lo, self.hi);
             let q = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(i, self.zp), lo), hi);
             let z = _mm256_min_epi32(_mm256_max_epi32(self.zp, lo), hi);
