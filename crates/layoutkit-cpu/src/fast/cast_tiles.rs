@@ -68,7 +68,15 @@ impl FusedCast {
                     signed,
                 } => {
                     let (lo, hi) = if signed { (-128, 127) } else { (0, 255) };
-                    x86::to_q8(rows, lines, scale, zero_point, lo, hi, signed)
+                    let quant = x86::Quant::new(scale, zero_point, lo, hi);
+                    if stream && rows.nb() == 32 && rows.dst_packed(1) {
+                        // The rows are packed lines (checked); otherwise as the caller guarantees.
+                        let done = x86::to_q8_packed(rows, quant, signed);
+                        if done.0 > 0 {
+                            return done;
+                        }
+                    }
+                    x86::to_q8(rows, lines, quant, signed)
                 }
             }
         }
@@ -172,7 +180,7 @@ mod x86 {
 
     /// The quantisation constants, as vectors.
     #[derive(Clone, Copy)]
-    struct Quant {
+    pub(super) struct Quant {
         scale: __m256,
         /// [`crate::fast::casts::quantize_tiny`]: smaller magnitudes are replaced by zero
         /// before the division (subnormal operands and results made it slow: a third of the
@@ -185,7 +193,7 @@ mod x86 {
 
     impl Quant {
         #[target_feature(enable = "avx2")]
-        fn new(scale: f32, zero_point: i32, lo: i32, hi: i32) -> Quant {
+        pub(super) fn new(scale: f32, zero_point: i32, lo: i32, hi: i32) -> Quant {
             Quant {
                 scale: _mm256_set1_ps(scale),
                 tiny: _mm256_set1_ps(crate::fast::casts::quantize_tiny(scale)),
@@ -271,6 +279,39 @@ mod x86 {
         (na, nb)
     }
 
+    /// To 8-bit integers for destination rows of 32 bytes back to back from a 64-byte
+    /// boundary (`NCHW32c`'s pixels): 16 rows at a time, each source line read whole, the 512
+    /// contiguous bytes streamed as whole lines. Returns `(0, 0)` for tiles of fewer than 16
+    /// rows. (Measured f32 -> i8 NCHW -> NCHW32c, N=16,C=256,H=96,W=96, one thread: 26-27 ms
+    /// with plain stores of 8 x 32 blocks, 17 ms with this kernel.)
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn to_q8_packed<R: Rows>(r: R, quant: Quant, signed: bool) -> (usize, usize) {
+        let na = r.na() / 16 * 16;
+        let mut stage = [[_mm256_setzero_si256(); 4]; 16];
+        for a in (0..na).step_by(16) {
+            for j in 0..4 {
+                for h in 0..2 {
+                    // SAFETY: inside the tile.
+                    let t = unsafe { block(r, a + 8 * h, 8 * j) };
+                    for (k, v) in t.into_iter().enumerate() {
+                        stage[8 * h + k][j] = quant.apply(v);
+                    }
+                }
+            }
+            for (k, row) in stage.iter().enumerate() {
+                let p = r.dst(a + k) as *mut __m256i;
+                // SAFETY: inside the tile; rows 32 bytes apart from a 64-byte boundary, so
+                // the 16 rows are 8 whole lines.
+                unsafe { _mm256_stream_si256(p, pack4(*row, signed)) };
+            }
+        }
+        if na == 0 {
+            (0, 0)
+        } else {
+            (na, 32)
+        }
+    }
+
     /// To 8-bit integers: 16 x 64 blocks streamed as whole lines (8 x 64 where the tile has
     /// fewer than 16 rows), or 8 x 32 blocks with plain stores.
     // Indices address rows of one array and columns of another (a transposition).
@@ -279,13 +320,9 @@ mod x86 {
     pub(super) unsafe fn to_q8<R: Rows>(
         r: R,
         lines: bool,
-        scale: f32,
-        zero_point: i32,
-        lo: i32,
-        hi: i32,
+        quant: Quant,
         signed: bool,
     ) -> (usize, usize) {
-        let quant = Quant::new(scale, zero_point, lo, hi);
         if r.nb() < 32 {
             // SAFETY: as this function's.
             return unsafe { to_q8_16(r, quant, signed) };
@@ -503,6 +540,46 @@ mod tests {
                         spec.apply(Scalar::F32(x)).write(&mut want);
                         assert_eq!(dst[a * nb + b], want[0], "scale {scale}: {x:e}");
                     }
+                }
+            }
+        }
+    }
+
+    /// Destination rows of 32 bytes back to back (`NCHW32c` pixels of 8-bit values): the
+    /// packed kernel, on 16-row blocks and a partial block left to the caller.
+    #[test]
+    fn packed_quantising_rows_equal_the_reference() {
+        use crate::fast::transpose::Strided;
+        let q = Some(Quantization {
+            scale: 0.02,
+            zero_point: -5,
+        });
+        let spec = CastSpec::new(DType::F32, DType::I8, q).unwrap();
+        let Some(fused) = FusedCast::for_spec(&spec) else {
+            return;
+        };
+        for na in [16, 40] {
+            let s_row = na + 5;
+            let src = edge_values(32 * s_row, 0.02);
+            let mut dst = AlignedBuf::zeroed(na * 32);
+            let rows = Strided {
+                src: src.as_ptr() as *const u8,
+                src_row: s_row * 4,
+                dst: dst.as_mut_ptr(),
+                dst_row: 32,
+                na,
+                nb: 32,
+            };
+            // SAFETY: every row holds the tile; the kernel's features were checked.
+            let (da, db) = unsafe { fused.run(rows, true) };
+            crate::fast::transpose::store_fence();
+            assert_eq!((da, db), (na / 16 * 16, 32));
+            for a in 0..da {
+                for b in 0..32 {
+                    let x = src[b * s_row + a];
+                    let mut want = [0u8; 1];
+                    spec.apply(Scalar::F32(x)).write(&mut want);
+                    assert_eq!(dst[a * 32 + b], want[0], "{x:e} at ({a}, {b})");
                 }
             }
         }

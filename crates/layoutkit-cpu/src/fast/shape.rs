@@ -29,7 +29,13 @@ pub(super) fn tile_shape(
         (false, false) => (256, max_bytes),
         (false, true) => (64, max_bytes),
     };
-    let tb = (segment / dst_unit_bytes).clamp(1, nb.max(1));
+    let mut tb = (segment / dst_unit_bytes).clamp(1, nb.max(1));
+    if dst_unit_bytes < unit_bytes {
+        // A narrowing cast: keep at least one whole line of each source row per tile (the
+        // fused kernels read each source line whole; half a line per tile left the other
+        // half to miss in the next one: f32 -> i8 NHWC -> NCHW had 8 channels per tile).
+        tb = tb.min((max_bytes / 64).max(1));
+    }
     let ta = (max_bytes / (tb * unit_bytes)).clamp(1, MAX_TILE_A);
     (ta, tb)
 }
