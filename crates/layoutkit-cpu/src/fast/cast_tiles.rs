@@ -284,6 +284,8 @@ mod x86 {
     /// contiguous bytes streamed as whole lines. Returns `(0, 0)` for tiles of fewer than 16
     /// rows. (Measured f32 -> i8 NCHW -> NCHW32c, N=16,C=256,H=96,W=96, one thread: 26-27 ms
     /// with plain stores of 8 x 32 blocks, 17 ms with this kernel.)
+    // Indices address rows of one array and columns of another (a transposition).
+    #[allow(clippy::needless_range_loop)]
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn to_q8_packed<R: Rows>(r: R, quant: Quant, signed: bool) -> (usize, usize) {
         let na = r.na() / 16 * 16;
