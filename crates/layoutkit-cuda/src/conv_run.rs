@@ -63,6 +63,13 @@ fn tile_from_env() -> Result<Option<HopperTile>, Error> {
 }
 
 impl Cuda {
+    /// The device's compute capability (major, minor).
+    fn capability(&self) -> Result<(i32, i32), Error> {
+        self.ctx
+            .compute_capability()
+            .map_err(|e| Error::driver("cuDeviceGetAttribute", e))
+    }
+
     /// The kernel [`Cuda::conv2d_timed`] runs `kernel` with on this GPU: the Hopper kernel on
     /// sm_90 when it takes the problem (unless `LAYOUTKIT_CONV_WGMMA=0`; its tile from
     /// [`hopper_tile`] unless `LAYOUTKIT_CONV_TILE=BMxBNxSTAGES`), else the `mma.sync` kernel,
@@ -71,10 +78,7 @@ impl Cuda {
     /// Contract: errors (naming the tensor-core kernel's reason) for problems no kernel takes
     /// and for GPUs older than sm_80.
     pub fn conv_path(&self, kernel: &ConvKernel) -> Result<ConvPath, Error> {
-        let (major, minor) = self
-            .ctx
-            .compute_capability()
-            .map_err(|e| Error::driver("cuDeviceGetAttribute", e))?;
+        let (major, minor) = self.capability()?;
         if major < 8 {
             return Err(Error::Unsupported(format!(
                 "the tensor-core convolution needs sm_80 or newer; this GPU is sm_{major}{minor}"
@@ -137,10 +141,7 @@ impl Cuda {
         launches: usize,
     ) -> Result<(Vec<u8>, Timing), Error> {
         let s = &kernel.shape;
-        let (major, minor) = self
-            .ctx
-            .compute_capability()
-            .map_err(|e| Error::driver("cuDeviceGetAttribute", e))?;
+        let (major, minor) = self.capability()?;
         let why_not = match path {
             ConvPath::Hopper(_) if major != 9 => Some(format!(
                 "the Hopper kernel needs an sm_90 GPU; this one is sm_{major}{minor}"

@@ -248,7 +248,7 @@ mod tests {
         for scale in [0.01f32, 1.0, 3.0, 1e-38, 3e-38, 2.350_988_7e-38, 1e30] {
             let src: Vec<f32> = (0..4096)
                 .map(|i| match i % 5 {
-                    0 => f32::from_bits(i as u32 * 2_654_435_761 % 0x0080_0000), // subnormal
+                    0 => f32::from_bits((i as u32).wrapping_mul(2_654_435_761) % 0x0080_0000), // subnormal
                     1 => ((i as f32 / 5.0) - 400.0 + 0.5) * scale,
                     2 => [f32::NAN, f32::INFINITY, -0.0, 65520.0, -1e30][i / 5 % 5],
                     3 => -f32::from_bits(0x0080_0000 + i as u32),
