@@ -63,11 +63,19 @@ fn tile_from_env() -> Result<Option<HopperTile>, Error> {
 }
 
 impl Cuda {
-    /// The device's compute capability (major, minor).
-    fn capability(&self) -> Result<(i32, i32), Error> {
-        self.ctx
+    /// The device's compute capability (major, minor); an error below sm_80, which every
+    /// convolution kernel here needs.
+    fn conv_capability(&self) -> Result<(i32, i32), Error> {
+        let (major, minor) = self
+            .ctx
             .compute_capability()
-            .map_err(|e| Error::driver("cuDeviceGetAttribute", e))
+            .map_err(|e| Error::driver("cuDeviceGetAttribute", e))?;
+        if major < 8 {
+            return Err(Error::Unsupported(format!(
+                "the tensor-core convolution needs sm_80 or newer; this GPU is sm_{major}{minor}"
+            )));
+        }
+        Ok((major, minor))
     }
 
     /// The kernel [`Cuda::conv2d_timed`] runs `kernel` with on this GPU: the Hopper kernel on
@@ -78,12 +86,7 @@ impl Cuda {
     /// Contract: errors (naming the tensor-core kernel's reason) for problems no kernel takes
     /// and for GPUs older than sm_80.
     pub fn conv_path(&self, kernel: &ConvKernel) -> Result<ConvPath, Error> {
-        let (major, minor) = self.capability()?;
-        if major < 8 {
-            return Err(Error::Unsupported(format!(
-                "the tensor-core convolution needs sm_80 or newer; this GPU is sm_{major}{minor}"
-            )));
-        }
+        let (major, _) = self.conv_capability()?;
         let wgmma = std::env::var("LAYOUTKIT_CONV_WGMMA").as_deref() != Ok("0");
         if major == 9 && wgmma && hopper_unsupported_reason(kernel).is_none() {
             let tile = tile_from_env()?.unwrap_or_else(|| hopper_tile(&kernel.shape));
@@ -141,7 +144,7 @@ impl Cuda {
         launches: usize,
     ) -> Result<(Vec<u8>, Timing), Error> {
         let s = &kernel.shape;
-        let (major, minor) = self.capability()?;
+        let (major, minor) = self.conv_capability()?;
         let why_not = match path {
             ConvPath::Hopper(_) if major != 9 => Some(format!(
                 "the Hopper kernel needs an sm_90 GPU; this one is sm_{major}{minor}"
@@ -150,7 +153,7 @@ impl Cuda {
             ConvPath::TensorCore => unsupported_reason(kernel),
             ConvPath::Direct => direct_unsupported_reason(kernel),
         };
-        if let Some(why) = why_not.or_else(|| self.conv_path(kernel).err().map(|e| e.to_string())) {
+        if let Some(why) = why_not {
             return Err(Error::Unsupported(why));
         }
         if bias.is_some() != kernel.bias {

@@ -103,6 +103,34 @@ mod x86 {
         unsafe { crate::fast::transpose::x86::f32_block8(r, a, b, true) }
     }
 
+    /// Destination rows `a..a + ROWS` by columns `b..b + 8 * J` of the tile into `stage`
+    /// (`stage[row][j]` = `cell` of the 8 values of row `a + row`, columns `b + 8j ..`), each
+    /// source row's `ROWS` floats read by back-to-back loads (whole lines for 16 rows).
+    /// Inlined into the calling kernel, whose CPU features it and `cell` use.
+    ///
+    /// # Safety
+    /// As [`block`], for every block of the rectangle.
+    // Indices address rows of one array and columns of another (a transposition).
+    #[allow(clippy::needless_range_loop)]
+    #[inline(always)]
+    unsafe fn fill_stage<R: Rows, T, const J: usize, const ROWS: usize>(
+        r: R,
+        a: usize,
+        b: usize,
+        stage: &mut [[T; J]; ROWS],
+        cell: impl Fn(__m256) -> T,
+    ) {
+        for j in 0..J {
+            for h in 0..ROWS / 8 {
+                // SAFETY: inside the tile (the caller's contract).
+                let t = unsafe { block(r, a + 8 * h, b + 8 * j) };
+                for (k, v) in t.into_iter().enumerate() {
+                    stage[8 * h + k][j] = cell(v);
+                }
+            }
+        }
+    }
+
     /// 16 destination lines of `f16` (32 values each), staged in cache.
     #[repr(C, align(64))]
     struct Stage([[__m128i; 4]; 16]);
@@ -124,15 +152,8 @@ mod x86 {
             let mut stage = Stage([[_mm_setzero_si128(); 4]; 16]);
             for b in (0..nb).step_by(32) {
                 for a in (0..na).step_by(16) {
-                    for q in 0..4 {
-                        for h in 0..2 {
-                            // SAFETY: inside the tile.
-                            let t = unsafe { block(r, a + 8 * h, b + 8 * q) };
-                            for k in 0..8 {
-                                stage.0[8 * h + k][q] = _mm256_cvtps_ph::<NEAREST>(t[k]);
-                            }
-                        }
-                    }
+                    // SAFETY: inside the tile.
+                    unsafe { fill_stage(r, a, b, &mut stage.0, |v| _mm256_cvtps_ph::<NEAREST>(v)) };
                     for (k, row) in stage.0.iter().enumerate() {
                         let p = r.dst(a + k).wrapping_add(b * 2) as *mut __m256i;
                         // SAFETY: inside the tile; a 64-byte aligned line (lines).
@@ -284,22 +305,13 @@ mod x86 {
     /// contiguous bytes streamed as whole lines. Returns `(0, 0)` for tiles of fewer than 16
     /// rows. (Measured f32 -> i8 NCHW -> NCHW32c, N=16,C=256,H=96,W=96, one thread: 26-27 ms
     /// with plain stores of 8 x 32 blocks, 17 ms with this kernel.)
-    // Indices address rows of one array and columns of another (a transposition).
-    #[allow(clippy::needless_range_loop)]
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn to_q8_packed<R: Rows>(r: R, quant: Quant, signed: bool) -> (usize, usize) {
         let na = r.na() / 16 * 16;
         let mut stage = [[_mm256_setzero_si256(); 4]; 16];
         for a in (0..na).step_by(16) {
-            for j in 0..4 {
-                for h in 0..2 {
-                    // SAFETY: inside the tile.
-                    let t = unsafe { block(r, a + 8 * h, 8 * j) };
-                    for (k, v) in t.into_iter().enumerate() {
-                        stage[8 * h + k][j] = quant.apply(v);
-                    }
-                }
-            }
+            // SAFETY: inside the tile.
+            unsafe { fill_stage(r, a, 0, &mut stage, |v| quant.apply(v)) };
             for (k, row) in stage.iter().enumerate() {
                 let p = r.dst(a + k) as *mut __m256i;
                 // SAFETY: inside the tile; rows 32 bytes apart from a 64-byte boundary, so
@@ -339,15 +351,8 @@ mod x86 {
             let mut stage = [[_mm256_setzero_si256(); 8]; 16];
             for b in (0..nb).step_by(64) {
                 for a in (0..na).step_by(16) {
-                    for j in 0..8 {
-                        for h in 0..2 {
-                            // SAFETY: inside the tile.
-                            let t = unsafe { block(r, a + 8 * h, b + 8 * j) };
-                            for k in 0..8 {
-                                stage[8 * h + k][j] = quant.apply(t[k]);
-                            }
-                        }
-                    }
+                    // SAFETY: inside the tile.
+                    unsafe { fill_stage(r, a, b, &mut stage, |v| quant.apply(v)) };
                     for (k, row) in stage.iter().enumerate() {
                         let p = r.dst(a + k).wrapping_add(b) as *mut __m256i;
                         let lo4 = pack4([row[0], row[1], row[2], row[3]], signed);

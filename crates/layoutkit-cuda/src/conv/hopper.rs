@@ -20,7 +20,7 @@ use std::fmt::Write;
 
 use layoutkit_core::DType;
 
-use super::source::{a_address, epilogue, helpers, pixel, Frags};
+use super::source::{a_loads, b_loads, epilogue, helpers, pixel_rows, tap, Frags};
 use super::{unsupported_reason, ConvKernel, ConvLayout, ConvShape, SMS};
 
 /// Shared memory per SM the tile choice may use (the H100's and H200's 228 KiB, less the
@@ -189,7 +189,6 @@ fn wgmma_function(k: &mut String, n: usize, ty: &str) {
 /// Contract: `hopper_unsupported_reason(kernel)` is None.
 pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
     let s = &kernel.shape;
-    let dl = s.conv.dilation;
     let HopperTile {
         bm, bn, stages, mr, ..
     } = *tile;
@@ -236,26 +235,21 @@ pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
     k.push_str("  const int lrow = tid >> 3, lch = tid & 7, lcol = lch * 8;\n");
     // The byte offset of row `row`'s chunk `lch` in a stage (the 128-byte swizzle).
     k.push_str("  #define SW(row) ((row) * 128 + ((lch ^ ((row) & 7)) << 4))\n");
+    pixel_rows(&mut k, s, ar, step);
     let _ = writeln!(
         k,
-        "  int pn[{ar}], ph[{ar}], pw[{ar}]; bool pv[{ar}];\n  #pragma unroll\n  for (int i = 0; i < {ar}; ++i) {{"
+        "  auto load = [&](int t, int st) {{\n{}\n    unsigned char* sa = smem + st * {stage_bytes};",
+        tap(s, 64)
     );
-    pixel(&mut k, s, &format!("(m0 + lrow + i * {step})"), "[i]");
-    k.push_str("  }\n");
-    let addr = a_address(kernel);
-    let _ = writeln!(
-        k,
-        "  auto load = [&](int t, int st) {{\n    const int rs = t / {chunks}, c0 = (t % {chunks}) * 64, r = rs / {kw}, sx = rs % {kw};\n    unsigned char* sa = smem + st * {stage_bytes};\n    #pragma unroll\n    for (int i = 0; i < {ar}; ++i) {{\n      const int ih = ph[i] + r * {}, iw = pw[i] + sx * {};\n      const bool ok = pv[i] && ih >= 0 && ih < {} && iw >= 0 && iw < {};\n      const unsigned short* ga = ok ? {addr} : x;\n      cp16(sa + SW(lrow + i * {step}), ga, ok ? 16 : 0);\n    }}\n    #pragma unroll\n    for (int i = 0; i < {br}; ++i) {{\n      const int oc = n0 + lrow + i * {step};\n      const unsigned short* gb = oc < {o} ? w + ((oc * {kh} + r) * {kw} + sx) * {c} + c0 + lcol : w;\n      cp16(sa + {} + SW(lrow + i * {step}), gb, oc < {o} ? 16 : 0);\n    }}\n  }};",
-        dl[0],
-        dl[1],
-        s.h,
-        s.w,
-        bm * 128,
-        kw = s.kw,
-        kh = s.kh,
-        o = s.o,
-        c = s.c
+    a_loads(&mut k, kernel, ar, step, "sa + SW(lrow + i * {step})");
+    b_loads(
+        &mut k,
+        kernel,
+        br,
+        step,
+        &format!("sa + {} + SW(lrow + i * {{step}})", bm * 128),
     );
+    k.push_str("  };\n");
     let commit = "asm volatile(\"cp.async.commit_group;\\n\" ::: \"memory\");";
     let ahead = tile.ahead();
     // Prologue: steps 0 .. ahead-1 in flight (an empty group where there are fewer steps).

@@ -50,13 +50,8 @@ pub(super) fn helpers(k: &mut String, input: DType) {
 /// `kernel.out`, bias f32 (O values, zeros for none; unused for int8).
 pub fn conv_source(kernel: &ConvKernel) -> String {
     let s = &kernel.shape;
-    let int8 = kernel.input == DType::I8;
     let dl = s.conv.dilation;
-    let x_t = if int8 {
-        "signed char"
-    } else {
-        "unsigned short"
-    };
+    let x_t = element_type(kernel.input);
     let (y_t, acc_t) = match kernel.out {
         DType::F16 | DType::BF16 => ("unsigned short", "float"),
         DType::I32 => ("int", "int"),
@@ -97,14 +92,15 @@ pub fn conv_source(kernel: &ConvKernel) -> String {
     // B (the OHWI filter): each thread loads bn/step 16-byte chunks.
     k.push_str("  const int lrow = tid >> 2, lch = tid & 3;\n");
     let _ = writeln!(k, "  const int lcol = lch * {per_chunk};");
-    let _ = writeln!(
-        k,
-        "  auto load_b = [&](int t, int st) {{\n    const int rs = t / {chunks}, c0 = (t % {chunks}) * {kc}, r = rs / {kw}, sx = rs % {kw};\n    #pragma unroll\n    for (int i = 0; i < {br}; ++i) {{\n      const int oc = n0 + lrow + i * {step};\n      const {x_t}* gb = oc < {o} ? w + ((oc * {kh} + r) * {kw} + sx) * {c} + c0 + lcol : w;\n      cp16(&Bs[st][SW(lrow + i * {step}, lch)], gb, oc < {o} ? 16 : 0);\n    }}\n  }};",
-        kw = s.kw,
-        kh = s.kh,
-        o = s.o,
-        c = s.c
+    let _ = writeln!(k, "  auto load_b = [&](int t, int st) {{\n{}", tap(s, kc));
+    b_loads(
+        &mut k,
+        kernel,
+        br,
+        step,
+        "&Bs[st][SW(lrow + i * {step}, lch)]",
     );
+    k.push_str("  };\n");
     let nchw = kernel.layout == ConvLayout::Nchw;
     if nchw {
         // A through registers: each thread owns one tile row (pixel) and every `cstep`-th of
@@ -121,10 +117,10 @@ pub fn conv_source(kernel: &ConvKernel) -> String {
         let _ = writeln!(k, "  unsigned short areg[{count}];");
         let _ = writeln!(
             k,
-            "  auto load_a = [&](int t) {{\n    const int rs = t / {chunks}, c0 = (t % {chunks}) * 32, r = rs / {kw}, sx = rs % {kw};\n    const int ih = phA + r * {}, iw = pwA + sx * {};\n    const bool ok = pvA && ih >= 0 && ih < {h} && iw >= 0 && iw < {wd};\n    const unsigned short* base = x + ((pnA * {c} + c0 + cbase) * {h} + (ok ? ih : 0)) * {wd} + (ok ? iw : 0);\n    #pragma unroll\n    for (int j = 0; j < {count}; ++j) areg[j] = ok ? base[j * {cstep} * {hw}] : (unsigned short)0;\n  }};",
+            "  auto load_a = [&](int t) {{\n{}\n    const int ih = phA + r * {}, iw = pwA + sx * {};\n    const bool ok = pvA && ih >= 0 && ih < {h} && iw >= 0 && iw < {wd};\n    const unsigned short* base = x + ((pnA * {c} + c0 + cbase) * {h} + (ok ? ih : 0)) * {wd} + (ok ? iw : 0);\n    #pragma unroll\n    for (int j = 0; j < {count}; ++j) areg[j] = ok ? base[j * {cstep} * {hw}] : (unsigned short)0;\n  }};",
+            tap(s, kc),
             dl[0],
             dl[1],
-            kw = s.kw,
             h = s.h,
             wd = s.w,
             c = s.c,
@@ -136,22 +132,16 @@ pub fn conv_source(kernel: &ConvKernel) -> String {
         );
     } else {
         // A: each thread loads bm/step 16-byte chunks (rows tid/4 + step i).
-        let _ = writeln!(
-            k,
-            "  int pn[{ar}], ph[{ar}], pw[{ar}]; bool pv[{ar}];\n  #pragma unroll\n  for (int i = 0; i < {ar}; ++i) {{"
+        pixel_rows(&mut k, s, ar, step);
+        let _ = writeln!(k, "  auto load_a = [&](int t, int st) {{\n{}", tap(s, kc));
+        a_loads(
+            &mut k,
+            kernel,
+            ar,
+            step,
+            "&As[st][SW(lrow + i * {step}, lch)]",
         );
-        pixel(&mut k, s, &format!("(m0 + lrow + i * {step})"), "[i]");
-        k.push_str("  }\n");
-        let addr = a_address(kernel);
-        let _ = writeln!(
-            k,
-            "  auto load_a = [&](int t, int st) {{\n    const int rs = t / {chunks}, c0 = (t % {chunks}) * {kc}, r = rs / {kw}, sx = rs % {kw};\n    #pragma unroll\n    for (int i = 0; i < {ar}; ++i) {{\n      const int ih = ph[i] + r * {}, iw = pw[i] + sx * {};\n      const bool ok = pv[i] && ih >= 0 && ih < {} && iw >= 0 && iw < {};\n      const {x_t}* ga = ok ? {addr} : x;\n      cp16(&As[st][SW(lrow + i * {step}, lch)], ga, ok ? 16 : 0);\n    }}\n  }};",
-            dl[0],
-            dl[1],
-            s.h,
-            s.w,
-            kw = s.kw
-        );
+        k.push_str("  };\n");
     }
     let commit = "asm volatile(\"cp.async.commit_group;\\n\" ::);";
     // Prologue: steps 0 .. stages-2 in flight (an empty group where there are fewer steps),
@@ -241,6 +231,71 @@ pub(super) fn a_address(kernel: &ConvKernel) -> String {
             s.h,
             s.w
         ),
+    }
+}
+
+/// The statement (in a loader taking K step `t`) that sets the step's filter tap `r`, `sx` and
+/// first channel `c0`, for K steps of `kc` channels of one tap.
+pub(super) fn tap(s: &super::ConvShape, kc: usize) -> String {
+    let chunks = s.c / kc;
+    format!(
+        "    const int rs = t / {chunks}, c0 = (t % {chunks}) * {kc}, r = rs / {kw}, sx = rs % {kw};",
+        kw = s.kw
+    )
+}
+
+/// Declares `pn`, `ph`, `pw`, `pv` for the `ar` tile rows a thread loads (rows `lrow + i *
+/// step`) and sets them with [`pixel`].
+pub(super) fn pixel_rows(k: &mut String, s: &super::ConvShape, ar: usize, step: usize) {
+    let _ = writeln!(
+        k,
+        "  int pn[{ar}], ph[{ar}], pw[{ar}]; bool pv[{ar}];\n  #pragma unroll\n  for (int i = 0; i < {ar}; ++i) {{"
+    );
+    pixel(k, s, &format!("(m0 + lrow + i * {step})"), "[i]");
+    k.push_str("  }\n");
+}
+
+/// The `cp.async` copies of a thread's `ar` activation chunks of one K step (after [`tap`];
+/// zero-filled outside the input) to `dst` (a C expression of `i`, the `{step}` in it
+/// replaced).
+pub(super) fn a_loads(k: &mut String, kernel: &ConvKernel, ar: usize, step: usize, dst: &str) {
+    let s = &kernel.shape;
+    let dl = s.conv.dilation;
+    let x_t = element_type(kernel.input);
+    let dst = dst.replace("{step}", &step.to_string());
+    let _ = writeln!(
+        k,
+        "    #pragma unroll\n    for (int i = 0; i < {ar}; ++i) {{\n      const int ih = ph[i] + r * {}, iw = pw[i] + sx * {};\n      const bool ok = pv[i] && ih >= 0 && ih < {} && iw >= 0 && iw < {};\n      const {x_t}* ga = ok ? {} : x;\n      cp16({dst}, ga, ok ? 16 : 0);\n    }}",
+        dl[0],
+        dl[1],
+        s.h,
+        s.w,
+        a_address(kernel)
+    );
+}
+
+/// The `cp.async` copies of a thread's `br` filter chunks (OHWI) of one K step (after
+/// [`tap`]; zero-filled past O) to `dst`, as [`a_loads`].
+pub(super) fn b_loads(k: &mut String, kernel: &ConvKernel, br: usize, step: usize, dst: &str) {
+    let s = &kernel.shape;
+    let x_t = element_type(kernel.input);
+    let dst = dst.replace("{step}", &step.to_string());
+    let _ = writeln!(
+        k,
+        "    #pragma unroll\n    for (int i = 0; i < {br}; ++i) {{\n      const int oc = n0 + lrow + i * {step};\n      const {x_t}* gb = oc < {o} ? w + ((oc * {kh} + r) * {kw} + sx) * {c} + c0 + lcol : w;\n      cp16({dst}, gb, oc < {o} ? 16 : 0);\n    }}",
+        o = s.o,
+        kh = s.kh,
+        kw = s.kw,
+        c = s.c
+    );
+}
+
+/// The C type of the kernels' input elements.
+pub(super) fn element_type(input: DType) -> &'static str {
+    if input == DType::I8 {
+        "signed char"
+    } else {
+        "unsigned short"
     }
 }
 
