@@ -118,7 +118,7 @@ mod x86 {
         a: usize,
         b: usize,
         stage: &mut [[T; J]; ROWS],
-        cell: impl Fn(__m256) -> T,
+        mut cell: impl FnMut(__m256) -> T,
     ) {
         for j in 0..J {
             for h in 0..ROWS / 8 {
@@ -203,53 +203,128 @@ mod x86 {
     #[derive(Clone, Copy)]
     pub(super) struct Quant {
         scale: __m256,
+        /// [`crate::fast::casts::quantize_reciprocal`]: vectors whose lanes all lie within
+        /// `edge` of an integer after multiplying by `recip` need no division (in cache, the
+        /// division made f32 -> i8 NHWC -> NCHW take 113 us against 60 us for f32 -> f16,
+        /// 256 Ki elements, one thread).
+        recip: __m256,
+        edge: __m256,
         /// [`crate::fast::casts::quantize_tiny`]: smaller magnitudes are replaced by zero
         /// before the division (subnormal operands and results made it slow: a third of the
         /// kernel's time on data with 1/64 subnormals, measured in cache).
         tiny: __m256,
         zp: __m256i,
-        lo: __m256i,
-        hi: __m256i,
     }
 
     impl Quant {
         #[target_feature(enable = "avx2")]
         pub(super) fn new(scale: f32, zero_point: i32, lo: i32, hi: i32) -> Quant {
+            let (recip, edge) = crate::fast::casts::quantize_reciprocal(scale, zero_point, lo, hi);
             Quant {
                 scale: _mm256_set1_ps(scale),
+                recip: _mm256_set1_ps(recip),
+                edge: _mm256_set1_ps(edge),
                 tiny: _mm256_set1_ps(crate::fast::casts::quantize_tiny(scale)),
                 zp: _mm256_set1_epi32(zero_point),
-                lo: _mm256_set1_epi32(lo),
-                hi: _mm256_set1_epi32(hi),
             }
         }
 
-        /// Eight floats quantised to eight i32 in `[lo, hi]`, exactly as the scalar
-        /// `quantize`.
+        /// Eight floats quantised by the multiplication: eight i32 whose saturation to the
+        /// 8-bit range (the packs below) is the scalar `quantize`'s result, except in the
+        /// lanes of the returned mask (near a rounding tie), which need [`Quant::exact`].
         #[target_feature(enable = "avx2")]
         #[inline]
-        fn apply(&self, x: __m256) -> __m256i {
-            let limit = _mm256_set1_ps(4_194_304.0); // 2^22
-            let abs = _mm256_andnot_ps(_mm256_set1_ps(-0.0), x);
-            let x = _mm256_andnot_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(abs, self.tiny), x);
-            let v = _mm256_div_ps(x, self.scale);
-            let nan = _mm256_cmp_ps::<_CMP_UNORD_Q>(v, v);
-            // NaN lanes become -2^22 here and the zero point below.
-            let c = _mm256_min_ps(
-                _mm256_max_ps(v, _mm256_sub_ps(_mm256_setzero_ps(), limit)),
-                limit,
+        fn fast(&self, x: __m256) -> (__m256i, __m256) {
+            const NEAREST: i32 = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+            let x = self.zero_tiny(x);
+            let y = _mm256_mul_ps(x, self.recip);
+            let off = _mm256_andnot_ps(
+                _mm256_set1_ps(-0.0),
+                _mm256_sub_ps(y, _mm256_round_ps::<NEAREST>(y)),
             );
-            // Round half to even: the conversion's rounding under the default MXCSR (Rust
-            // code never changes it).
-            let i = _mm256_cvtps_epi32(c);
-            let (lo, hi) = (self.lo, self.hi);
-            let q = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(i, self.zp), lo), hi);
-            let z = _mm256_min_epi32(_mm256_max_epi32(self.zp, lo), hi);
-            _mm256_blendv_epi8(q, z, _mm256_castps_si256(nan))
+            (self.round(y), _mm256_cmp_ps::<_CMP_GT_OQ>(off, self.edge))
+        }
+
+        /// Eight floats quantised by the division, as [`Quant::fast`] without exceptions.
+        #[target_feature(enable = "avx2")]
+        #[inline]
+        fn exact(&self, x: __m256) -> __m256i {
+            self.round(_mm256_div_ps(self.zero_tiny(x), self.scale))
+        }
+
+        /// NaN (unordered) and magnitudes below `tiny` become 0, which quantises to the zero
+        /// point.
+        #[target_feature(enable = "avx2")]
+        #[inline]
+        fn zero_tiny(&self, x: __m256) -> __m256 {
+            let abs = _mm256_andnot_ps(_mm256_set1_ps(-0.0), x);
+            _mm256_and_ps(_mm256_cmp_ps::<_CMP_GE_OQ>(abs, self.tiny), x)
+        }
+
+        /// The scaled value rounded half to even (the conversion's rounding under the default
+        /// MXCSR, which Rust code never changes) after clamping to 2^22, plus the zero point.
+        #[target_feature(enable = "avx2")]
+        #[inline]
+        fn round(&self, v: __m256) -> __m256i {
+            let limit = _mm256_set1_ps(4_194_304.0); // 2^22
+            let c = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(-4_194_304.0)), limit);
+            _mm256_add_epi32(_mm256_cvtps_epi32(c), self.zp)
+        }
+
+        /// Destination rows `a..a + 16` by columns `b..b + 8 * J` of the tile, quantised into
+        /// `stage` (as [`fill_stage`]); by the multiplication, or again by the division where
+        /// any value was near a rounding tie.
+        ///
+        /// # Safety
+        /// As [`fill_stage`].
+        #[target_feature(enable = "avx2")]
+        #[inline]
+        unsafe fn fill<R: Rows, const J: usize>(
+            &self,
+            r: R,
+            a: usize,
+            b: usize,
+            stage: &mut [[__m256i; J]; 16],
+        ) {
+            let mut near = _mm256_setzero_ps();
+            let fast = |v| {
+                let (q, n) = self.fast(v);
+                near = _mm256_or_ps(near, n);
+                q
+            };
+            // SAFETY: as this function's.
+            unsafe { fill_stage(r, a, b, stage, fast) };
+            if _mm256_movemask_ps(near) != 0 {
+                // SAFETY: as this function's.
+                unsafe { fill_stage(r, a, b, stage, |v| self.exact(v)) };
+            }
+        }
+
+        /// 32 floats quantised and packed into 32 bytes, in order.
+        #[target_feature(enable = "avx2")]
+        #[inline]
+        fn pack32(&self, x: [__m256; 4], signed: bool) -> __m256i {
+            let fast = x.map(|x| self.fast(x));
+            let near = fast
+                .iter()
+                .fold(_mm256_setzero_ps(), |m, f| _mm256_or_ps(m, f.1));
+            if _mm256_movemask_ps(near) == 0 {
+                pack4(fast.map(|f| f.0), signed)
+            } else {
+                pack4(x.map(|x| self.exact(x)), signed)
+            }
+        }
+
+        /// 16 floats quantised and packed into 16 bytes, in order.
+        #[target_feature(enable = "avx2")]
+        #[inline]
+        fn pack16(&self, x0: __m256, x1: __m256, signed: bool) -> __m128i {
+            let z = _mm256_setzero_ps();
+            _mm256_castsi256_si128(self.pack32([x0, x1, z, z], signed))
         }
     }
 
-    /// Four vectors of eight i32 (each in the 8-bit range) packed into 32 bytes, in order.
+    /// Four vectors of eight i32 saturated to 8 bits and packed into 32 bytes, in order.
     #[target_feature(enable = "avx2")]
     #[inline]
     fn pack4(v: [__m256i; 4], signed: bool) -> __m256i {
@@ -265,22 +340,6 @@ mod x86 {
         _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7))
     }
 
-    /// Two vectors of eight i32 (each in the 8-bit range) packed into 16 bytes, in order.
-    #[target_feature(enable = "avx2")]
-    #[inline]
-    fn pack2(v0: __m256i, v1: __m256i, signed: bool) -> __m128i {
-        // [v0 0..4, v1 0..4 | v0 4..8, v1 4..8] as i16, then bytes (each group twice); the
-        // permutation takes v0 0..4, v0 4..8, v1 0..4, v1 4..8.
-        let p = _mm256_packs_epi32(v0, v1);
-        let bytes = if signed {
-            _mm256_packs_epi16(p, p)
-        } else {
-            _mm256_packus_epi16(p, p)
-        };
-        let ordered = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 0, 0, 0, 0));
-        _mm256_castsi256_si128(ordered)
-    }
-
     /// To 8-bit integers in 8 x 16 blocks with plain stores (for tiles of 16 source rows).
     #[target_feature(enable = "avx2")]
     unsafe fn to_q8_16<R: Rows>(r: R, q: Quant, signed: bool) -> (usize, usize) {
@@ -290,10 +349,9 @@ mod x86 {
                 // SAFETY: inside the tile.
                 let (t0, t1) = unsafe { (block(r, a, b), block(r, a, b + 8)) };
                 for k in 0..8 {
-                    let (v0, v1) = (q.apply(t0[k]), q.apply(t1[k]));
                     let p = r.dst(a + k).wrapping_add(b) as *mut __m128i;
                     // SAFETY: inside the tile; unaligned store.
-                    unsafe { _mm_storeu_si128(p, pack2(v0, v1, signed)) };
+                    unsafe { _mm_storeu_si128(p, q.pack16(t0[k], t1[k], signed)) };
                 }
             }
         }
@@ -311,7 +369,7 @@ mod x86 {
         let mut stage = [[_mm256_setzero_si256(); 4]; 16];
         for a in (0..na).step_by(16) {
             // SAFETY: inside the tile.
-            unsafe { fill_stage(r, a, 0, &mut stage, |v| quant.apply(v)) };
+            unsafe { quant.fill(r, a, 0, &mut stage) };
             for (k, row) in stage.iter().enumerate() {
                 let p = r.dst(a + k) as *mut __m256i;
                 // SAFETY: inside the tile; rows 32 bytes apart from a 64-byte boundary, so
@@ -346,17 +404,35 @@ mod x86 {
         let (na, nb) = (r.na() / 8 * 8, r.nb() / w * w);
         if halves == 2 && na % 16 == 0 {
             // 16 destination rows at a time, as `to_f16`: each source line read whole, the
-            // quantised values staged in cache (4 KiB), packed and streamed as 16 lines
+            // values staged in cache (4 KiB), quantised, packed and streamed as 16 lines
             // (measured 29-31 -> 23-25 ms on NCHW -> NHWC, N=16,C=256,H=96,W=96, one thread).
-            let mut stage = [[_mm256_setzero_si256(); 8]; 16];
+            // Source rows under a page apart (NHWC's pixels, one line of each per stage) are
+            // all read before any is quantised: the loads then overlap (NHWC -> NCHW, same
+            // tensor, ten alternating runs: 21 ms against 28-29 ms quantising each block as
+            // it is read, which stays faster for rows far apart: 19 ms against 23 ms).
+            let close = r.src(1).addr().abs_diff(r.src(0).addr()) < 4096;
+            let mut ints = [[_mm256_setzero_si256(); 8]; 16];
+            let mut floats = [[_mm256_setzero_ps(); 8]; 16];
             for b in (0..nb).step_by(64) {
                 for a in (0..na).step_by(16) {
-                    // SAFETY: inside the tile.
-                    unsafe { fill_stage(r, a, b, &mut stage, |v| quant.apply(v)) };
-                    for (k, row) in stage.iter().enumerate() {
+                    if close {
+                        // SAFETY: inside the tile.
+                        unsafe { fill_stage(r, a, b, &mut floats, |v| v) };
+                    } else {
+                        // SAFETY: inside the tile.
+                        unsafe { quant.fill(r, a, b, &mut ints) };
+                    }
+                    for k in 0..16 {
                         let p = r.dst(a + k).wrapping_add(b) as *mut __m256i;
-                        let lo4 = pack4([row[0], row[1], row[2], row[3]], signed);
-                        let hi4 = pack4([row[4], row[5], row[6], row[7]], signed);
+                        let (lo4, hi4) = if close {
+                            let row = floats[k];
+                            let lo = quant.pack32([row[0], row[1], row[2], row[3]], signed);
+                            (lo, quant.pack32([row[4], row[5], row[6], row[7]], signed))
+                        } else {
+                            let row = ints[k];
+                            let lo = pack4([row[0], row[1], row[2], row[3]], signed);
+                            (lo, pack4([row[4], row[5], row[6], row[7]], signed))
+                        };
                         // SAFETY: inside the tile; 64-byte aligned rows and b a multiple of 64.
                         unsafe {
                             _mm256_stream_si256(p, lo4);
@@ -371,16 +447,16 @@ mod x86 {
             for b in (0..nb).step_by(w) {
                 let mut out = [[_mm256_setzero_si256(); 2]; 8];
                 for half in 0..halves {
-                    let mut q = [[_mm256_setzero_si256(); 4]; 8];
+                    let mut q = [[_mm256_setzero_ps(); 4]; 8];
                     for j in 0..4 {
                         // SAFETY: inside the tile.
                         let t = unsafe { block(r, a, b + 32 * half + 8 * j) };
                         for k in 0..8 {
-                            q[k][j] = quant.apply(t[k]);
+                            q[k][j] = t[k];
                         }
                     }
                     for k in 0..8 {
-                        out[k][half] = pack4(q[k], signed);
+                        out[k][half] = quant.pack32(q[k], signed);
                     }
                 }
                 for (k, row) in out.iter().enumerate() {
@@ -438,49 +514,69 @@ mod tests {
             .collect()
     }
 
+    /// Runs `fused` on a tile of `na` destination rows (64-byte aligned) by `nb` source rows
+    /// `s_row` floats apart holding `src`, and compares every element it did with the
+    /// reference. Returns `(da, db)`.
+    fn assert_tile_matches(
+        fused: FusedCast,
+        spec: CastSpec,
+        (na, nb, s_row): (usize, usize, usize),
+        stream: bool,
+        src: &[f32],
+    ) -> (usize, usize) {
+        let ds = spec.dst.size_bytes();
+        let d_row = (nb * ds).next_multiple_of(64);
+        let mut dst = AlignedBuf::zeroed(na * d_row);
+        let srows: Vec<*const u8> = (0..nb)
+            .map(|b| src[b * s_row..].as_ptr() as *const u8)
+            .collect();
+        let base = dst.as_mut_ptr();
+        let drows: Vec<*mut u8> = (0..na).map(|a| base.wrapping_add(a * d_row)).collect();
+        let rows = Table {
+            src: &srows,
+            dst: &drows,
+        };
+        // SAFETY: every row holds the tile; the kernel's features were checked.
+        let (da, db) = unsafe { fused.run(rows, stream) };
+        crate::fast::transpose::store_fence();
+        for a in 0..da {
+            for b in 0..db {
+                let x = src[b * s_row + a];
+                let mut want = [0u8; 2];
+                spec.apply(Scalar::F32(x)).write(&mut want);
+                let at = a * d_row + b * ds;
+                assert_eq!(
+                    &dst[at..at + ds],
+                    &want[..ds],
+                    "{spec:?}: {x:e} at ({a}, {b}) of {na} x {nb}, rows {s_row} apart"
+                );
+            }
+        }
+        (da, db)
+    }
+
+    /// The tiles the checks run: `(na, nb, source row distance in floats)` and whether
+    /// streaming stores are allowed; source rows close together and a page or more apart
+    /// (the staged 8-bit kernel reads them in different orders).
+    const TILES: [((usize, usize, usize), bool); 6] = [
+        ((8, 64, 11), true),
+        ((16, 128, 19), true),
+        ((16, 64, 1030), true),
+        ((32, 64, 1100), false),
+        ((9, 70, 12), false),
+        ((8, 8, 11), false),
+    ];
+
     fn check(spec: CastSpec) {
         let Some(fused) = FusedCast::for_spec(&spec) else {
             return; // no kernel on this CPU: nothing to compare
         };
-        let ds = spec.dst.size_bytes();
-        for (na, nb, stream) in [
-            (8, 64, true),
-            (16, 128, true),
-            (9, 70, false),
-            (8, 8, false),
-        ] {
-            let s_row = na + 3;
+        for ((na, nb, s_row), stream) in TILES {
             let src = edge_values(nb * s_row, spec.quant.scale);
-            let d_row = (nb * ds).next_multiple_of(64);
-            let mut dst = AlignedBuf::zeroed(na * d_row);
-            let srows: Vec<*const u8> = (0..nb)
-                .map(|b| src[b * s_row..].as_ptr() as *const u8)
-                .collect();
-            let base = dst.as_mut_ptr();
-            let drows: Vec<*mut u8> = (0..na).map(|a| base.wrapping_add(a * d_row)).collect();
-            let rows = Table {
-                src: &srows,
-                dst: &drows,
-            };
-            // SAFETY: every row holds the tile; the kernel's features were checked.
-            let (da, db) = unsafe { fused.run(rows, stream) };
-            crate::fast::transpose::store_fence();
-            // Blocks are 8 rows by 8 (f16) or 32 (8-bit) columns at least.
-            let min_cols = if ds == 2 { 8 } else { 16 };
+            let (da, db) = assert_tile_matches(fused, spec, (na, nb, s_row), stream, &src);
+            // Blocks are 8 rows by 8 (f16) or 16 (8-bit) columns at least.
+            let min_cols = if spec.dst.size_bytes() == 2 { 8 } else { 16 };
             assert_eq!(da > 0 && db > 0, nb >= min_cols, "blocks of {na}x{nb}");
-            for a in 0..da {
-                for b in 0..db {
-                    let x = src[b * s_row + a];
-                    let mut want = [0u8; 2];
-                    spec.apply(Scalar::F32(x)).write(&mut want);
-                    let at = a * d_row + b * ds;
-                    assert_eq!(
-                        &dst[at..at + ds],
-                        &want[..ds],
-                        "{spec:?}: {x:e} at ({a}, {b})"
-                    );
-                }
-            }
         }
     }
 
@@ -496,28 +592,31 @@ mod tests {
             state ^= state << 17;
             state
         };
-        for scale in [0.1f32, 0.0123, 1.0 / 3.0, 0.75, 2.5, 1e-3, 7.0e-6] {
-            let spec = CastSpec::new(
-                DType::F32,
-                DType::I8,
-                Some(Quantization {
-                    scale,
-                    zero_point: 3,
-                }),
-            )
-            .unwrap();
+        for (scale, dst, zero_point) in [
+            (0.1f32, DType::I8, 3),
+            (0.0123, DType::I8, -100),
+            (1.0 / 3.0, DType::U8, 128),
+            (0.75, DType::I8, 0),
+            (2.5, DType::U8, 7),
+            (1e-3, DType::I8, 127),
+            (7.0e-6, DType::U8, 255),
+        ] {
+            let q = Quantization { scale, zero_point };
+            let spec = CastSpec::new(DType::F32, dst, Some(q)).unwrap();
             let Some(fused) = FusedCast::for_spec(&spec) else {
                 return;
             };
-            let (na, nb) = (8, 64);
-            for _ in 0..200 {
-                let src: Vec<f32> = (0..na * nb)
+            // Ties in about half of the values, in one in 64, or none: stages quantised by
+            // the multiplication alone, and stages sent back to the division.
+            for (round, ties_in) in (0..60).zip([2, 64, u64::MAX].into_iter().cycle()) {
+                let ((na, nb, s_row), stream) = TILES[round % 4];
+                let src: Vec<f32> = (0..nb * s_row)
                     .map(|_| {
                         let r = next();
                         let k = (r % 300) as f32 - 150.0;
                         let tie = (k + 0.5) * scale;
                         // Nudge by -4..4 units in the last place, or a value anywhere.
-                        if r >> 63 == 0 {
+                        if (r >> 32) % ties_in == 0 {
                             f32::from_bits(
                                 (tie.to_bits() as i64 + ((r >> 8) % 9) as i64 - 4) as u32,
                             )
@@ -527,27 +626,8 @@ mod tests {
                         }
                     })
                     .collect();
-                let mut dst = AlignedBuf::zeroed(na * nb);
-                let srows: Vec<*const u8> = (0..nb)
-                    .map(|b| src[b * na..].as_ptr() as *const u8)
-                    .collect();
-                let base = dst.as_mut_ptr();
-                let drows: Vec<*mut u8> = (0..na).map(|a| base.wrapping_add(a * nb)).collect();
-                let rows = Table {
-                    src: &srows,
-                    dst: &drows,
-                };
-                // SAFETY: every row holds the tile; the kernel's features were checked.
-                let (da, db) = unsafe { fused.run(rows, false) };
-                assert_eq!((da, db), (na, nb));
-                for a in 0..na {
-                    for b in 0..nb {
-                        let x = src[b * na + a];
-                        let mut want = [0u8; 1];
-                        spec.apply(Scalar::F32(x)).write(&mut want);
-                        assert_eq!(dst[a * nb + b], want[0], "scale {scale}: {x:e}");
-                    }
-                }
+                let done = assert_tile_matches(fused, spec, (na, nb, s_row), stream, &src);
+                assert_eq!(done, (na, nb));
             }
         }
     }

@@ -141,6 +141,30 @@ pub(crate) fn quantize_tiny(scale: f32) -> f32 {
     }
 }
 
+/// `(recip, edge)` for quantising by a multiplication where that is exact: for `x` whose
+/// `y = x * recip` (rounded) lies at most `edge` from the nearest integer,
+/// `round_half_even(y)` equals the reference's `round_half_even(x / scale)` after the zero
+/// point is added and the result saturated to `[lo, hi]`; other `x` must be divided. `edge`
+/// is negative (every `x` divided) where the argument below does not hold.
+///
+/// Why: with `recip = 1 / scale` rounded and normal (`scale` in `[2^-125, 2^125]`), `y` and
+/// the rounded quotient `f` differ by at most `4u|x / scale|` (`u = 2^-24`), or by less than
+/// `2^-126` where `y` is subnormal. Let `R = max(hi - zp, zp - lo) + 1` and
+/// `edge = 1/2 - R * 2^-20`. Where `|f| <= 2R`, `|y - f| < 9uR < R * 2^-20`, so a `y` farther
+/// than that from every half-integer has none between it and `f`: both round to the same
+/// integer and neither is a tie. Where `|f| > 2R` (and `R >= 2`), `y` and `f` both round to
+/// integers of the same sign and magnitude at least `R`, which saturate to the same bound.
+pub(crate) fn quantize_reciprocal(scale: f32, zp: i32, lo: i32, hi: i32) -> (f32, f32) {
+    let reach = (hi as i64 - zp as i64).max(zp as i64 - lo as i64) + 1;
+    let slack = reach as f32 * (1.0 / 1_048_576.0); // 2^-20
+    let normal = (2f32.powi(-125)..=2f32.powi(125)).contains(&scale);
+    if normal && reach >= 2 && slack < 0.25 {
+        (1.0 / scale, 0.5 - slack)
+    } else {
+        (1.0, -1.0)
+    }
+}
+
 /// `round_half_even(x / scale) + zero_point`, saturated to `[lo, hi]`, NaN -> zero point:
 /// the reference's quantisation (`tiny` from [`quantize_tiny`]). Rounding uses the
 /// 1.5 * 2^23 trick, exact for |v| < 2^22 (larger values saturate anyway for 8-bit types),
@@ -271,6 +295,45 @@ mod tests {
                     spec.apply(Scalar::F32(x)).write(&mut want);
                     assert_eq!(&got[i * ds..(i + 1) * ds], &want[..ds], "{spec:?}: {x:e}");
                 }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
+        /// [`quantize_reciprocal`]'s contract: wherever `x * recip` lies within `edge` of an
+        /// integer, rounding it (half to even, after clamping to 2^22), adding the zero point
+        /// and saturating gives the reference's result; for scales across the whole range
+        /// (subnormal to huge), values next to the rounding ties and arbitrary bit patterns.
+        #[test]
+        fn the_reciprocal_quantises_as_the_division_within_its_edge(
+            scale_bits in 0x0000_0001u32..0x7f80_0000,
+            signed in proptest::bool::ANY,
+            zp_pick in 0u32..256,
+            k in -300i32..300,
+            nudge in -8i32..=8,
+            raw in proptest::num::u32::ANY,
+            near_tie in proptest::bool::ANY,
+        ) {
+            let scale = f32::from_bits(scale_bits);
+            let (lo, hi, dst) = if signed { (-128, 127, DType::I8) } else { (0, 255, DType::U8) };
+            let zero_point = lo + zp_pick as i32;
+            let x = if near_tie {
+                let tie = (k as f32 + 0.5) * scale;
+                f32::from_bits((tie.to_bits() as i64 + nudge as i64) as u32)
+            } else {
+                f32::from_bits(raw)
+            };
+            let (recip, edge) = quantize_reciprocal(scale, zero_point, lo, hi);
+            let y = x * recip;
+            if (y - y.round_ties_even()).abs() <= edge {
+                let q = (y.clamp(-4_194_304.0, 4_194_304.0).round_ties_even() as i32 + zero_point)
+                    .clamp(lo, hi);
+                let spec = CastSpec::new(DType::F32, dst, Some(Quantization { scale, zero_point }))
+                    .unwrap();
+                let mut want = [0u8; 1];
+                spec.apply(Scalar::F32(x)).write(&mut want);
+                proptest::prop_assert_eq!(q as u8, want[0], "x {:e} scale {:e} zp {}", x, scale, zero_point);
             }
         }
     }
