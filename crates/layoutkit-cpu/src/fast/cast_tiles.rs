@@ -29,13 +29,14 @@ impl FusedCast {
         {
             use layoutkit_core::DType::*;
             let f16c = std::arch::is_x86_feature_detected!("f16c");
+            let fma = std::arch::is_x86_feature_detected!("fma");
             if !std::arch::is_x86_feature_detected!("avx2") {
                 return None;
             }
             let q = spec.quant;
             match (spec.src, spec.dst) {
                 (F32, F16) if f16c => Some(FusedCast::F32ToF16),
-                (F32, I8) | (F32, U8) => Some(FusedCast::F32ToQ8 {
+                (F32, I8) | (F32, U8) if fma => Some(FusedCast::F32ToQ8 {
                     scale: q.scale,
                     zero_point: q.zero_point,
                     signed: spec.dst == I8,
@@ -209,6 +210,7 @@ mod x86 {
         /// 256 Ki elements, one thread).
         recip: __m256,
         edge: __m256,
+        zp_f: __m256,
         /// [`crate::fast::casts::quantize_tiny`]: smaller magnitudes are replaced by zero
         /// before the division (subnormal operands and results made it slow: a third of the
         /// kernel's time on data with 1/64 subnormals, measured in cache).
@@ -217,36 +219,41 @@ mod x86 {
     }
 
     impl Quant {
-        #[target_feature(enable = "avx2")]
+        #[target_feature(enable = "avx2,fma")]
         pub(super) fn new(scale: f32, zero_point: i32, lo: i32, hi: i32) -> Quant {
             let (recip, edge) = crate::fast::casts::quantize_reciprocal(scale, zero_point, lo, hi);
             Quant {
                 scale: _mm256_set1_ps(scale),
                 recip: _mm256_set1_ps(recip),
                 edge: _mm256_set1_ps(edge),
+                zp_f: _mm256_set1_ps(zero_point as f32),
                 tiny: _mm256_set1_ps(crate::fast::casts::quantize_tiny(scale)),
                 zp: _mm256_set1_epi32(zero_point),
             }
         }
 
-        /// Eight floats quantised by the multiplication: eight i32 whose saturation to the
-        /// 8-bit range (the packs below) is the scalar `quantize`'s result, except in the
-        /// lanes of the returned mask (near a rounding tie), which need [`Quant::exact`].
-        #[target_feature(enable = "avx2")]
+        /// Eight floats quantised by a fused multiply-add, `x * recip + zero_point`: eight
+        /// i32 whose saturation to the 8-bit range (the packs below) is the scalar
+        /// `quantize`'s result, except in the lanes of the returned mask (near a rounding tie,
+        /// infinite or NaN), which need [`Quant::exact`].
+        #[target_feature(enable = "avx2,fma")]
         #[inline]
         fn fast(&self, x: __m256) -> (__m256i, __m256) {
             const NEAREST: i32 = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-            let x = self.zero_tiny(x);
-            let y = _mm256_mul_ps(x, self.recip);
+            let y = _mm256_fmadd_ps(x, self.recip, self.zp_f);
             let off = _mm256_andnot_ps(
                 _mm256_set1_ps(-0.0),
                 _mm256_sub_ps(y, _mm256_round_ps::<NEAREST>(y)),
             );
-            (self.round(y), _mm256_cmp_ps::<_CMP_GT_OQ>(off, self.edge))
+            // Over 2^30 would not convert (negative values that do not convert give i32::MIN,
+            // which saturates as they must). Rounds half to even: the conversion's rounding
+            // under the default MXCSR (Rust code never changes it).
+            let q = _mm256_cvtps_epi32(_mm256_min_ps(y, _mm256_set1_ps(1_073_741_824.0)));
+            (q, _mm256_cmp_ps::<_CMP_NLE_UQ>(off, self.edge))
         }
 
         /// Eight floats quantised by the division, as [`Quant::fast`] without exceptions.
-        #[target_feature(enable = "avx2")]
+        #[target_feature(enable = "avx2,fma")]
         #[inline]
         fn exact(&self, x: __m256) -> __m256i {
             self.round(_mm256_div_ps(self.zero_tiny(x), self.scale))
@@ -254,7 +261,7 @@ mod x86 {
 
         /// NaN (unordered) and magnitudes below `tiny` become 0, which quantises to the zero
         /// point.
-        #[target_feature(enable = "avx2")]
+        #[target_feature(enable = "avx2,fma")]
         #[inline]
         fn zero_tiny(&self, x: __m256) -> __m256 {
             let abs = _mm256_andnot_ps(_mm256_set1_ps(-0.0), x);
@@ -263,7 +270,7 @@ mod x86 {
 
         /// The scaled value rounded half to even (the conversion's rounding under the default
         /// MXCSR, which Rust code never changes) after clamping to 2^22, plus the zero point.
-        #[target_feature(enable = "avx2")]
+        #[target_feature(enable = "avx2,fma")]
         #[inline]
         fn round(&self, v: __m256) -> __m256i {
             let limit = _mm256_set1_ps(4_194_304.0); // 2^22
@@ -277,7 +284,7 @@ mod x86 {
         ///
         /// # Safety
         /// As [`fill_stage`].
-        #[target_feature(enable = "avx2")]
+        #[target_feature(enable = "avx2,fma")]
         #[inline]
         unsafe fn fill<R: Rows, const J: usize>(
             &self,
@@ -301,7 +308,7 @@ mod x86 {
         }
 
         /// 32 floats quantised and packed into 32 bytes, in order.
-        #[target_feature(enable = "avx2")]
+        #[target_feature(enable = "avx2,fma")]
         #[inline]
         fn pack32(&self, x: [__m256; 4], signed: bool) -> __m256i {
             let fast = x.map(|x| self.fast(x));
@@ -316,7 +323,7 @@ mod x86 {
         }
 
         /// 16 floats quantised and packed into 16 bytes, in order.
-        #[target_feature(enable = "avx2")]
+        #[target_feature(enable = "avx2,fma")]
         #[inline]
         fn pack16(&self, x0: __m256, x1: __m256, signed: bool) -> __m128i {
             let z = _mm256_setzero_ps();
@@ -341,7 +348,7 @@ mod x86 {
     }
 
     /// To 8-bit integers in 8 x 16 blocks with plain stores (for tiles of 16 source rows).
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,fma")]
     unsafe fn to_q8_16<R: Rows>(r: R, q: Quant, signed: bool) -> (usize, usize) {
         let (na, nb) = (r.na() / 8 * 8, r.nb() / 16 * 16);
         for a in (0..na).step_by(8) {
@@ -363,7 +370,7 @@ mod x86 {
     /// contiguous bytes streamed as whole lines. Returns `(0, 0)` for tiles of fewer than 16
     /// rows. (Measured f32 -> i8 NCHW -> NCHW32c, N=16,C=256,H=96,W=96, one thread: 26-27 ms
     /// with plain stores of 8 x 32 blocks, 17 ms with this kernel.)
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn to_q8_packed<R: Rows>(r: R, quant: Quant, signed: bool) -> (usize, usize) {
         let na = r.na() / 16 * 16;
         let mut stage = [[_mm256_setzero_si256(); 4]; 16];
@@ -388,7 +395,7 @@ mod x86 {
     /// fewer than 16 rows), or 8 x 32 blocks with plain stores.
     // Indices address rows of one array and columns of another (a transposition).
     #[allow(clippy::needless_range_loop)]
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn to_q8<R: Rows>(
         r: R,
         lines: bool,

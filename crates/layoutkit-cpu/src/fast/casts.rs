@@ -141,24 +141,25 @@ pub(crate) fn quantize_tiny(scale: f32) -> f32 {
     }
 }
 
-/// `(recip, edge)` for quantising by a multiplication where that is exact: for `x` whose
-/// `y = x * recip` (rounded) lies at most `edge` from the nearest integer,
-/// `round_half_even(y)` equals the reference's `round_half_even(x / scale)` after the zero
-/// point is added and the result saturated to `[lo, hi]`; other `x` must be divided. `edge`
+/// `(recip, edge)` for quantising by a fused multiply-add where that is exact: for `x` whose
+/// `y = x * recip + zp` (one rounding) lies at most `edge` from the nearest integer,
+/// `round_half_even(y)` (`y` clamped to at most 2^30), saturated to `[lo, hi]`, equals the
+/// reference's `round_half_even(x / scale) + zp` saturated; other `x` must be divided. `edge`
 /// is negative (every `x` divided) where the argument below does not hold.
 ///
-/// Why: with `recip = 1 / scale` rounded and normal (`scale` in `[2^-125, 2^125]`), `y` and
-/// the rounded quotient `f` differ by at most `4u|x / scale|` (`u = 2^-24`), or by less than
-/// `2^-126` where `y` is subnormal. Let `R = max(hi - zp, zp - lo) + 1` and
-/// `edge = 1/2 - R * 2^-20`. Where `|f| <= 2R`, `|y - f| < 9uR < R * 2^-20`, so a `y` farther
-/// than that from every half-integer has none between it and `f`: both round to the same
-/// integer and neither is a tie. Where `|f| > 2R` (and `R >= 2`), `y` and `f` both round to
-/// integers of the same sign and magnitude at least `R`, which saturate to the same bound.
+/// Why: let `v = x / scale`, `f` its rounding (what the reference rounds), `u = 2^-24`,
+/// `R = max(hi - zp, zp - lo) + 1` (so `|zp| < R` for the 8-bit types) and
+/// `edge = 1/2 - R * 2^-20`. With `recip = 1 / scale` rounded and normal (`scale` in
+/// `[2^-125, 2^125]`), `x * recip = v(1 + e)`, `|e| <= u`. Where `|f| <= 2R`: `|y| <= 3R`, so
+/// `|y - (f + zp)| <= ulp(3R) / 2 + 2u|v| <= 7uR < R * 2^-20` (the product is not rounded
+/// on its own); a `y` farther than that from every half-integer has none between it and
+/// `f + zp`, so both round to the same integer and neither is a tie. Where `|f| > 2R`, `y`
+/// and `f + zp` lie beyond `hi + 1/2` (or below `lo - 1/2`) together and saturate alike.
 pub(crate) fn quantize_reciprocal(scale: f32, zp: i32, lo: i32, hi: i32) -> (f32, f32) {
     let reach = (hi as i64 - zp as i64).max(zp as i64 - lo as i64) + 1;
     let slack = reach as f32 * (1.0 / 1_048_576.0); // 2^-20
     let normal = (2f32.powi(-125)..=2f32.powi(125)).contains(&scale);
-    if normal && reach >= 2 && slack < 0.25 {
+    if normal && reach >= 2 && (zp.unsigned_abs() as i64) < reach && slack < 0.25 {
         (1.0 / scale, 0.5 - slack)
     } else {
         (1.0, -1.0)
@@ -301,9 +302,9 @@ mod tests {
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
-        /// [`quantize_reciprocal`]'s contract: wherever `x * recip` lies within `edge` of an
-        /// integer, rounding it (half to even, after clamping to 2^22), adding the zero point
-        /// and saturating gives the reference's result; for scales across the whole range
+        /// [`quantize_reciprocal`]'s contract: wherever `x * recip + zp` (fused) lies within
+        /// `edge` of an integer, rounding it half to even and saturating gives the reference's
+        /// result; for scales across the whole range
         /// (subnormal to huge), values next to the rounding ties and arbitrary bit patterns.
         #[test]
         fn the_reciprocal_quantises_as_the_division_within_its_edge(
@@ -325,10 +326,11 @@ mod tests {
                 f32::from_bits(raw)
             };
             let (recip, edge) = quantize_reciprocal(scale, zero_point, lo, hi);
-            let y = x * recip;
+            let y = x.mul_add(recip, zero_point as f32);
             if (y - y.round_ties_even()).abs() <= edge {
-                let q = (y.clamp(-4_194_304.0, 4_194_304.0).round_ties_even() as i32 + zero_point)
-                    .clamp(lo, hi);
+                // The kernel: clamped above to 2^30, rounded, converted (saturating here, as
+                // the conversion's out-of-range result saturates in the packs), saturated.
+                let q = (y.min(1_073_741_824.0).round_ties_even() as i32).clamp(lo, hi);
                 let spec = CastSpec::new(DType::F32, dst, Some(Quantization { scale, zero_point }))
                     .unwrap();
                 let mut want = [0u8; 1];
