@@ -9,6 +9,7 @@ per element, so the two ratios differ). Issue 5's goal is 80%. Raw JSON of every
 stderr.
 
 Usage: bench/cpu_cast_bench.py PATH/TO/layoutkit [--threads N] [--repeats R] [--rounds K]
+       [--src-offset BYTES]
 """
 import argparse
 import json
@@ -24,10 +25,11 @@ PAIRS = [
 CASTS = ["f32", "f16", "i8"]
 
 
-def bench(lk, src, dst, dims, to, threads, repeats):
+def bench(lk, src, dst, dims, to, threads, repeats, src_offset):
     out = subprocess.run(
         [lk, "bench", "--from", src, "--to", dst, "--dims", dims, "--dtype", "f32",
-         "--to-dtype", to, "--threads", str(threads), "--repeats", str(repeats), "--json"],
+         "--to-dtype", to, "--threads", str(threads), "--repeats", str(repeats),
+         "--src-offset", str(src_offset), "--json"],
         capture_output=True, text=True, check=True)
     print(out.stdout.strip(), file=sys.stderr)
     return json.loads(out.stdout)
@@ -39,6 +41,8 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--src-offset", type=int, default=0,
+                    help="layoutkit's source starts this many bytes past a 64-byte boundary")
     a = ap.parse_args()
     print("| conversion | dims | threads | f32 GB/s | f32>f16 GB/s | f16 / f32 GB/s (time) "
           "| f32>i8 GB/s | i8 / f32 GB/s (time) |")
@@ -48,7 +52,7 @@ def main():
         secs = {c: [] for c in CASTS}
         for _ in range(a.rounds):
             for c in CASTS:
-                r = bench(a.layoutkit, src, dst, dims, c, a.threads, a.repeats)
+                r = bench(a.layoutkit, src, dst, dims, c, a.threads, a.repeats, a.src_offset)
                 gbps[c].append(r["gbps"])
                 secs[c].append(r["median_s"])
         m = {c: statistics.median(v) for c, v in gbps.items()}

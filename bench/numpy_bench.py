@@ -10,6 +10,7 @@ conversion (each round times the conversion and a copy alternately) and the tabl
 round with the median ratio to the copy, with the lowest and highest ratio of all rounds.
 
 Usage: bench/numpy_bench.py PATH/TO/layoutkit [--threads N] [--repeats R] [--rounds K]
+       [--src-offset BYTES]
 """
 import argparse
 import json
@@ -41,6 +42,8 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--src-offset", type=int, default=0,
+                    help="layoutkit's source starts this many bytes past a 64-byte boundary")
     args = ap.parse_args()
     rows = []
     for dtype in ["f32", "f16"]:
@@ -61,7 +64,7 @@ def main():
                 out = subprocess.run(
                     [args.layoutkit, "bench", "--from", src, "--to", dst, "--dims", dims,
                      "--dtype", dtype, "--threads", str(args.threads), "--repeats",
-                     str(args.repeats), "--json"],
+                     str(args.repeats), "--src-offset", str(args.src_offset), "--json"],
                     capture_output=True, text=True, check=True)
                 runs.append(json.loads(out.stdout))
                 print(out.stdout.strip(), file=sys.stderr)

@@ -304,6 +304,10 @@ pub struct BenchArgs {
     /// CPU threads for the conversion and for the copy it is compared with.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
+    /// Start the source this many bytes past a 64-byte boundary (CPU; default 0). Buffers
+    /// from malloc and numpy are often 16 bytes past one.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..64))]
+    pub src_offset: u8,
 }
 
 #[derive(Args, Debug)]

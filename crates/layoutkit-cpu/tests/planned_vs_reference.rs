@@ -21,21 +21,31 @@ fn first_difference(a: &[u8], b: &[u8]) -> Option<(usize, usize, usize)> {
         .map(|i| (i, a[i] as usize, b[i] as usize))
 }
 
+/// `data` copied to start `offset` bytes past a 64-byte boundary (the engine aligns its tiles
+/// to the source's lines where it can), and the buffer that holds it.
+fn at_offset(data: &[u8], offset: usize) -> (layoutkit_cpu::AlignedBuf, std::ops::Range<usize>) {
+    let mut buf = layoutkit_cpu::AlignedBuf::zeroed(data.len() + offset);
+    buf[offset..].copy_from_slice(data);
+    (buf, offset..offset + data.len())
+}
+
 /// The fast engine on `threads` threads writes what the reference writes, every byte (the
-/// output starts as garbage), for random source bytes from `seed`.
+/// output starts as garbage), for random source bytes from `seed` starting `offset` bytes
+/// past a 64-byte boundary.
 fn fast_equals_reference(
     src: &layoutkit_core::ShapedLayout,
     dst: &layoutkit_core::ShapedLayout,
     cast: &CastSpec,
     threads: usize,
-    seed: u64,
+    (seed, offset): (u64, usize),
 ) -> Result<(), TestCaseError> {
-    let data = noise_bytes(src.bytes(cast.src).unwrap(), seed);
+    let (buf, at) = at_offset(&noise_bytes(src.bytes(cast.src).unwrap(), seed), offset);
+    let data = &buf[at];
     let mut want = vec![0u8; dst.bytes(cast.dst).unwrap()];
-    convert_reference(src, &data, dst, &mut want, cast).unwrap();
+    convert_reference(src, data, dst, &mut want, cast).unwrap();
     let plan = ConversionPlan::new(src, dst).unwrap();
     let mut got = vec![0x5Au8; want.len()];
-    convert_fast(&plan, &data, &mut got, cast, threads).unwrap();
+    convert_fast(&plan, data, &mut got, cast, threads).unwrap();
     prop_assert!(
         first_difference(&got, &want).is_none(),
         "{} -> {} {} {:?}: first difference at byte {:?}",
@@ -92,11 +102,12 @@ proptest! {
         fill in prop_oneof![Just(0.0f64), Just(-1.5), -300.0f64..300.0],
         threads in 1usize..5,
         seed in any::<u64>(),
+        offset in 0usize..64,
     ) {
         let src = a.shaped(&dims).unwrap();
         let dst = b.with_fill(fill).shaped(&dims).unwrap();
         prop_assume!(src.elements() <= MAX_ELEMENTS && dst.elements() <= MAX_ELEMENTS);
-        fast_equals_reference(&src, &dst, &cast, threads, seed)?;
+        fast_equals_reference(&src, &dst, &cast, threads, (seed, offset))?;
     }
 
     #[test]
@@ -251,13 +262,17 @@ fn fast_engine_on_larger_transposes_and_casts() {
             let data = noise_bytes(src.bytes(cast.src).unwrap(), 11);
             let mut want = vec![0u8; dst.bytes(cast.dst).unwrap()];
             convert_reference(&src, &data, &dst, &mut want, cast).unwrap();
-            for threads in [1, 2, 3] {
+            // Sources on a 64-byte boundary and past one (the first tiles then stop at the
+            // boundary where the rows share it).
+            for (threads, offset) in [(1, 0), (2, 16), (3, 20), (1, 48)] {
+                let (buf, at) = at_offset(&data, offset);
                 // 64-byte aligned, so the streaming-store kernels run too.
                 let mut got = layoutkit_cpu::AlignedBuf::zeroed(want.len());
-                convert_fast(&plan, &data, &mut got, cast, threads).unwrap();
+                convert_fast(&plan, &buf[at], &mut got, cast, threads).unwrap();
                 assert!(
                     first_difference(&got, &want).is_none(),
-                    "{from} -> {to} {cast:?} threads {threads}: first difference at byte {:?}",
+                    "{from} -> {to} {cast:?} threads {threads}, source {offset} bytes past a \
+                     line: first difference at byte {:?}",
                     first_difference(&got, &want)
                 );
             }
@@ -278,11 +293,12 @@ proptest! {
         cast in arb_cast(),
         threads in 1usize..4,
         seed in any::<u64>(),
+        offset in 0usize..64,
     ) {
         let dims = layoutkit_core::Dims::parse(&format!("N={n},H={h},W={w},C={c}")).unwrap();
         let plain = layoutkit_core::parse_format(from).unwrap().shaped(&dims).unwrap();
         let img = layoutkit_core::parse_format(image).unwrap().shaped(&dims).unwrap();
         let (src, dst) = if to_image { (plain, img) } else { (img, plain) };
-        fast_equals_reference(&src, &dst, &cast, threads, seed)?;
+        fast_equals_reference(&src, &dst, &cast, threads, (seed, offset))?;
     }
 }

@@ -98,8 +98,11 @@ pub fn run(a: &BenchArgs, json_out: bool) -> Result<()> {
             d,
             *st,
             *dt,
-            a.repeats.max(1),
-            a.threads,
+            Timing {
+                repeats: a.repeats.max(1),
+                threads: a.threads,
+                src_offset: a.src_offset as usize,
+            },
             cl.as_ref(),
             gpu.as_ref(),
         )?);
@@ -160,6 +163,17 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// How a conversion is timed.
+#[derive(Clone, Copy)]
+struct Timing {
+    /// Timed repetitions after one warm-up.
+    repeats: usize,
+    /// CPU threads for the conversion and the copy.
+    threads: usize,
+    /// Source bytes past a 64-byte boundary.
+    src_offset: usize,
+}
+
 #[allow(clippy::too_many_arguments)]
 fn bench_one(
     from: &str,
@@ -167,8 +181,11 @@ fn bench_one(
     dims: &str,
     st: DType,
     dt: DType,
-    repeats: usize,
-    threads: usize,
+    Timing {
+        repeats,
+        threads,
+        src_offset,
+    }: Timing,
     cl: Option<&layoutkit_opencl::OpenCl>,
     gpu: Option<&layoutkit_cuda::Cuda>,
 ) -> Result<Row> {
@@ -178,13 +195,17 @@ fn bench_one(
     let src_bytes = src.bytes(st)?;
     let dst_bytes = dst.bytes(dt)?;
     let bytes_moved = src_bytes + dst_bytes;
-    // Deterministic data (the values do not matter for identity copies or f32 <-> f16).
-    let data: Vec<u8> = (0..src_bytes)
-        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8 & 0x3f)
-        .collect();
+    // Deterministic data (the values do not matter for identity copies or f32 <-> f16),
+    // `src_offset` bytes past a 64-byte boundary (the destination starts on one).
+    let mut data_buf = layoutkit_cpu::AlignedBuf::zeroed(src_bytes + src_offset);
+    let data = &mut data_buf[src_offset..];
+    for (i, v) in data.iter_mut().enumerate() {
+        *v = (i.wrapping_mul(2654435761) >> 13) as u8 & 0x3f;
+    }
+    let data: &[u8] = data;
     if let Some(gpu) = gpu {
         let cast = CastSpec::new(st, dt, None)?;
-        let (_, t) = gpu.convert_timed(&src, &data, &dst, &cast, repeats)?;
+        let (_, t) = gpu.convert_timed(&src, data, &dst, &cast, repeats)?;
         let c = gpu.copy_timed(bytes_moved / 2, repeats)?;
         return Ok(Row {
             from: from.to_string(),
@@ -201,7 +222,7 @@ fn bench_one(
     }
     let (median_s, copy_median_s, device) = match cl {
         Some(cl) => {
-            let (_, t) = cl.convert_timed(&src, &data, st, &dst, dt, repeats)?;
+            let (_, t) = cl.convert_timed(&src, data, st, &dst, dt, repeats)?;
             let c = cl.copy_timed(bytes_moved / 2, repeats)?;
             (t.median(), c.median(), "opencl".to_string())
         }
@@ -222,7 +243,7 @@ fn bench_one(
             let mut copies = Vec::new();
             for rep in 0..=repeats {
                 let t0 = Instant::now();
-                layoutkit_cpu::convert_fast(&plan, &data, &mut out, &cast, threads)?;
+                layoutkit_cpu::convert_fast(&plan, data, &mut out, &cast, threads)?;
                 let t = t0.elapsed().as_secs_f64();
                 let t0 = Instant::now();
                 if threads == 1 {

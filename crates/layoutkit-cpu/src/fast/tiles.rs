@@ -58,12 +58,28 @@ impl Job<'_> {
                 dst_offsets(a_loops, 0, ta.min(ea), &mut rel);
                 PeriodicRows::new(period, &rel, ds, nb_total(tb, pad), unit)
             });
+        // Where every source row has the same offset from a 64-byte boundary, the first tile
+        // along `a` takes the units before the next boundary and the others start on one, so
+        // the kernels' whole-line loads do not straddle lines.
+        let head = match periodic {
+            None => aligned_head(
+                self.src.as_ptr().wrapping_add(so * ss).addr(),
+                b.src_stride.unsigned_abs() * ss,
+                unit * ss,
+                ea,
+            ),
+            Some(_) => 0,
+        };
         let mut b0 = 0;
         while b0 < b.extent {
             let nb = tb.min(b.extent - b0);
             let mut a0 = 0;
             while a0 < ea {
-                let na = ta.min(ea - a0);
+                let na = if a0 == 0 && head > 0 {
+                    head
+                } else {
+                    ta.min(ea - a0)
+                };
                 let s_first = so as isize + b0 as isize * b.src_stride + (a0 * unit) as isize;
                 let d_first = d0 as isize + b0 as isize * b.dst_stride;
                 if let [l] = a_loops {
@@ -476,6 +492,22 @@ impl Job<'_> {
 }
 
 /// Destination-contiguous units per row of a tile: its data rows and fill rows.
+/// The number of `unit_bytes` units from `addr` to the next 64-byte boundary, where rows
+/// `row_bytes` apart all share that offset, the units fit it exactly and fewer than `ea`
+/// of them are needed; else 0 (no head tile).
+fn aligned_head(addr: usize, row_bytes: usize, unit_bytes: usize, ea: usize) -> usize {
+    let gap = addr.wrapping_neg() % 64;
+    if row_bytes % 64 != 0 || gap % unit_bytes != 0 {
+        return 0;
+    }
+    let head = gap / unit_bytes;
+    if head < ea {
+        head
+    } else {
+        0
+    }
+}
+
 fn nb_total(tb: usize, pad: usize) -> usize {
     tb + pad
 }
@@ -576,6 +608,35 @@ fn dst_offsets(loops: &[LoopDim], a0: usize, n: usize, out: &mut Vec<isize>) {
             }
             off -= loops[j].dst_stride * loops[j].extent as isize;
             idx[j] = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::aligned_head;
+
+    /// The head tile's contract: where rows share their offset from a line and the units fit
+    /// the gap, the tiles after the head start on a 64-byte boundary; otherwise no head.
+    #[test]
+    fn the_head_tile_ends_on_a_line() {
+        for addr in (0..256).map(|k| 4096 + k * 4) {
+            for unit in [1, 2, 4, 8, 16] {
+                for row in [64, 128, 36_864, 1000] {
+                    for ea in [1, 3, 16, 10_000] {
+                        let head = aligned_head(addr, row, unit, ea);
+                        let gap = addr.wrapping_neg() % 64;
+                        if head > 0 {
+                            assert_eq!((addr + head * unit) % 64, 0);
+                            assert!(head < ea && row % 64 == 0);
+                        } else {
+                            assert!(
+                                gap == 0 || row % 64 != 0 || gap % unit != 0 || gap / unit >= ea
+                            );
+                        }
+                    }
+                }
+            }
         }
     }
 }
