@@ -53,7 +53,14 @@ impl Job<'_> {
         let period: usize = a_loops[1..].iter().map(|l| l.extent).product();
         let periodic =
             (a_loops.len() > 1 && self.cast.is_identity() && period <= MAX_TILE_A).then(|| {
-                ta = period * (ta / period).max(1);
+                // A whole number of periods, and of the kernels' 16-row blocks where that
+                // fits: rows past the last whole block go through the strips, one element at
+                // a time (OIHW16i16o: 9-row periods, 252-row tiles left 4 rows each).
+                let step = [period * 16 / gcd(period, 16), period * 8 / gcd(period, 8), period]
+                    .into_iter()
+                    .find(|&s| s <= ta)
+                    .unwrap_or(period);
+                ta = step * (ta / step).max(1);
                 let mut rel = Vec::new();
                 dst_offsets(a_loops, 0, ta.min(ea), &mut rel);
                 PeriodicRows::new(period, &rel, ds, nb_total(tb, pad), unit)
@@ -509,6 +516,15 @@ fn aligned_head(addr: usize, row_bytes: usize, unit_bytes: usize, ea: usize) -> 
         head
     } else {
         0
+    }
+}
+
+/// The greatest common divisor.
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
     }
 }
 
