@@ -92,16 +92,17 @@ impl FusedCast {
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::Rows;
+    use crate::fast::transpose::x86::Prefetch;
     use std::arch::x86_64::*;
 
     /// Source rows `b..b+8`, float columns `a..a+8`, transposed (vector `k` is column
-    /// `a + k`), each row's data a few lines on asked for: later blocks along the destination
-    /// rows read it.
+    /// `a + k`), each row's data `pf` on asked for: later blocks along the destination rows
+    /// read it.
     #[target_feature(enable = "avx2")]
     #[inline]
-    unsafe fn block<R: Rows>(r: R, a: usize, b: usize) -> [__m256; 8] {
+    unsafe fn block<R: Rows>(r: R, pf: Prefetch, a: usize, b: usize) -> [__m256; 8] {
         // SAFETY: as this function's (inside the tile, AVX2 present).
-        unsafe { crate::fast::transpose::x86::f32_block8(r, a, b, true) }
+        unsafe { crate::fast::transpose::x86::f32_block8(r, a, b, pf) }
     }
 
     /// Destination rows `a..a + ROWS` by columns `b..b + 8 * J` of the tile into `stage`
@@ -116,6 +117,7 @@ mod x86 {
     #[inline(always)]
     unsafe fn fill_stage<R: Rows, T, const J: usize, const ROWS: usize>(
         r: R,
+        pf: Prefetch,
         a: usize,
         b: usize,
         stage: &mut [[T; J]; ROWS],
@@ -124,7 +126,7 @@ mod x86 {
         for j in 0..J {
             for h in 0..ROWS / 8 {
                 // SAFETY: inside the tile (the caller's contract).
-                let t = unsafe { block(r, a + 8 * h, b + 8 * j) };
+                let t = unsafe { block(r, pf, a + 8 * h, b + 8 * j) };
                 for (k, v) in t.into_iter().enumerate() {
                     stage[8 * h + k][j] = cell(v);
                 }
@@ -142,6 +144,7 @@ mod x86 {
     #[allow(clippy::needless_range_loop)]
     #[target_feature(enable = "avx2,f16c")]
     pub(super) unsafe fn to_f16<R: Rows>(r: R, lines: bool) -> (usize, usize) {
+        let pf = Prefetch::for_rows(&r);
         const NEAREST: i32 = _MM_FROUND_TO_NEAREST_INT;
         let w = if lines && r.nb() >= 32 { 32 } else { 8 };
         let (na, nb) = (r.na() / 8 * 8, r.nb() / w * w);
@@ -154,7 +157,9 @@ mod x86 {
             for b in (0..nb).step_by(32) {
                 for a in (0..na).step_by(16) {
                     // SAFETY: inside the tile.
-                    unsafe { fill_stage(r, a, b, &mut stage.0, |v| _mm256_cvtps_ph::<NEAREST>(v)) };
+                    unsafe {
+                        fill_stage(r, pf, a, b, &mut stage.0, |v| _mm256_cvtps_ph::<NEAREST>(v))
+                    };
                     for (k, row) in stage.0.iter().enumerate() {
                         let p = r.dst(a + k).wrapping_add(b * 2) as *mut __m256i;
                         // SAFETY: inside the tile; a 64-byte aligned line (lines).
@@ -173,7 +178,7 @@ mod x86 {
                     let mut h = [[_mm_setzero_si128(); 4]; 8];
                     for q in 0..4 {
                         // SAFETY: inside the tile.
-                        let t = unsafe { block(r, a, b + 8 * q) };
+                        let t = unsafe { block(r, pf, a, b + 8 * q) };
                         for k in 0..8 {
                             h[k][q] = _mm256_cvtps_ph::<NEAREST>(t[k]);
                         }
@@ -188,7 +193,7 @@ mod x86 {
                     }
                 } else {
                     // SAFETY: inside the tile.
-                    let t = unsafe { block(r, a, b) };
+                    let t = unsafe { block(r, pf, a, b) };
                     for (k, v) in t.into_iter().enumerate() {
                         let p = r.dst(a + k).wrapping_add(b * 2) as *mut __m128i;
                         // SAFETY: inside the tile; unaligned store.
@@ -289,6 +294,7 @@ mod x86 {
         unsafe fn fill<R: Rows, const J: usize>(
             &self,
             r: R,
+            pf: Prefetch,
             a: usize,
             b: usize,
             stage: &mut [[__m256i; J]; 16],
@@ -300,10 +306,10 @@ mod x86 {
                 q
             };
             // SAFETY: as this function's.
-            unsafe { fill_stage(r, a, b, stage, fast) };
+            unsafe { fill_stage(r, pf, a, b, stage, fast) };
             if _mm256_movemask_ps(near) != 0 {
                 // SAFETY: as this function's.
-                unsafe { fill_stage(r, a, b, stage, |v| self.exact(v)) };
+                unsafe { fill_stage(r, pf, a, b, stage, |v| self.exact(v)) };
             }
         }
 
@@ -350,11 +356,12 @@ mod x86 {
     /// To 8-bit integers in 8 x 16 blocks with plain stores (for tiles of 16 source rows).
     #[target_feature(enable = "avx2,fma")]
     unsafe fn to_q8_16<R: Rows>(r: R, q: Quant, signed: bool) -> (usize, usize) {
+        let pf = Prefetch::for_rows(&r);
         let (na, nb) = (r.na() / 8 * 8, r.nb() / 16 * 16);
         for a in (0..na).step_by(8) {
             for b in (0..nb).step_by(16) {
                 // SAFETY: inside the tile.
-                let (t0, t1) = unsafe { (block(r, a, b), block(r, a, b + 8)) };
+                let (t0, t1) = unsafe { (block(r, pf, a, b), block(r, pf, a, b + 8)) };
                 for k in 0..8 {
                     let p = r.dst(a + k).wrapping_add(b) as *mut __m128i;
                     // SAFETY: inside the tile; unaligned store.
@@ -372,11 +379,12 @@ mod x86 {
     /// with plain stores of 8 x 32 blocks, 17 ms with this kernel.)
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn to_q8_packed<R: Rows>(r: R, quant: Quant, signed: bool) -> (usize, usize) {
+        let pf = Prefetch::for_rows(&r);
         let na = r.na() / 16 * 16;
         let mut stage = [[_mm256_setzero_si256(); 4]; 16];
         for a in (0..na).step_by(16) {
             // SAFETY: inside the tile.
-            unsafe { quant.fill(r, a, 0, &mut stage) };
+            unsafe { quant.fill(r, pf, a, 0, &mut stage) };
             for (k, row) in stage.iter().enumerate() {
                 let p = r.dst(a + k) as *mut __m256i;
                 // SAFETY: inside the tile; rows 32 bytes apart from a 64-byte boundary, so
@@ -402,6 +410,7 @@ mod x86 {
         quant: Quant,
         signed: bool,
     ) -> (usize, usize) {
+        let pf = Prefetch::for_rows(&r);
         if r.nb() < 32 {
             // SAFETY: as this function's.
             return unsafe { to_q8_16(r, quant, signed) };
@@ -417,91 +426,17 @@ mod x86 {
             // all read before any is quantised: the loads then overlap (NHWC -> NCHW, same
             // tensor, ten alternating runs: 21 ms against 28-29 ms quantising each block as
             // it is read, which stays faster for rows far apart: 19 ms against 23 ms).
-            let close = r.src(1).addr().abs_diff(r.src(0).addr()) < 4096;
-            if !close && std::env::var_os("LK_PASS").is_some() {
-                #[repr(C, align(64))]
-                struct Lines([[u8; 64]; 256]);
-                let mut lines = Lines([[0u8; 64]; 256]);
-                let na8 = na.min(256) / 8 * 8;
-                for b in (0..nb).step_by(64) {
-                    for pass in 0..4 {
-                        let c0 = b + 16 * pass;
-                        let mut near = _mm256_setzero_ps();
-                        for a in (0..na8).step_by(8) {
-                            let (t0, t1) = unsafe { (block(r, a, c0), block(r, a, c0 + 8)) };
-                            for k in (0..8).step_by(2) {
-                                let (q0, n0) = quant.fast(t0[k]);
-                                let (q1, n1) = quant.fast(t1[k]);
-                                let (q2, n2) = quant.fast(t0[k + 1]);
-                                let (q3, n3) = quant.fast(t1[k + 1]);
-                                near = _mm256_or_ps(
-                                    _mm256_or_ps(near, _mm256_or_ps(n0, n1)),
-                                    _mm256_or_ps(n2, n3),
-                                );
-                                let p = pack4([q0, q1, q2, q3], signed);
-                                unsafe {
-                                    _mm_store_si128(
-                                        lines.0[a + k].as_mut_ptr().add(16 * pass) as *mut __m128i,
-                                        _mm256_castsi256_si128(p),
-                                    );
-                                    _mm_store_si128(
-                                        lines.0[a + k + 1].as_mut_ptr().add(16 * pass)
-                                            as *mut __m128i,
-                                        _mm256_extracti128_si256::<1>(p),
-                                    );
-                                }
-                            }
-                        }
-                        if _mm256_movemask_ps(near) != 0 {
-                            for a in (0..na8).step_by(8) {
-                                let (t0, t1) = unsafe { (block(r, a, c0), block(r, a, c0 + 8)) };
-                                for k in (0..8).step_by(2) {
-                                    let p = pack4(
-                                        [
-                                            quant.exact(t0[k]),
-                                            quant.exact(t1[k]),
-                                            quant.exact(t0[k + 1]),
-                                            quant.exact(t1[k + 1]),
-                                        ],
-                                        signed,
-                                    );
-                                    unsafe {
-                                        _mm_store_si128(
-                                            lines.0[a + k].as_mut_ptr().add(16 * pass)
-                                                as *mut __m128i,
-                                            _mm256_castsi256_si128(p),
-                                        );
-                                        _mm_store_si128(
-                                            lines.0[a + k + 1].as_mut_ptr().add(16 * pass)
-                                                as *mut __m128i,
-                                            _mm256_extracti128_si256::<1>(p),
-                                        );
-                                    }
-                                }
-                            }
-                        }
-                    }
-                    for k in 0..na8 {
-                        let p = r.dst(k).wrapping_add(b) as *mut __m256i;
-                        let src = lines.0[k].as_ptr() as *const __m256i;
-                        unsafe {
-                            _mm256_stream_si256(p, _mm256_load_si256(src));
-                            _mm256_stream_si256(p.add(1), _mm256_load_si256(src.add(1)));
-                        }
-                    }
-                }
-                return (na8, nb);
-            }
+            let close = r.src_rows_close();
             let mut ints = [[_mm256_setzero_si256(); 8]; 16];
             let mut floats = [[_mm256_setzero_ps(); 8]; 16];
             for b in (0..nb).step_by(64) {
                 for a in (0..na).step_by(16) {
                     if close {
                         // SAFETY: inside the tile.
-                        unsafe { fill_stage(r, a, b, &mut floats, |v| v) };
+                        unsafe { fill_stage(r, pf, a, b, &mut floats, |v| v) };
                     } else {
                         // SAFETY: inside the tile.
-                        unsafe { quant.fill(r, a, b, &mut ints) };
+                        unsafe { quant.fill(r, pf, a, b, &mut ints) };
                     }
                     for k in 0..16 {
                         let p = r.dst(a + k).wrapping_add(b) as *mut __m256i;
@@ -531,7 +466,7 @@ mod x86 {
                     let mut q = [[_mm256_setzero_ps(); 4]; 8];
                     for j in 0..4 {
                         // SAFETY: inside the tile.
-                        let t = unsafe { block(r, a, b + 32 * half + 8 * j) };
+                        let t = unsafe { block(r, pf, a, b + 32 * half + 8 * j) };
                         for k in 0..8 {
                             q[k][j] = t[k];
                         }

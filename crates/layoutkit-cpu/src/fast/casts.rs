@@ -155,6 +155,7 @@ pub(crate) fn quantize_tiny(scale: f32) -> f32 {
 /// on its own); a `y` farther than that from every half-integer has none between it and
 /// `f + zp`, so both round to the same integer and neither is a tie. Where `|f| > 2R`, `y`
 /// and `f + zp` lie beyond `hi + 1/2` (or below `lo - 1/2`) together and saturate alike.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(crate) fn quantize_reciprocal(scale: f32, zp: i32, lo: i32, hi: i32) -> (f32, f32) {
     let reach = (hi as i64 - zp as i64).max(zp as i64 - lo as i64) + 1;
     let slack = reach as f32 * (1.0 / 1_048_576.0); // 2^-20

@@ -56,10 +56,14 @@ impl Job<'_> {
                 // A whole number of periods, and of the kernels' 16-row blocks where that
                 // fits: rows past the last whole block go through the strips, one element at
                 // a time (OIHW16i16o: 9-row periods, 252-row tiles left 4 rows each).
-                let step = [period * 16 / gcd(period, 16), period * 8 / gcd(period, 8), period]
-                    .into_iter()
-                    .find(|&s| s <= ta)
-                    .unwrap_or(period);
+                let step = [
+                    period * 16 / gcd(period, 16),
+                    period * 8 / gcd(period, 8),
+                    period,
+                ]
+                .into_iter()
+                .find(|&s| s <= ta)
+                .unwrap_or(period);
                 ta = step * (ta / step).max(1);
                 let mut rel = Vec::new();
                 dst_offsets(a_loops, 0, ta.min(ea), &mut rel);

@@ -32,6 +32,12 @@ pub(crate) trait Rows: Copy {
     fn src_major(&self) -> bool {
         false
     }
+    /// Whether the first two source rows are under a page apart (pixels, image rows; NCHW's
+    /// channel rows are farther): such rows are read differently (shorter prefetches, and
+    /// the staged 8-bit casts read a whole stage before converting it).
+    fn src_rows_close(&self) -> bool {
+        self.nb() >= 2 && self.src(1).addr().abs_diff(self.src(0).addr()) < 4096
+    }
     /// Whether the destination rows of `N`-byte elements follow each other without gaps
     /// from a 64-byte boundary (a block of whole short rows is whole lines).
     fn dst_packed(&self, _n: usize) -> bool {
