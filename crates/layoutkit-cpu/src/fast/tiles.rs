@@ -336,14 +336,19 @@ impl Job<'_> {
         let src = self.src.as_ptr().wrapping_add(s_first as usize * n / unit);
         let dst = self.dst.ptr.wrapping_add(d_first as usize * n / unit);
         let whole = table.contiguous && na == table.bytes.len();
-        let lines =
-            dst as usize % 64 == 0 && row % 64 == 0 && rows_bytes.iter().all(|o| o % 64 == 0);
+        let rows_on_lines = if na == table.bytes.len() {
+            table.on_lines
+        } else {
+            rows_bytes.iter().all(|o| o % 64 == 0)
+        };
+        let lines = dst as usize % 64 == 0 && row % 64 == 0 && rows_on_lines;
         let through_scratch = whole && !lines && na * row <= SCRATCH_BYTES;
         let offsets = |out: *mut u8| transpose::Offsets {
             src,
             src_row: s_row as usize * n / unit,
             dst: out,
             dst_rows: rows_bytes,
+            rows_on_lines,
             nb: nb + pad,
         };
         // SAFETY: every row is inside its buffer (asserted above: offsets are non-negative and
@@ -547,6 +552,8 @@ struct PeriodicRows {
     /// Whether a whole tile's destination is one contiguous range starting at offset 0 (then
     /// it can be written through a scratch tile and streamed out).
     contiguous: bool,
+    /// Whether every offset is a multiple of 64 bytes.
+    on_lines: bool,
 }
 
 impl PeriodicRows {
@@ -556,11 +563,13 @@ impl PeriodicRows {
         let min = bytes.iter().copied().min().unwrap_or(0);
         let row = row_units * unit * elem;
         let contiguous = min == 0 && max + row == bytes.len() * row;
+        let on_lines = bytes.iter().all(|o| o % 64 == 0);
         PeriodicRows {
             period,
             bytes,
             max,
             contiguous,
+            on_lines,
         }
     }
 }

@@ -129,6 +129,9 @@ pub(crate) struct Offsets<'t> {
     pub dst: *mut u8,
     /// One byte offset per destination row: `na` is its length.
     pub dst_rows: &'t [usize],
+    /// Whether every offset in `dst_rows` is a multiple of 64 (known to the caller, which
+    /// checks it once per table rather than once per tile).
+    pub rows_on_lines: bool,
     pub nb: usize,
 }
 
@@ -148,7 +151,7 @@ impl Rows for Offsets<'_> {
         self.dst.wrapping_add(self.dst_rows[a])
     }
     fn dst_lines(&self) -> bool {
-        self.dst as usize % 64 == 0 && self.dst_rows.iter().all(|o| o % 64 == 0)
+        self.dst as usize % 64 == 0 && self.rows_on_lines
     }
     fn src_major(&self) -> bool {
         true
