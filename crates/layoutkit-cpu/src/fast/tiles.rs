@@ -55,7 +55,8 @@ impl Job<'_> {
             (a_loops.len() > 1 && self.cast.is_identity() && period <= MAX_TILE_A).then(|| {
                 // A whole number of periods, and of the kernels' 16-row blocks where that
                 // fits: rows past the last whole block go through the strips, one element at
-                // a time (OIHW16i16o: 9-row periods, 252-row tiles left 4 rows each).
+                // a time. (OIHW16i16o's period, i x h x w = 144 rows, is already a multiple of
+                // 16; periods such as 9 would leave rows to the strips.)
                 let step = [
                     period * 16 / gcd(period, 16),
                     period * 8 / gcd(period, 8),
