@@ -43,6 +43,12 @@ pub(crate) trait Rows: Copy {
     fn dst_packed(&self, _n: usize) -> bool {
         false
     }
+    /// The length of the source range from `src(0)` when the tile's rows of `n`-byte
+    /// elements lie back to back in it with gaps under a line (the tile reads the range
+    /// nearly whole); `None` otherwise, or when unknown.
+    fn src_span(&self, _n: usize) -> Option<usize> {
+        None
+    }
 }
 
 /// Rows `data_rows..` of the source read a line of the fill value instead: they pad each
@@ -116,6 +122,10 @@ impl Rows for Strided {
     }
     fn dst_packed(&self, n: usize) -> bool {
         self.dst as usize % 64 == 0 && self.dst_row == self.nb * n
+    }
+    fn src_span(&self, n: usize) -> Option<usize> {
+        let row = self.na * n;
+        (self.nb >= 2 && (row..row + 64).contains(&self.src_row)).then_some(self.nb * self.src_row)
     }
 }
 
@@ -386,7 +396,9 @@ mod tests {
     use super::*;
 
     /// Every kernel (and the edge strips around it) equals the portable loop, on tile shapes
-    /// around each block size, with and without streaming, aligned and not.
+    /// around each block size, with and without streaming, aligned and not, over row tables
+    /// and over strided rows (whose source, rows back to back with gaps under a line, is
+    /// prefetched as one range: [`Rows::src_span`]).
     fn check<const N: usize>() {
         for (na, nb) in [
             (1, 1),
@@ -399,7 +411,7 @@ mod tests {
             (8, 32),
         ] {
             for stream in [false, true] {
-                for skew in [0usize, N] {
+                for (skew, strided) in [(0usize, false), (N, false), (0, true), (N, true)] {
                     let s_row = na * N + 24;
                     let src: Vec<u8> = (0..nb * s_row).map(|i| (i * 7 % 251) as u8).collect();
                     let d_row = (nb * N).div_ceil(64) * 64 + 64;
@@ -414,13 +426,24 @@ mod tests {
                         .collect();
                     // SAFETY: every row holds the tile's elements.
                     unsafe {
-                        transpose_rows::<N, _>(
-                            Table {
+                        if strided {
+                            let rows = Strided {
+                                src: src.as_ptr(),
+                                src_row: s_row,
+                                dst: drows[0],
+                                dst_row: d_row,
+                                na,
+                                nb,
+                            };
+                            assert_eq!(rows.src_span(N), (nb >= 2).then_some(nb * s_row));
+                            transpose_rows::<N, _>(rows, stream)
+                        } else {
+                            let rows = Table {
                                 src: &srows,
                                 dst: &drows,
-                            },
-                            stream,
-                        )
+                            };
+                            transpose_rows::<N, _>(rows, stream)
+                        }
                     };
                     store_fence();
                     for a in 0..na {
@@ -432,7 +455,7 @@ mod tests {
                     assert_eq!(
                         &got[..],
                         &want[..],
-                        "N={N} {na}x{nb} stream {stream} skew {skew}"
+                        "N={N} {na}x{nb} stream {stream} skew {skew} strided {strided}"
                     );
                 }
             }
@@ -448,5 +471,34 @@ mod tests {
         check::<16>();
         check::<32>();
         check::<12>();
+    }
+
+    /// `src_span`'s contract: the range's length exactly when the rows lie back to back with
+    /// gaps under a line, and at least two of them.
+    #[test]
+    fn strided_rows_are_one_range_when_back_to_back() {
+        for (n, na, nb) in [(2, 62, 96), (4, 8, 2), (8, 1, 1), (16, 3, 5)] {
+            for gap in [0, 1, 63, 64, 200] {
+                let rows = Strided {
+                    src: std::ptr::null(),
+                    src_row: na * n + gap,
+                    dst: std::ptr::null_mut(),
+                    dst_row: 0,
+                    na,
+                    nb,
+                };
+                let want = (nb >= 2 && gap < 64).then_some(nb * (na * n + gap));
+                assert_eq!(rows.src_span(n), want, "{n} {na} {nb} {gap}");
+            }
+            let overlapping = Strided {
+                src: std::ptr::null(),
+                src_row: na * n - 1,
+                dst: std::ptr::null_mut(),
+                dst_row: 0,
+                na,
+                nb,
+            };
+            assert_eq!(overlapping.src_span(n), None);
+        }
     }
 }
