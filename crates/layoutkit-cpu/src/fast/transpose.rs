@@ -43,11 +43,48 @@ pub(crate) trait Rows: Copy {
     fn dst_packed(&self, _n: usize) -> bool {
         false
     }
-    /// The length of the source range from `src(0)` when the tile's rows of `n`-byte
-    /// elements lie back to back in it with gaps under a line (the tile reads the range
-    /// nearly whole); `None` otherwise, or when unknown.
-    fn src_span(&self, _n: usize) -> Option<usize> {
-        None
+    /// Source lines later tiles read, which this tile asks for spread over its blocks: the
+    /// first line's address and how many follow (see [`Ahead`]; none by default).
+    fn ahead(&self) -> (*const u8, usize) {
+        (std::ptr::null(), 0)
+    }
+}
+
+/// `rows` with `lines` source lines from `next` to ask for while the tile runs (the share of
+/// the next band of source rows that falls to this tile; see `x86::Prefetch`).
+#[derive(Clone, Copy)]
+pub(crate) struct Ahead<R: Rows> {
+    pub rows: R,
+    pub next: *const u8,
+    pub lines: usize,
+}
+
+impl<R: Rows> Rows for Ahead<R> {
+    fn na(&self) -> usize {
+        self.rows.na()
+    }
+    fn nb(&self) -> usize {
+        self.rows.nb()
+    }
+    #[inline(always)]
+    fn src(&self, b: usize) -> *const u8 {
+        self.rows.src(b)
+    }
+    #[inline(always)]
+    fn dst(&self, a: usize) -> *mut u8 {
+        self.rows.dst(a)
+    }
+    fn dst_lines(&self) -> bool {
+        self.rows.dst_lines()
+    }
+    fn dst_packed(&self, n: usize) -> bool {
+        self.rows.dst_packed(n)
+    }
+    fn src_major(&self) -> bool {
+        self.rows.src_major()
+    }
+    fn ahead(&self) -> (*const u8, usize) {
+        (self.next, self.lines)
     }
 }
 
@@ -89,6 +126,9 @@ impl<R: Rows> Rows for Padded<R> {
     fn src_major(&self) -> bool {
         self.rows.src_major()
     }
+    fn ahead(&self) -> (*const u8, usize) {
+        self.rows.ahead()
+    }
 }
 
 /// Rows a fixed number of bytes apart (a plain matrix): no tables to build.
@@ -122,10 +162,6 @@ impl Rows for Strided {
     }
     fn dst_packed(&self, n: usize) -> bool {
         self.dst as usize % 64 == 0 && self.dst_row == self.nb * n
-    }
-    fn src_span(&self, n: usize) -> Option<usize> {
-        let row = self.na * n;
-        (self.nb >= 2 && (row..row + 64).contains(&self.src_row)).then_some(self.nb * self.src_row)
     }
 }
 
@@ -397,8 +433,7 @@ mod tests {
 
     /// Every kernel (and the edge strips around it) equals the portable loop, on tile shapes
     /// around each block size, with and without streaming, aligned and not, over row tables
-    /// and over strided rows (whose source, rows back to back with gaps under a line, is
-    /// prefetched as one range: [`Rows::src_span`]).
+    /// and over strided rows that ask for the lines after their source ([`Ahead`]).
     fn check<const N: usize>() {
         for (na, nb) in [
             (1, 1),
@@ -435,8 +470,10 @@ mod tests {
                                 na,
                                 nb,
                             };
-                            assert_eq!(rows.src_span(N), (nb >= 2).then_some(nb * s_row));
-                            transpose_rows::<N, _>(rows, stream)
+                            // Lines past the source: a prefetch is a hint and never faults.
+                            let next = src.as_ptr().wrapping_add(src.len());
+                            let lines = nb * s_row / 64;
+                            transpose_rows::<N, _>(Ahead { rows, next, lines }, stream)
                         } else {
                             let rows = Table {
                                 src: &srows,
@@ -471,34 +508,5 @@ mod tests {
         check::<16>();
         check::<32>();
         check::<12>();
-    }
-
-    /// `src_span`'s contract: the range's length exactly when the rows lie back to back with
-    /// gaps under a line, and at least two of them.
-    #[test]
-    fn strided_rows_are_one_range_when_back_to_back() {
-        for (n, na, nb) in [(2, 62, 96), (4, 8, 2), (8, 1, 1), (16, 3, 5)] {
-            for gap in [0, 1, 63, 64, 200] {
-                let rows = Strided {
-                    src: std::ptr::null(),
-                    src_row: na * n + gap,
-                    dst: std::ptr::null_mut(),
-                    dst_row: 0,
-                    na,
-                    nb,
-                };
-                let want = (nb >= 2 && gap < 64).then_some(nb * (na * n + gap));
-                assert_eq!(rows.src_span(n), want, "{n} {na} {nb} {gap}");
-            }
-            let overlapping = Strided {
-                src: std::ptr::null(),
-                src_row: na * n - 1,
-                dst: std::ptr::null_mut(),
-                dst_row: 0,
-                na,
-                nb,
-            };
-            assert_eq!(overlapping.src_span(n), None);
-        }
     }
 }

@@ -15,20 +15,21 @@ use std::arch::x86_64::*;
 /// 68% -> 95% of the copy, C=250 65% -> 82%, f16 NHWC -> NCHW 77% -> 85%; 128 for far rows
 /// too made f32 -> f16 NCHW -> NCHW32c 8% slower).
 ///
-/// The range after the tile: where the tile's source is one range read nearly whole (rows
-/// back to back, [`Rows::src_span`]: a MACE image's pixel rows, one `(n, h)` of NHWC per
-/// tile), the same number of bytes after it, one line at a time spread evenly over the
-/// tile's blocks: the next tile (or the next work item, in source order) reads them, and the
-/// memory sees one sequential stream instead of a line from each of a hundred rows (measured,
-/// one thread, f16 NHWC -> mace:in_out_channel N=16,H=96,W=96: C=250 9.6 -> 6.7 ms, C=128
-/// 3.9 -> 2.9 ms over eight and six alternating rounds).
+/// And the next band: where a tile's source rows lie back to back (NHWC's pixels, a MACE
+/// image's pixel rows), the walker gives each tile of a band of rows a share of the lines of
+/// the band after it ([`Rows::ahead`]), which the tile asks for a few at a time, spread
+/// evenly over its blocks: the memory then sees one sequential stream instead of a line from
+/// each of a hundred rows (measured, one thread: f16 NHWC -> mace:in_out_channel
+/// N=16,H=96,W=96, C=250 8.9-9.6 -> 6.7-6.8 ms, C=128 3.9 -> 2.9 ms, f32 C=250 13.4 -> 10.6
+/// ms; NHWC -> NCHW N=16,C=256,H=96,W=96 f16 7.1-7.4 -> 6.2-6.3 ms, f32 within noise; five
+/// to eight alternating rounds).
 ///
 /// None where the tile is walked along its source rows.
 #[derive(Clone, Copy)]
 pub(crate) struct Prefetch {
     /// Bytes ahead along each source row (0: none).
     row_ahead: usize,
-    /// The start of the range after the tile, and its length in lines (0: none).
+    /// The tile's share of the next band: its first line and how many (0: none).
     next: *const u8,
     next_lines: usize,
 }
@@ -49,17 +50,14 @@ impl Prefetch {
         }
     }
 
-    /// For a tile of `n`-byte units: the range after it where its source is one range
-    /// ([`Rows::src_span`]), else as [`Prefetch::for_rows`].
+    /// As [`Prefetch::for_rows`], and the tile's share of the next band ([`Rows::ahead`]).
     #[inline]
-    pub(crate) fn for_tile<R: Rows>(r: &R, n: usize) -> Prefetch {
-        match r.src_span(n) {
-            Some(bytes) if !r.src_major() => Prefetch {
-                row_ahead: 0,
-                next: r.src(0).wrapping_add(bytes),
-                next_lines: bytes / 64,
-            },
-            _ => Prefetch::for_rows(r),
+    pub(crate) fn for_tile<R: Rows>(r: &R) -> Prefetch {
+        let (next, next_lines) = r.ahead();
+        Prefetch {
+            next,
+            next_lines,
+            ..Prefetch::for_rows(r)
         }
     }
 
@@ -76,7 +74,7 @@ impl Prefetch {
     /// The starts `(a, b)` of the tile's `sa x sb` blocks over rows `..na`, columns `..nb`
     /// (multiples of the block), walked along the source rows (`b` outermost) when
     /// `r.src_major()`, else along the destination rows; before each block, its share of the
-    /// range after the tile is asked for.
+    /// next band is asked for.
     #[inline(always)]
     fn blocks<R: Rows>(
         self,
@@ -179,7 +177,7 @@ fn transpose8(r: [__m256; 8]) -> [__m256; 8] {
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn f32_blocks<const STREAM: bool, R: Rows>(r: R) -> (usize, usize) {
     let (na, nb) = (r.na() / 8 * 8, r.nb() / 8 * 8);
-    let pf = Prefetch::for_tile(&r, 4);
+    let pf = Prefetch::for_tile(&r);
     for (a, b) in pf.blocks(&r, (na, 8), (nb, 8)) {
         // SAFETY: rows b..b+8 at columns a..a+8 and rows a..a+8 at columns b..b+8
         // are inside the tile.
@@ -203,7 +201,7 @@ pub(super) unsafe fn f32_blocks<const STREAM: bool, R: Rows>(r: R) -> (usize, us
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn f32_lines<R: Rows>(r: R) -> (usize, usize) {
     let (na, nb) = (r.na() / 8 * 8, r.nb() / 16 * 16);
-    let pf = Prefetch::for_tile(&r, 4);
+    let pf = Prefetch::for_tile(&r);
     for (a, b) in pf.blocks(&r, (na, 8), (nb, 16)) {
         // SAFETY: inside the tile; destination addresses are 64-byte aligned rows plus
         // a multiple of 64 bytes.
@@ -246,7 +244,7 @@ unsafe fn u64_block4<R: Rows>(rows: R, a: usize, b: usize, pf: Prefetch) -> [__m
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn u64_blocks<R: Rows>(r: R) -> (usize, usize) {
     let (na, nb) = (r.na() / 4 * 4, r.nb() / 4 * 4);
-    let pf = Prefetch::for_tile(&r, 8);
+    let pf = Prefetch::for_tile(&r);
     for (a, b) in pf.blocks(&r, (na, 4), (nb, 4)) {
         // SAFETY: inside the tile.
         unsafe {
@@ -263,7 +261,7 @@ pub(super) unsafe fn u64_blocks<R: Rows>(r: R) -> (usize, usize) {
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn u64_lines<R: Rows>(r: R) -> (usize, usize) {
     let (na, nb) = (r.na() / 4 * 4, r.nb() / 8 * 8);
-    let pf = Prefetch::for_tile(&r, 8);
+    let pf = Prefetch::for_tile(&r);
     for (a, b) in pf.blocks(&r, (na, 4), (nb, 8)) {
         // SAFETY: inside the tile; aligned destination lines.
         unsafe {
@@ -284,7 +282,7 @@ pub(super) unsafe fn u64_lines<R: Rows>(r: R) -> (usize, usize) {
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn u128_lines<R: Rows>(r: R) -> (usize, usize) {
     let (na, nb) = (r.na() / 2 * 2, r.nb() / 4 * 4);
-    let pf = Prefetch::for_tile(&r, 16);
+    let pf = Prefetch::for_tile(&r);
     for (a, b) in pf.blocks(&r, (na, 2), (nb, 4)) {
         // SAFETY: inside the tile; aligned destination lines.
         unsafe {
@@ -351,7 +349,7 @@ unsafe fn u16_block16<R: Rows>(rows: R, a: usize, b: usize, pf: Prefetch) -> [__
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn u16_blocks_avx2<R: Rows>(r: R) -> (usize, usize) {
     let (na, nb) = (r.na() / 16 * 16, r.nb() / 16 * 16);
-    let pf = Prefetch::for_tile(&r, 2);
+    let pf = Prefetch::for_tile(&r);
     for (a, b) in pf.blocks(&r, (na, 16), (nb, 16)) {
         // SAFETY: inside the tile.
         unsafe {
@@ -369,7 +367,7 @@ pub(super) unsafe fn u16_blocks_avx2<R: Rows>(r: R) -> (usize, usize) {
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn u16_lines_avx2<R: Rows>(r: R) -> (usize, usize) {
     let (na, nb) = (r.na() / 16 * 16, r.nb() / 32 * 32);
-    let pf = Prefetch::for_tile(&r, 2);
+    let pf = Prefetch::for_tile(&r);
     for (a, b) in pf.blocks(&r, (na, 16), (nb, 32)) {
         // SAFETY: inside the tile; aligned destination lines.
         unsafe {
