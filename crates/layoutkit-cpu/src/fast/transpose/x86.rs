@@ -9,11 +9,14 @@ use std::arch::x86_64::*;
 /// Along the rows (the usual case): each source row's data a fixed distance past the block
 /// being read; the next blocks along the destination rows read it, and source rows visited a
 /// block at a time defeat the hardware prefetchers. 256 bytes where the rows are far apart
-/// (NCHW's channel rows); 128 where they are under a page apart (pixels, image rows), so the
-/// request stays inside a short row instead of landing on the next row, which the same block
-/// reads anyway (measured, one thread: f16 NHWC -> mace:in_out_channel N=16,H=96,W=96, C=128
-/// 68% -> 95% of the copy, C=250 65% -> 82%, f16 NHWC -> NCHW 77% -> 85%; 128 for far rows
-/// too made f32 -> f16 NCHW -> NCHW32c 8% slower).
+/// (NCHW's channel rows); one line where they are under a page apart (pixels, image rows), so
+/// the request stays inside a short row instead of landing on the next row, which the same
+/// block reads anyway (measured, one thread: f16 NHWC -> mace:in_out_channel N=16,H=96,W=96,
+/// C=128 68% -> 95% of the copy going from 256 to 128 bytes, C=250 65% -> 82%, f16 NHWC ->
+/// NCHW 77% -> 85%; from 128 to 64 bytes, in one process alternating both: f32 NHWC -> NCHW
+/// N=16,C=256,H=96,W=96 1-8% faster, f16 mace C=250 7%, f32 -> i8 NHWC -> NCHW 3-5%, none
+/// slower; 128 for far rows too made f32 -> f16 NCHW -> NCHW32c 8% slower, 512 and 1024
+/// measured no better than 256).
 ///
 /// And the next band: where a tile's source rows lie back to back (NHWC's pixels, a MACE
 /// image's pixel rows), the walker gives each tile of a band of rows a share of the lines of
@@ -45,7 +48,7 @@ impl Prefetch {
     pub(crate) fn for_rows<R: Rows>(r: &R) -> Prefetch {
         let row_ahead = match (r.src_major(), r.src_rows_close()) {
             (true, _) => 1024,
-            (false, true) => 128,
+            (false, true) => 64,
             (false, false) => 256,
         };
         Prefetch {
