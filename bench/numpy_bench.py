@@ -5,9 +5,12 @@ numpy does each conversion the way its users do: pad (where the layout pads), re
 `np.ascontiguousarray` (the generic pad + reshape + transpose of tests/numpy_crosscheck.py). Both
 report bytes read + written over the median time. Prints a Markdown table.
 
-The machine this runs on is often shared, so `layoutkit bench` runs `--rounds` times per
-conversion (each round times the conversion and a copy alternately) and the table shows the
-round with the median ratio to the copy, with the lowest and highest ratio of all rounds.
+The machine this runs on is often shared and its speed drifts by tens of percent within
+minutes, so each conversion runs in `--rounds` rounds, and each round times numpy (`--repeats`
+times, median) and then `layoutkit bench` (which times the conversion and a copy alternately):
+both see the same machine state. The table shows the median over the rounds of the layoutkit
+and numpy bandwidths and of the two ratios (to the copy, with the lowest and highest round, and
+to numpy, each round's layoutkit over the same round's numpy).
 
 Usage: bench/numpy_bench.py PATH/TO/layoutkit [--threads N] [--repeats R] [--rounds K]
        [--src-offset BYTES]
@@ -53,34 +56,38 @@ def main():
             shape = tuple(int(d[a]) for a in src)
             x = np.random.default_rng(0).standard_normal(shape).astype(npt)
             y = numpy_layout(x, src, canonical)  # warm-up, and the output size
-            times = []
-            for _ in range(args.repeats):
-                t0 = time.perf_counter()
-                y = numpy_layout(x, src, canonical)
-                times.append(time.perf_counter() - t0)
-            np_gbps = (x.nbytes + y.nbytes) / statistics.median(times) / 1e9
             runs = []
             for _ in range(args.rounds):
+                times = []
+                for _ in range(args.repeats):
+                    t0 = time.perf_counter()
+                    y = numpy_layout(x, src, canonical)
+                    times.append(time.perf_counter() - t0)
+                np_gbps = (x.nbytes + y.nbytes) / statistics.median(times) / 1e9
                 out = subprocess.run(
                     [args.layoutkit, "bench", "--from", src, "--to", dst, "--dims", dims,
                      "--dtype", dtype, "--threads", str(args.threads), "--repeats",
                      str(args.repeats), "--src-offset", str(args.src_offset), "--json"],
                     capture_output=True, text=True, check=True)
-                runs.append(json.loads(out.stdout))
-                print(out.stdout.strip(), file=sys.stderr)
-            runs.sort(key=lambda r: r["ratio_to_copy"])
-            lk = runs[len(runs) // 2]
-            spread = (runs[0]["ratio_to_copy"], runs[-1]["ratio_to_copy"])
-            rows.append((dtype, f"{src}->{dst}", dims, lk["bytes_moved"] / 2 / 2**20, lk["gbps"],
-                         lk["copy_gbps"], lk["ratio_to_copy"], spread, np_gbps))
-            print(f"{dtype} {src}->{dst}: layoutkit {lk['gbps']:.2f} GB/s, numpy {np_gbps:.2f} GB/s",
-                  file=sys.stderr)
+                run = json.loads(out.stdout)
+                run["numpy_gbps"] = np_gbps
+                runs.append(run)
+                print(json.dumps(run), file=sys.stderr)
+            med = lambda key: statistics.median(r[key] for r in runs)  # noqa: E731
+            ratios = [r["ratio_to_copy"] for r in runs]
+            per_round = [r["gbps"] / r["numpy_gbps"] for r in runs]
+            vs_numpy = (statistics.median(per_round), min(per_round), max(per_round))
+            rows.append((dtype, f"{src}->{dst}", dims, runs[0]["bytes_moved"] / 2 / 2**20,
+                         med("gbps"), med("copy_gbps"), med("ratio_to_copy"),
+                         (min(ratios), max(ratios)), med("numpy_gbps"), vs_numpy))
+            print(f"{dtype} {src}->{dst}: layoutkit {med('gbps'):.2f} GB/s, "
+                  f"numpy {med('numpy_gbps'):.2f} GB/s", file=sys.stderr)
     print(f"| type | conversion | dims | MiB | layoutkit GB/s | copy GB/s | layoutkit / copy "
-          f"(rounds: low-high) | numpy GB/s | layoutkit / numpy |")
+          f"(rounds: low-high) | numpy GB/s | layoutkit / numpy (rounds: low-high) |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for t, conv, dims, mib, g, c, r, (lo, hi), n in rows:
+    for t, conv, dims, mib, g, c, r, (lo, hi), n, (x, xlo, xhi) in rows:
         print(f"| {t} | {conv} | {dims} | {mib:.0f} | {g:.2f} | {c:.2f} | {100 * r:.0f}% "
-              f"({100 * lo:.0f}-{100 * hi:.0f}%) | {n:.2f} | {g / n:.1f}x |")
+              f"({100 * lo:.0f}-{100 * hi:.0f}%) | {n:.2f} | {x:.1f}x ({xlo:.1f}-{xhi:.1f}x) |")
 
 
 if __name__ == "__main__":
