@@ -205,7 +205,9 @@ impl Rows for Offsets<'_> {
 }
 
 /// Copies `src` to `dst` (same length), streaming the 64-byte aligned lines of the
-/// destination past the cache.
+/// destination past the cache (32-byte stores with AVX2: measured in one process alternating
+/// both, f16 OIHW -> OIHW16i16o, whose tiles all go through here, 6.2-7.1 -> 5.7-6.2 ms
+/// against 16-byte stores; 64-byte AVX-512 stores were no faster).
 pub(crate) fn stream_copy(dst: &mut [u8], src: &[u8]) {
     assert_eq!(dst.len(), src.len());
     let head = (dst.as_ptr() as usize).wrapping_neg() % 64;
@@ -218,14 +220,14 @@ pub(crate) fn stream_copy(dst: &mut [u8], src: &[u8]) {
     let lines = rest.len() / 64 * 64;
     #[cfg(target_arch = "x86_64")]
     {
-        use std::arch::x86_64::*;
         let (s, d) = (src[head..].as_ptr(), rest.as_mut_ptr());
-        for i in (0..lines).step_by(16) {
-            // SAFETY: i + 16 <= lines <= both lengths past `head`; the destination address is
-            // 16-byte aligned (64-byte aligned from `head` on); SSE2 is part of x86-64.
-            unsafe {
-                let v = _mm_loadu_si128(s.add(i) as *const __m128i);
-                _mm_stream_si128(d.add(i) as *mut __m128i, v);
+        // SAFETY: `lines` bytes are readable from `s` and writable from `d`, which is 64-byte
+        // aligned; the features are checked.
+        unsafe {
+            if avx2() {
+                x86::stream_lines_avx2(d, s, lines)
+            } else {
+                x86::stream_lines(d, s, lines)
             }
         }
     }
@@ -496,6 +498,38 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// `stream_copy` copies exactly, on every length and destination offset around a line,
+    /// through each kernel this CPU has (16-byte streaming stores, and 32-byte ones with AVX2).
+    #[test]
+    fn streamed_copies_are_exact() {
+        let src: Vec<u8> = (0..1000).map(|i| (i * 13 % 251) as u8).collect();
+        for len in [0, 1, 63, 64, 65, 127, 128, 200, 640, 900] {
+            for offset in [0, 1, 16, 32, 63] {
+                let mut buf = super::super::AlignedBuf::zeroed(1024);
+                stream_copy(&mut buf[offset..offset + len], &src[..len]);
+                store_fence();
+                assert_eq!(&buf[offset..offset + len], &src[..len], "{len} at {offset}");
+                assert!(buf[..offset].iter().chain(&buf[offset + len..]).all(|&b| b == 0));
+            }
+        }
+        #[cfg(target_arch = "x86_64")]
+        for bytes in [0, 64, 640] {
+            let mut buf = super::super::AlignedBuf::zeroed(1024);
+            // SAFETY: 640 bytes at most, from an aligned buffer of 1024.
+            unsafe { x86::stream_lines(buf.as_mut_ptr(), src.as_ptr(), bytes) };
+            let mut wide = super::super::AlignedBuf::zeroed(1024);
+            if avx2() {
+                // SAFETY: as above; AVX2 is present.
+                unsafe { x86::stream_lines_avx2(wide.as_mut_ptr(), src.as_ptr(), bytes) };
+            } else {
+                wide[..bytes].copy_from_slice(&src[..bytes]);
+            }
+            store_fence();
+            assert_eq!(&buf[..bytes], &src[..bytes]);
+            assert_eq!(&buf[..], &wide[..]);
         }
     }
 

@@ -127,6 +127,39 @@ fn blocks(
     })
 }
 
+/// Copies `bytes` (a multiple of 64) from `s` to `d` with streaming stores, 16 bytes at a
+/// time.
+///
+/// # Safety
+/// `bytes` bytes are readable from `s` and writable from `d`; `d` is 64-byte aligned.
+pub(crate) unsafe fn stream_lines(d: *mut u8, s: *const u8, bytes: usize) {
+    for i in (0..bytes).step_by(16) {
+        // SAFETY: inside both ranges (the caller's contract), `d + i` 16-byte aligned; SSE2 is
+        // part of x86-64.
+        unsafe {
+            _mm_stream_si128(
+                d.add(i) as *mut __m128i,
+                _mm_loadu_si128(s.add(i) as *const __m128i),
+            )
+        };
+    }
+}
+
+/// [`stream_lines`] 32 bytes at a time.
+///
+/// # Safety
+/// As [`stream_lines`]; AVX2 is present.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn stream_lines_avx2(d: *mut u8, s: *const u8, bytes: usize) {
+    for i in (0..bytes).step_by(32) {
+        // SAFETY: inside both ranges (the caller's contract), `d + i` 32-byte aligned.
+        unsafe {
+            let v = _mm256_loadu_si256(s.add(i) as *const __m256i);
+            _mm256_stream_si256(d.add(i) as *mut __m256i, v);
+        }
+    }
+}
+
 /// Source rows `b..b+8`, float columns `a..a+8`, transposed: vector `k` is column `a + k`;
 /// each row's data `prefetch` on is asked for too.
 ///
