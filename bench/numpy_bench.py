@@ -13,7 +13,7 @@ and numpy bandwidths and of the two ratios (to the copy, with the lowest and hig
 to numpy, each round's layoutkit over the same round's numpy).
 
 Usage: bench/numpy_bench.py PATH/TO/layoutkit [--threads N] [--repeats R] [--rounds K]
-       [--src-offset BYTES]
+       [--src-offset BYTES] [--only TEXT]
 """
 import argparse
 import json
@@ -47,11 +47,16 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--src-offset", type=int, default=0,
                     help="layoutkit's source starts this many bytes past a 64-byte boundary")
+    ap.add_argument("--only", default="",
+                    help="run only the rows whose 'dtype SRC->DST' contains this text, "
+                         "e.g. 'f16 OIHW'")
     args = ap.parse_args()
     rows = []
     for dtype in ["f32", "f16"]:
         npt = {"f32": np.float32, "f16": np.float16}[dtype]
         for src, dst, canonical, dims in SET:
+            if args.only not in f"{dtype} {src}->{dst}":
+                continue
             d = dict(kv.split("=") for kv in dims.split(","))
             shape = tuple(int(d[a]) for a in src)
             x = np.random.default_rng(0).standard_normal(shape).astype(npt)
