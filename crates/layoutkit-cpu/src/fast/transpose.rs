@@ -284,23 +284,33 @@ pub(crate) unsafe fn transpose_rows<const N: usize, R: Rows>(rows: R, stream: bo
     let (src, dst) = (rows, rows);
     #[cfg(target_arch = "x86_64")]
     {
+        // An AVX2 kernel, compiled for AVX-512VL where the CPU has it (see `x86::avx512`).
+        macro_rules! wide {
+            ($kernel:ident($rows:expr)) => {
+                if avx512() {
+                    x86::avx512::$kernel($rows)
+                } else {
+                    x86::avx2::$kernel($rows)
+                }
+            };
+        }
         // SAFETY (all arms): the kernels touch only elements a < na, b < nb of the rows,
         // which the caller guarantees; the CPU features are checked first.
         let (da, db) = unsafe {
             match N {
-                4 if avx2() && lines && na >= 8 && nb >= 16 => x86::f32_lines(rows),
-                4 if avx2() && packed => x86::f32_blocks::<true, R>(rows),
-                4 if avx2() && na >= 8 && nb >= 8 => x86::f32_blocks::<false, R>(rows),
-                2 if avx2() && lines && na >= 16 && nb >= 32 => x86::u16_lines_avx2(rows),
-                2 if avx2() && na >= 16 && nb >= 16 => x86::u16_blocks_avx2(rows),
+                4 if avx2() && lines && na >= 8 && nb >= 16 => wide!(f32_lines(rows)),
+                4 if avx2() && packed => wide!(f32_blocks_streamed(rows)),
+                4 if avx2() && na >= 8 && nb >= 8 => wide!(f32_blocks_stored(rows)),
+                2 if avx2() && lines && na >= 16 && nb >= 32 => wide!(u16_lines(rows)),
+                2 if avx2() && na >= 16 && nb >= 16 => wide!(u16_blocks(rows)),
                 2 if lines && na >= 8 && nb >= 32 => x86::u16_lines(rows),
                 2 if packed => x86::u16_blocks::<true, R>(rows),
                 2 if na >= 8 && nb >= 8 => x86::u16_blocks::<false, R>(rows),
                 1 if lines && na >= 16 && nb >= 64 => x86::u8_lines(rows),
                 1 if na >= 16 && nb >= 16 => x86::u8_blocks(rows),
-                8 if avx2() && lines && na >= 4 && nb >= 8 => x86::u64_lines(rows),
-                8 if avx2() && na >= 4 && nb >= 4 => x86::u64_blocks(rows),
-                16 if avx2() && lines && na >= 2 && nb >= 4 => x86::u128_lines(rows),
+                8 if avx2() && lines && na >= 4 && nb >= 8 => wide!(u64_lines(rows)),
+                8 if avx2() && na >= 4 && nb >= 4 => wide!(u64_blocks(rows)),
+                16 if avx2() && lines && na >= 2 && nb >= 4 => wide!(u128_lines(rows)),
                 8 | 16 | 32 | 64 => {
                     x86::units::<N, R>(rows, lines);
                     (na, nb)
@@ -426,6 +436,22 @@ fn avx2() -> bool {
     *HAS.get_or_init(|| std::arch::is_x86_feature_detected!("avx2"))
 }
 
+/// Whether the CPU has AVX-512F and AVX-512VL (the AVX2 kernels then run as compiled for
+/// them); tests can turn it off on their thread to reach the AVX2 builds (`AVX2_BUILDS`).
+#[cfg(target_arch = "x86_64")]
+fn avx512() -> bool {
+    use std::sync::OnceLock;
+    static HAS: OnceLock<bool> = OnceLock::new();
+    #[cfg(test)]
+    if tests::AVX2_BUILDS.with(|c| c.get()) {
+        return false;
+    }
+    *HAS.get_or_init(|| {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+    })
+}
+
 #[cfg(target_arch = "x86_64")]
 pub(super) mod x86;
 
@@ -512,7 +538,10 @@ mod tests {
                 stream_copy(&mut buf[offset..offset + len], &src[..len]);
                 store_fence();
                 assert_eq!(&buf[offset..offset + len], &src[..len], "{len} at {offset}");
-                assert!(buf[..offset].iter().chain(&buf[offset + len..]).all(|&b| b == 0));
+                assert!(buf[..offset]
+                    .iter()
+                    .chain(&buf[offset + len..])
+                    .all(|&b| b == 0));
             }
         }
         #[cfg(target_arch = "x86_64")]
@@ -533,8 +562,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn kernels_equal_the_portable_loop() {
+    thread_local! {
+        /// Set on a test's thread: the AVX2 kernels run as compiled for AVX2 even where the
+        /// CPU has AVX-512VL.
+        pub(super) static AVX2_BUILDS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    /// Runs `f` on this thread with the AVX2 builds of the kernels.
+    pub(crate) fn with_avx2_builds(f: impl FnOnce()) {
+        AVX2_BUILDS.with(|c| c.set(true));
+        f();
+        AVX2_BUILDS.with(|c| c.set(false));
+    }
+
+    fn check_all() {
         check::<1>();
         check::<2>();
         check::<4>();
@@ -542,5 +583,17 @@ mod tests {
         check::<16>();
         check::<32>();
         check::<12>();
+    }
+
+    /// On a CPU with AVX-512VL, the kernels as compiled for it.
+    #[test]
+    fn kernels_equal_the_portable_loop() {
+        check_all();
+    }
+
+    /// The AVX2 builds of the same kernels (what CPUs without AVX-512 run).
+    #[test]
+    fn avx2_builds_of_the_kernels_equal_the_portable_loop() {
+        with_avx2_builds(check_all);
     }
 }
