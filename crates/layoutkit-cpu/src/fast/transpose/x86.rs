@@ -87,13 +87,25 @@ impl Prefetch {
     fn blocks<R: Rows>(
         self,
         r: &R,
+        na: (usize, usize),
+        nb: (usize, usize),
+    ) -> impl Iterator<Item = (usize, usize)> {
+        self.blocks_in(r.src_major(), na, nb)
+    }
+
+    /// As [`Prefetch::blocks`], walked along the source rows when `src_major`, whatever the
+    /// tile's rows say (kernels that read a whole source line per block).
+    #[inline(always)]
+    pub(crate) fn blocks_in(
+        self,
+        src_major: bool,
         (na, sa): (usize, usize),
         (nb, sb): (usize, usize),
     ) -> impl Iterator<Item = (usize, usize)> {
         let count = (na / sa) * (nb / sb);
         // `owed / count` lines are due: `next_lines` over the `count` blocks, evenly.
         let (mut owed, mut line) = (0, 0);
-        blocks(r.src_major(), (na, sa), (nb, sb)).inspect(move |_| {
+        blocks(src_major, (na, sa), (nb, sb)).inspect(move |_| {
             owed += self.next_lines;
             while owed >= count {
                 owed -= count;
