@@ -416,7 +416,10 @@ impl Job<'_> {
     /// `..db` of `rows` left: the other columns of those rows, and the other rows whole.
     fn cast_strips<R: transpose::Rows>(&self, rows: R, (da, db): (usize, usize)) {
         let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
-        for a in 0..rows.na() {
+        // Rows the kernel did whole are skipped, not walked (walking them was a tenth of
+        // f32 -> i8 NCHW -> NCHW32c's time, 256 empty rows per tile).
+        let first = if db >= rows.nb() { da } else { 0 };
+        for a in first..rows.na() {
             let from = if a < da { db } else { 0 };
             for b in from..rows.nb() {
                 // SAFETY: element a of source row b and element b of destination row a are
