@@ -1,10 +1,12 @@
 //! The x86-64 kernels. Each returns `(da, db)`: it did rows `..da`, columns `..db`.
 //! Safety for all: the contract of [`super::transpose_rows`], plus the CPU feature each
-//! names (SSE2 is part of x86-64).
+//! names (SSE2 is part of x86-64). The AVX2 kernels' bodies (`*_body`) name no feature: they
+//! are always inlined into the functions of [`avx2`] and [`avx512`], which do, and are
+//! called only through those.
 use super::Rows;
 use std::arch::x86_64::*;
 
-/// What a tile asks for ahead of its loads, into the L2 cache.
+/// What a tile asks for ahead of its loads (`prefetcht1`).
 ///
 /// Along the rows (the usual case): each source row's data a fixed distance past the block
 /// being read; the next blocks along the destination rows read it, and source rows visited a
