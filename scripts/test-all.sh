@@ -29,6 +29,11 @@ echo "== cargo test (workspace: unit, property and CLI tests)"
 cargo test --workspace --all-targets
 cargo test --workspace --doc
 
+echo "== the CPU engine's property tests again on the AVX2 builds of its kernels"
+# On a CPU with AVX-512VL the kernels above ran as compiled for it; the AVX2 builds are what
+# other x86-64 CPUs run.
+LAYOUTKIT_CPU_KERNELS=avx2 cargo test -p layoutkit-cpu --test planned_vs_reference
+
 echo "== the CPU engine on aarch64 (NEON kernels), under qemu"
 if rustup target list --installed 2>/dev/null | grep -q aarch64-unknown-linux-gnu \
   || rustup target add aarch64-unknown-linux-gnu; then

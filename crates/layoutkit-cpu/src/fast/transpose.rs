@@ -438,8 +438,10 @@ fn avx2() -> bool {
     *HAS.get_or_init(|| std::arch::is_x86_feature_detected!("avx2"))
 }
 
-/// Whether the CPU has AVX-512F and AVX-512VL (the AVX2 kernels then run as compiled for
-/// them); tests can turn it off on their thread to reach the AVX2 builds (`AVX2_BUILDS`).
+/// Whether the AVX2 kernels run as compiled for AVX-512VL: the CPU has AVX-512F and
+/// AVX-512VL, and the environment variable `LAYOUTKIT_CPU_KERNELS` is not `avx2` (read once;
+/// the test command sets it to run the property tests on the AVX2 builds too). Unit tests can
+/// turn it off on their thread (`AVX2_BUILDS`).
 #[cfg(target_arch = "x86_64")]
 fn avx512() -> bool {
     use std::sync::OnceLock;
@@ -449,7 +451,8 @@ fn avx512() -> bool {
         return false;
     }
     *HAS.get_or_init(|| {
-        std::arch::is_x86_feature_detected!("avx512f")
+        std::env::var_os("LAYOUTKIT_CPU_KERNELS").is_none_or(|v| v != "avx2")
+            && std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512vl")
     })
 }
