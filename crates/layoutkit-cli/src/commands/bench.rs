@@ -127,8 +127,23 @@ pub fn run(a: &BenchArgs, json_out: bool) -> Result<()> {
             cl.info().version
         );
     }
+    // Columns as wide as their longest entry (MACE image names are long).
+    let conversion = |r: &Row| format!("{}->{}", r.from, r.to);
+    let dtype = |r: &Row| {
+        if r.dtype == r.to_dtype {
+            r.dtype.to_string()
+        } else {
+            format!("{}>{}", r.dtype, r.to_dtype)
+        }
+    };
+    let width = |len: &dyn Fn(&Row) -> usize, header: usize| {
+        rows.iter().map(len).max().unwrap_or(0).max(header)
+    };
+    let tw = width(&|r| dtype(r).len(), 4);
+    let cw = width(&|r| conversion(r).len(), 10);
+    let dw = width(&|r| r.dims.len(), 4);
     outln!(
-        "{:7} {:>4} {:20} {:32} {:>9} {:>9} {:>9} {:>7}",
+        "{:7} {:>tw$} {:cw$} {:dw$} {:>9} {:>9} {:>9} {:>7}",
         "device",
         "type",
         "conversion",
@@ -140,14 +155,10 @@ pub fn run(a: &BenchArgs, json_out: bool) -> Result<()> {
     );
     for r in &rows {
         outln!(
-            "{:7} {:>4} {:20} {:32} {:>9.1} {:>9.2} {:>9.2} {:>6.0}%",
+            "{:7} {:>tw$} {:cw$} {:dw$} {:>9.1} {:>9.2} {:>9.2} {:>6.0}%",
             r.device,
-            if r.dtype == r.to_dtype {
-                r.dtype.to_string()
-            } else {
-                format!("{}>{}", r.dtype, r.to_dtype)
-            },
-            format!("{}->{}", r.from, r.to),
+            dtype(r),
+            conversion(r),
             r.dims,
             r.bytes_moved as f64 / 2.0 / (1 << 20) as f64,
             r.gbps(),
