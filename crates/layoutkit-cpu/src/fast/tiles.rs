@@ -48,6 +48,16 @@ impl Job<'_> {
             tb = b.extent;
             ta = (TILE_BYTES / ((tb + pad) * ss)).clamp(1, MAX_TILE_A);
         }
+        // The units before the next 64-byte boundary, where every source row has the same
+        // offset from one (0 otherwise): a head tile of that many puts the other tiles' loads
+        // on lines (below).
+        let row_bytes = b.src_stride.unsigned_abs() * ss;
+        let line_head = aligned_head(
+            self.src.as_ptr().wrapping_add(so * ss).addr(),
+            row_bytes,
+            unit * ss,
+            ea,
+        );
         // Several source-contiguous loops: tiles that start on a multiple of the inner loops'
         // span see the same destination offsets, computed once (identity conversions).
         let period: usize = a_loops[1..].iter().map(|l| l.extent).product();
@@ -75,12 +85,7 @@ impl Job<'_> {
                 // Not for shorter rows (f16), which go through a scratch tile that needs the
                 // period's whole destination range.
                 let lines = (nb_total(tb, pad) * unit * ds) % 64 == 0;
-                let phase = match aligned_head(
-                    self.src.as_ptr().wrapping_add(so * ss).addr(),
-                    b.src_stride.unsigned_abs() * ss,
-                    unit * ss,
-                    ea,
-                ) {
+                let phase = match line_head {
                     h if lines && ea >= 4 * ta && h * 8 <= ta => h,
                     _ => 0,
                 };
@@ -96,12 +101,7 @@ impl Job<'_> {
         // tiles of f32 -> f16 NHWC -> NCHW: 15.5 -> 27 ms).
         let head = match &periodic {
             Some(table) => table.phase,
-            None if ea >= 4 * ta => aligned_head(
-                self.src.as_ptr().wrapping_add(so * ss).addr(),
-                b.src_stride.unsigned_abs() * ss,
-                unit * ss,
-                ea,
-            ),
+            None if ea >= 4 * ta => line_head,
             _ => 0,
         };
         let head = if head * 8 <= ta { head } else { 0 };
@@ -114,7 +114,6 @@ impl Job<'_> {
         // 23 -> 27 ms). Identity tiles and the fused casts' (f32 -> i8 NHWC -> NCHW
         // N=16,C=256,H=96,W=96 one thread 13.7-13.9 -> 12.3-12.4 ms, f32 -> f16 11.1-11.6 ->
         // 9.5-10.3 ms, in one process alternating both).
-        let row_bytes = b.src_stride.unsigned_abs() * ss;
         let whole_rows = (self.cast.is_identity()
             || (self.fused.is_some() && unit == 1 && pad == 0))
             && a_loops.len() == 1

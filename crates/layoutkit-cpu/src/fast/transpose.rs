@@ -51,6 +51,32 @@ pub(crate) trait Rows: Copy {
     }
 }
 
+/// The [`Rows`] methods a wrapper of rows (field `rows`) passes through unchanged: all but
+/// `src` and `ahead`, which each wrapper writes.
+macro_rules! forward_rows {
+    () => {
+        fn na(&self) -> usize {
+            self.rows.na()
+        }
+        fn nb(&self) -> usize {
+            self.rows.nb()
+        }
+        #[inline(always)]
+        fn dst(&self, a: usize) -> *mut u8 {
+            self.rows.dst(a)
+        }
+        fn dst_lines(&self) -> bool {
+            self.rows.dst_lines()
+        }
+        fn dst_packed(&self, n: usize) -> bool {
+            self.rows.dst_packed(n)
+        }
+        fn src_major(&self) -> bool {
+            self.rows.src_major()
+        }
+    };
+}
+
 /// `rows` with `lines` source lines from `next` to ask for while the tile runs (the share of
 /// the next band of source rows that falls to this tile; see `x86::Prefetch`).
 #[derive(Clone, Copy)]
@@ -61,28 +87,10 @@ pub(crate) struct Ahead<R: Rows> {
 }
 
 impl<R: Rows> Rows for Ahead<R> {
-    fn na(&self) -> usize {
-        self.rows.na()
-    }
-    fn nb(&self) -> usize {
-        self.rows.nb()
-    }
+    forward_rows!();
     #[inline(always)]
     fn src(&self, b: usize) -> *const u8 {
         self.rows.src(b)
-    }
-    #[inline(always)]
-    fn dst(&self, a: usize) -> *mut u8 {
-        self.rows.dst(a)
-    }
-    fn dst_lines(&self) -> bool {
-        self.rows.dst_lines()
-    }
-    fn dst_packed(&self, n: usize) -> bool {
-        self.rows.dst_packed(n)
-    }
-    fn src_major(&self) -> bool {
-        self.rows.src_major()
     }
     fn ahead(&self) -> (*const u8, usize) {
         (self.next, self.lines)
@@ -100,12 +108,7 @@ pub(crate) struct Padded<R: Rows> {
 }
 
 impl<R: Rows> Rows for Padded<R> {
-    fn na(&self) -> usize {
-        self.rows.na()
-    }
-    fn nb(&self) -> usize {
-        self.rows.nb()
-    }
+    forward_rows!();
     #[inline(always)]
     fn src(&self, b: usize) -> *const u8 {
         if b < self.data_rows {
@@ -113,19 +116,6 @@ impl<R: Rows> Rows for Padded<R> {
         } else {
             self.fill
         }
-    }
-    #[inline(always)]
-    fn dst(&self, a: usize) -> *mut u8 {
-        self.rows.dst(a)
-    }
-    fn dst_lines(&self) -> bool {
-        self.rows.dst_lines()
-    }
-    fn dst_packed(&self, n: usize) -> bool {
-        self.rows.dst_packed(n)
-    }
-    fn src_major(&self) -> bool {
-        self.rows.src_major()
     }
     fn ahead(&self) -> (*const u8, usize) {
         self.rows.ahead()
