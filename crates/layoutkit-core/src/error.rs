@@ -90,4 +90,20 @@ pub enum Error {
         filter: String,
         reason: String,
     },
+
+    /// Strides that cannot be read as a view of a layout's physical array.
+    #[error("{format} cannot be read through strides {strides}: {reason}")]
+    Strides {
+        format: String,
+        strides: String,
+        reason: String,
+    },
+
+    /// An array (shape and strides) that cannot be read as a layout's physical array.
+    #[error("an array of {view} cannot be read as {format}: {reason}")]
+    View {
+        format: String,
+        view: String,
+        reason: String,
+    },
 }

@@ -15,6 +15,7 @@
 //! * [`tiling`]: which loops of a plan's regions form transposition tiles, and padding merged
 //!   into the copies it completes.
 //! * [`index_expr`]: the per-element maps as C expressions, for kernel generators.
+//! * [`view`]: arrays a caller holds (shape and strides) read in place as a physical array.
 //! * [`conv`]: 2-D convolution geometry (stride, padding, dilation, groups, output dims).
 //!
 //! ```
@@ -41,6 +42,7 @@ pub mod npy;
 pub mod plan;
 mod shaped;
 pub mod tiling;
+pub mod view;
 pub mod winograd;
 
 pub use axis::Axis;

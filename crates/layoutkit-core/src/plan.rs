@@ -112,7 +112,8 @@ pub enum Strategy {
     PerElement,
 }
 
-/// A plan to convert `src` to `dst` (same axes, same extents).
+/// A plan to convert `src` to `dst` (same axes, same extents). `src` may be a strided view
+/// ([`ShapedLayout::with_strides`]); `dst` is a row-major physical array.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConversionPlan {
     src: ShapedLayout,
@@ -134,6 +135,13 @@ impl ConversionPlan {
     /// Plans the conversion. Errors if the axes or extents differ.
     pub fn new(src: &ShapedLayout, dst: &ShapedLayout) -> Result<ConversionPlan> {
         check_compatible(src, dst)?;
+        if dst.is_strided() {
+            return Err(Error::Strides {
+                format: dst.layout().to_string(),
+                strides: format!("{:?}", dst.strides()),
+                reason: "a conversion writes a whole row-major destination".into(),
+            });
+        }
         let strategy = match split_axes(src, dst) {
             Some(axes) => regions(&axes, dst),
             None => Strategy::PerElement,

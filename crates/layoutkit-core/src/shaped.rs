@@ -42,6 +42,9 @@ pub struct ShapedLayout {
     padded: Vec<usize>,
     phys: Vec<PhysDim>,
     elements: usize,
+    /// Whether the strides are the row-major ones of the physical shape (false: a view made
+    /// by [`ShapedLayout::with_strides`], readable as a source only).
+    dense: bool,
 }
 
 impl ShapedLayout {
@@ -131,7 +134,90 @@ impl ShapedLayout {
             padded,
             phys,
             elements,
+            dense: true,
         })
+    }
+
+    /// The same layout read through other strides: `strides[k]` elements between consecutive
+    /// indices of physical dimension `k` (one per dimension of [`ShapedLayout::physical_shape`];
+    /// a strided view of an array a caller already holds, e.g. a slice of a batch).
+    ///
+    /// Contract: every stride of a dimension with more than one index is positive (negative
+    /// and zero strides are refused: reversed and broadcast views); strides of dimensions with
+    /// one index do not matter and are replaced by the row-major ones. The result's
+    /// [`ShapedLayout::elements`] is the *span* of the view (its largest offset plus one), so
+    /// a buffer check asks for exactly the bytes the view touches; `forward` uses the new
+    /// strides. A strided view is a conversion *source* only: `inverse` and `physical_index`
+    /// refuse it, and so does [`crate::plan::ConversionPlan::new`] as a destination. Image
+    /// layouts take only their row-major strides (their array is not their token shape).
+    ///
+    /// ```
+    /// use layoutkit_core::{parse_format, Dims};
+    /// let dims = Dims::parse("N=2,C=3,H=2,W=2").unwrap();
+    /// let nchw = parse_format("NCHW").unwrap().shaped(&dims).unwrap();
+    /// // The first 3 channels of an NCHW array with 8 channels.
+    /// let view = nchw.with_strides(&[32, 4, 2, 1]).unwrap();
+    /// assert_eq!(view.forward(&[1, 2, 1, 0]).unwrap(), 32 + 8 + 2);
+    /// assert_eq!(view.elements(), 32 + 3 * 4 - (4 - 3) * 0 - 4 + 4); // span: up to (1, 2, 1, 1)
+    /// assert!(view.is_strided());
+    /// ```
+    pub fn with_strides(&self, strides: &[isize]) -> Result<ShapedLayout> {
+        let refuse = |reason: String| Error::Strides {
+            format: self.layout.to_string(),
+            strides: format!("{strides:?}"),
+            reason,
+        };
+        if strides.len() != self.phys.len() {
+            return Err(refuse(format!(
+                "{} strides given for {} physical dimensions",
+                strides.len(),
+                self.phys.len()
+            )));
+        }
+        let dense = self.phys.iter().map(|d| d.stride);
+        if strides
+            .iter()
+            .zip(&self.phys)
+            .zip(dense)
+            .all(|((&s, d), r)| s == r || d.extent <= 1)
+        {
+            return Ok(self.clone());
+        }
+        if self.layout.image().is_some() {
+            return Err(refuse(
+                "an image layout is read only as a row-major array".into(),
+            ));
+        }
+        let mut view = self.clone();
+        let mut last: usize = 0;
+        for (d, &s) in view.phys.iter_mut().zip(strides) {
+            if d.extent <= 1 {
+                continue;
+            }
+            if s <= 0 {
+                return Err(refuse(format!(
+                    "dimension {} has stride {s} (reversed and broadcast views are not read in place)",
+                    d.token
+                )));
+            }
+            d.stride = s;
+            last = (d.extent - 1)
+                .checked_mul(s as usize)
+                .and_then(|x| x.checked_add(last))
+                .ok_or_else(|| refuse("the span exceeds usize".into()))?;
+        }
+        view.elements = if self.elements == 0 { 0 } else { last + 1 };
+        if isize::try_from(view.elements).is_err() {
+            return Err(refuse("the span exceeds isize".into()));
+        }
+        view.dense = false;
+        Ok(view)
+    }
+
+    /// Whether this is a strided view ([`ShapedLayout::with_strides`]) rather than a
+    /// row-major physical array.
+    pub fn is_strided(&self) -> bool {
+        !self.dense
     }
 
     /// Infers the dims of an array whose shape is this layout's physical shape with no padding
@@ -235,7 +321,8 @@ impl ShapedLayout {
         self.phys.iter().map(|d| d.stride).collect()
     }
 
-    /// Physical element count, padding included.
+    /// Physical element count, padding included (for a strided view: its span, the largest
+    /// offset plus one).
     pub fn elements(&self) -> usize {
         self.elements
     }
@@ -280,8 +367,11 @@ impl ShapedLayout {
         }
     }
 
-    /// Row-major strides of [`ShapedLayout::array_shape`], in elements.
+    /// Strides of [`ShapedLayout::array_shape`], in elements: row-major, or a strided view's.
     pub fn array_strides(&self) -> Vec<isize> {
+        if !self.dense {
+            return self.strides();
+        }
         let shape = self.array_shape();
         let mut strides = vec![1isize; shape.len()];
         for k in (0..shape.len().saturating_sub(1)).rev() {
@@ -401,7 +491,8 @@ impl ShapedLayout {
     }
 
     /// Allocation-free inverse: writes the coordinate into `coord` and returns whether it is a
-    /// logical element (false: padding). Contract: `offset < elements()`, `coord.len() == rank`.
+    /// logical element (false: padding). Contract: `offset < elements()`, `coord.len() == rank`,
+    /// not a strided view.
     pub fn inverse_into(&self, offset: usize, coord: &mut [usize]) -> bool {
         coord.iter_mut().for_each(|c| *c = 0);
         for d in &self.phys {
@@ -412,6 +503,13 @@ impl ShapedLayout {
     }
 
     fn check_offset(&self, offset: usize) -> Result<()> {
+        if !self.dense {
+            return Err(Error::Strides {
+                format: self.layout.to_string(),
+                strides: format!("{:?}", self.strides()),
+                reason: "a strided view maps coordinates to offsets only (no inverse)".into(),
+            });
+        }
         if offset >= self.elements {
             return Err(Error::OffsetOutOfRange {
                 offset,

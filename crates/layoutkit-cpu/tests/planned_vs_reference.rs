@@ -5,7 +5,7 @@ use layoutkit_core::cast::Scalar;
 use layoutkit_core::plan::ConversionPlan;
 use layoutkit_core::{CastSpec, DType, Quantization};
 use layoutkit_cpu::{convert, convert_fast, convert_planned, convert_reference};
-use layoutkit_testkit::{arb_dtype, arb_pair, noise_bytes};
+use layoutkit_testkit::{arb_dtype, arb_pair, arb_view, noise_bytes, view_strides};
 use proptest::prelude::*;
 
 const MAX_ELEMENTS: usize = 30_000;
@@ -107,6 +107,27 @@ proptest! {
         let src = a.shaped(&dims).unwrap();
         let dst = b.with_fill(fill).shaped(&dims).unwrap();
         prop_assume!(src.elements() <= MAX_ELEMENTS && dst.elements() <= MAX_ELEMENTS);
+        fast_equals_reference(&src, &dst, &cast, threads, (seed, offset))?;
+    }
+
+    #[test]
+    fn fast_engine_reads_strided_views_as_the_reference_does(
+        (a, b, dims) in arb_pair(7),
+        cast in arb_cast(),
+        threads in 1usize..4,
+        seed in any::<u64>(),
+        offset in 0usize..64,
+        (order, gaps) in arb_view(layoutkit_core::MAX_TOKENS),
+    ) {
+        let dense = a.shaped(&dims).unwrap();
+        let rank = dense.physical_shape().len();
+        // The first `rank` entries of a permutation of 0..MAX_TOKENS, renumbered.
+        let mut order: Vec<usize> = order.into_iter().filter(|&k| k < rank).collect();
+        order.truncate(rank);
+        let strides = view_strides(&dense.physical_shape(), &order, &gaps[..rank]);
+        let src = dense.with_strides(&strides).unwrap();
+        let dst = b.shaped(&dims).unwrap();
+        prop_assume!(src.elements() <= 2 * MAX_ELEMENTS && dst.elements() <= MAX_ELEMENTS);
         fast_equals_reference(&src, &dst, &cast, threads, (seed, offset))?;
     }
 

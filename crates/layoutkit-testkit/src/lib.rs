@@ -103,3 +103,26 @@ pub fn onednn_name(layout: &Layout) -> String {
         })
         .collect()
 }
+
+/// Strides of a view of an array of `shape` held inside a larger one: its dimensions laid out
+/// in the memory order `order` (a permutation of `0..shape.len()`, outermost first), each
+/// dimension `k` with `gaps[k]` unused indices after its own (a slice of a larger extent).
+/// Every stride is positive and distinct elements never share an offset.
+pub fn view_strides(shape: &[usize], order: &[usize], gaps: &[usize]) -> Vec<isize> {
+    let mut strides = vec![0isize; shape.len()];
+    let mut inner: isize = 1;
+    for &k in order.iter().rev() {
+        strides[k] = inner;
+        inner *= (shape[k] + gaps[k]).max(1) as isize;
+    }
+    strides
+}
+
+/// A memory order and gaps for [`view_strides`] over `rank` dimensions: any permutation, gaps
+/// of 0 to 2 indices.
+pub fn arb_view(rank: usize) -> impl Strategy<Value = (Vec<usize>, Vec<usize>)> {
+    (
+        Just((0..rank).collect::<Vec<usize>>()).prop_shuffle(),
+        prop::collection::vec(prop_oneof![2 => Just(0usize), 1 => 1..=2usize], rank),
+    )
+}
