@@ -2,15 +2,17 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::sys::{CUevent_flags, CUstream};
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+    CudaContext, CudaFunction, CudaModule, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig,
+    PushKernelArg,
 };
-use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions};
+use cudarc::nvrtc::Ptx;
 use layoutkit_core::plan::ConversionPlan;
 use layoutkit_core::{CastSpec, ShapedLayout};
 
 use crate::codegen::{fill_bits, generate_tuned, Launch, Tuning};
+use crate::kernel_cache::KernelCache;
 use crate::Error;
 
 /// Device times of repeated conversions (all of one conversion's launches), in seconds, from
@@ -29,12 +31,43 @@ impl Timing {
     }
 }
 
-/// A GPU with its stream and a cache of compiled kernels.
+/// A GPU with its stream and a cache of compiled kernels (in memory, and on disk through
+/// [`KernelCache`]).
 pub struct Cuda {
     pub(crate) ctx: Arc<CudaContext>,
     pub(crate) stream: Arc<CudaStream>,
     name: String,
+    /// `sm_XY`: what kernels are compiled for.
+    arch: String,
+    disk: KernelCache,
     kernels: RefCell<HashMap<String, (Arc<CudaModule>, CudaFunction)>>,
+}
+
+/// A conversion ready to run on one GPU: its plan's kernels, compiled and loaded.
+pub struct DeviceConversion {
+    plan: ConversionPlan,
+    cast: CastSpec,
+    launches: Vec<(Launch, CudaFunction)>,
+    fill: u64,
+    src_bytes: usize,
+    dst_bytes: usize,
+}
+
+impl DeviceConversion {
+    /// Bytes the source buffer must hold (a strided source: its span).
+    pub fn src_bytes(&self) -> usize {
+        self.src_bytes
+    }
+
+    /// Bytes of the destination's physical array.
+    pub fn dst_bytes(&self) -> usize {
+        self.dst_bytes
+    }
+
+    /// The plan this conversion runs.
+    pub fn plan(&self) -> &ConversionPlan {
+        &self.plan
+    }
 }
 
 /// Whether a shared library of one of cudarc's candidate names loads.
@@ -62,13 +95,28 @@ impl Cuda {
         }
         let ctx = CudaContext::new(ordinal).map_err(|e| Error::NoDevice(format!("{e:?}")))?;
         let name = ctx.name().unwrap_or_else(|_| "CUDA device".into());
+        let (major, minor) = ctx
+            .compute_capability()
+            .map_err(|e| Error::driver("cuDeviceGetAttribute", e))?;
         let stream = ctx.default_stream();
         Ok(Cuda {
             ctx,
             stream,
             name,
+            arch: format!("sm_{major}{minor}"),
+            disk: KernelCache::from_env(),
             kernels: RefCell::new(HashMap::new()),
         })
+    }
+
+    /// The GPU's architecture as NVRTC names it (`sm_90`).
+    pub fn arch(&self) -> &str {
+        &self.arch
+    }
+
+    /// Replaces the on-disk kernel cache (the default is [`KernelCache::from_env`]).
+    pub fn set_kernel_cache(&mut self, cache: KernelCache) {
+        self.disk = cache;
     }
 
     /// The GPU's name.
@@ -76,38 +124,49 @@ impl Cuda {
         &self.name
     }
 
-    fn function(&self, l: &Launch) -> Result<CudaFunction, Error> {
-        self.compiled(&l.source, l.name, Vec::new())
-    }
-
-    /// The kernel `name` of `source` compiled with NVRTC `options` (cached per source and
-    /// options). With `LAYOUTKIT_CUDA_DUMP=DIR` each source compiled is also written to DIR.
+    /// The kernel `name` of `source` compiled with NVRTC `options` for this GPU's architecture
+    /// (unless the options name one), as a CUBIN: from memory, else from the disk cache, else
+    /// compiled (and stored on disk). With `LAYOUTKIT_CUDA_DUMP=DIR` each source compiled is
+    /// also written to DIR.
     pub(crate) fn compiled(
         &self,
         source: &str,
         name: &str,
-        options: Vec<String>,
+        mut options: Vec<String>,
     ) -> Result<CudaFunction, Error> {
+        if !options.iter().any(|o| o.starts_with("--gpu-architecture")) {
+            options.push(format!("--gpu-architecture={}", self.arch));
+        }
         let key = format!("{}\n{source}", options.join(" "));
         let mut cache = self.kernels.borrow_mut();
         if let Some((_, f)) = cache.get(&key) {
             return Ok(f.clone());
         }
-        if let Ok(dir) = std::env::var("LAYOUTKIT_CUDA_DUMP") {
-            // Every compiled source, for nvcc/ptxas and the profilers (a debugging aid).
-            let path = std::path::Path::new(&dir).join(format!("{}-{name}.cu", cache.len()));
-            let _ = std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(&path, source));
-        }
-        let opts = CompileOptions {
-            options,
-            ..CompileOptions::default()
+        let disk_key = format!("{}\nnvrtc {}\n{key}", self.arch, nvrtc_version()?);
+        // An entry the driver refuses (e.g. one a newer NVRTC wrote) is compiled anew.
+        let cached = self
+            .disk
+            .load(&disk_key)
+            .and_then(|image| self.ctx.load_module(Ptx::from_binary(image)).ok());
+        let module = match cached {
+            Some(m) => m,
+            None => {
+                if let Ok(dir) = std::env::var("LAYOUTKIT_CUDA_DUMP") {
+                    // Every compiled source, for nvcc/ptxas and the profilers (a debugging aid).
+                    let path =
+                        std::path::Path::new(&dir).join(format!("{}-{name}.cu", cache.len()));
+                    let _ =
+                        std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(&path, source));
+                }
+                let image = compile_cubin(source, &options)?;
+                let m = self
+                    .ctx
+                    .load_module(Ptx::from_binary(image.clone()))
+                    .map_err(|e| Error::driver("cuModuleLoadData", e))?;
+                self.disk.store(&disk_key, &image);
+                m
+            }
         };
-        let ptx = compile_ptx_with_opts(source, opts)
-            .map_err(|e| Error::Compile(format!("{e:?}\n{source}")))?;
-        let module = self
-            .ctx
-            .load_module(ptx)
-            .map_err(|e| Error::driver("cuModuleLoad", e))?;
         let f = module
             .load_function(name)
             .map_err(|e| Error::driver("cuModuleGetFunction", e))?;
@@ -140,24 +199,18 @@ impl Cuda {
         repeats: usize,
     ) -> Result<(Vec<u8>, Timing), Error> {
         let plan = ConversionPlan::new(src, dst)?;
-        let expected = src.bytes(cast.src)?;
-        if src_data.len() != expected {
+        let conv = self.prepare(&plan, cast)?;
+        if src_data.len() != conv.src_bytes {
             return Err(layoutkit_core::Error::BufferSize {
                 what: format!("source {} of {}", src.layout(), cast.src),
-                expected_bytes: expected,
+                expected_bytes: conv.src_bytes,
                 actual_bytes: src_data.len(),
             }
             .into());
         }
-        let out_bytes = dst.bytes(cast.dst)?;
-        if out_bytes == 0 {
+        if conv.dst_bytes == 0 {
             return Ok((Vec::new(), Timing::default()));
         }
-        let launches = generate_tuned(&plan, cast, &tuning_from_env())?;
-        let functions: Vec<CudaFunction> = launches
-            .iter()
-            .map(|l| self.function(l))
-            .collect::<Result<_, _>>()?;
         let d_src = if src_data.is_empty() {
             self.stream.alloc_zeros::<u8>(1)
         } else {
@@ -166,15 +219,17 @@ impl Cuda {
         .map_err(|e| Error::driver("cuMemcpyHtoD", e))?;
         let mut d_dst = self
             .stream
-            .alloc_zeros::<u8>(out_bytes)
+            .alloc_zeros::<u8>(conv.dst_bytes)
             .map_err(|e| Error::driver("cuMemAlloc", e))?;
-        let fill = fill_bits(&plan, cast.dst);
-        let timing = self.timed(repeats, 1, || {
-            for (l, f) in launches.iter().zip(&functions) {
-                self.launch(l, f, &d_src, &mut d_dst, fill, cast)?;
-            }
-            Ok(())
-        })?;
+        let timing = {
+            let (src_ptr, _read) = d_src.device_ptr(&self.stream);
+            let (dst_ptr, _write) = d_dst.device_ptr_mut(&self.stream);
+            self.timed(repeats, 1, || {
+                // SAFETY: both buffers were allocated above with the sizes `conv` needs and
+                // live until after the timing synchronises.
+                unsafe { self.launch_all(&conv, src_ptr, dst_ptr, &self.stream) }
+            })?
+        };
         let out = self
             .stream
             .clone_dtoh(&d_dst)
@@ -182,40 +237,110 @@ impl Cuda {
         Ok((out, timing))
     }
 
-    fn launch(
+    /// Generates, compiles (or finds in the caches) and loads the kernels of `plan`.
+    pub fn prepare(
         &self,
-        l: &Launch,
-        f: &CudaFunction,
-        src: &CudaSlice<u8>,
-        dst: &mut CudaSlice<u8>,
-        fill: u64,
+        plan: &ConversionPlan,
         cast: &CastSpec,
+    ) -> Result<DeviceConversion, Error> {
+        let launches = generate_tuned(plan, cast, &tuning_from_env())?
+            .into_iter()
+            .map(|l| {
+                let f = self.compiled(&l.source, l.name, Vec::new())?;
+                Ok((l, f))
+            })
+            .collect::<Result<_, Error>>()?;
+        Ok(DeviceConversion {
+            src_bytes: plan.src().bytes(cast.src)?,
+            dst_bytes: plan.dst().bytes(cast.dst)?,
+            fill: fill_bits(plan, cast.dst),
+            plan: plan.clone(),
+            cast: *cast,
+            launches,
+        })
+    }
+
+    /// Queues `conv` on `stream` (a raw `CUstream` of this GPU's primary context, e.g. a
+    /// framework's current stream; null is the legacy default stream), reading device memory
+    /// at `src` and writing device memory at `dst`. Returns once queued: nothing is
+    /// synchronised, so work queued on `stream` later sees the result, and other streams must
+    /// wait for it (an event). Contract: bit-identical to `layoutkit_cpu::convert_reference`.
+    ///
+    /// # Safety
+    /// `src` must address `src_bytes` readable bytes and `dst` `dst_bytes` writable bytes of
+    /// device memory in this GPU's primary context, both valid until the queued work has run
+    /// on `stream`, and `dst` must not overlap `src`; `stream` must be a live stream of that
+    /// context.
+    pub unsafe fn convert_on_stream(
+        &self,
+        conv: &DeviceConversion,
+        (src, src_bytes): (u64, usize),
+        (dst, dst_bytes): (u64, usize),
+        stream: CUstream,
     ) -> Result<(), Error> {
-        let cfg = LaunchConfig {
-            grid_dim: l.grid,
-            block_dim: l.block,
-            shared_mem_bytes: 0,
-        };
-        let mut b = self.stream.launch_builder(f);
+        for (which, layout, expected, actual) in [
+            ("source", conv.plan.src(), conv.src_bytes, src_bytes),
+            ("destination", conv.plan.dst(), conv.dst_bytes, dst_bytes),
+        ] {
+            if expected != actual {
+                return Err(layoutkit_core::Error::BufferSize {
+                    what: format!("{which} {}", layout.layout()),
+                    expected_bytes: expected,
+                    actual_bytes: actual,
+                }
+                .into());
+            }
+        }
+        if conv.dst_bytes == 0 {
+            return Ok(());
+        }
+        // SAFETY: the caller guarantees `stream` is a live stream of this context; the
+        // wrapper does not own it (dropping it destroys nothing).
+        let borrowed = unsafe { self.ctx.wrap_borrowed_stream(stream) };
+        // SAFETY: the buffers' sizes were checked against the plan above; their validity is
+        // the caller's contract.
+        unsafe { self.launch_all(conv, src, dst, &borrowed) }
+    }
+
+    /// Launches every kernel of `conv` on `stream`.
+    ///
+    /// # Safety
+    /// `src` and `dst` address device buffers of `conv.src_bytes` and `conv.dst_bytes` bytes.
+    unsafe fn launch_all(
+        &self,
+        conv: &DeviceConversion,
+        src: u64,
+        dst: u64,
+        stream: &Arc<CudaStream>,
+    ) -> Result<(), Error> {
+        let fill = conv.fill;
         let (v1, v2, v4) = (fill as u8, fill as u16, fill as u32);
-        if l.name != "fill" {
-            b.arg(src);
-        }
-        b.arg(dst);
-        if l.name != "convert" {
-            match cast.dst.size_bytes() {
-                1 => b.arg(&v1),
-                2 => b.arg(&v2),
-                4 => b.arg(&v4),
-                _ => b.arg(&fill),
+        for (l, f) in &conv.launches {
+            let cfg = LaunchConfig {
+                grid_dim: l.grid,
+                block_dim: l.block,
+                shared_mem_bytes: 0,
             };
+            let mut b = stream.launch_builder(f);
+            if l.name != "fill" {
+                b.arg(&src);
+            }
+            b.arg(&dst);
+            if l.name != "convert" {
+                match conv.cast.dst.size_bytes() {
+                    1 => b.arg(&v1),
+                    2 => b.arg(&v2),
+                    4 => b.arg(&v4),
+                    _ => b.arg(&fill),
+                };
+            }
+            // SAFETY: the kernel's parameters are exactly these (generated with them:
+            // `convert` takes source and destination pointers, `gather` those and a fill value
+            // of the element's width, `fill` a pointer and the value), and its indices stay
+            // inside the buffers (the plan's regions lie inside both physical arrays, whose
+            // sizes the buffers have: the caller's contract).
+            unsafe { b.launch(cfg) }.map_err(|e| Error::driver("cuLaunchKernel", e))?;
         }
-        // SAFETY: the kernel's parameters are exactly these (generated with them: `convert`
-        // takes source and destination pointers, `gather` those and a fill value of the
-        // element's width, `fill` a pointer and the value), and its indices stay
-        // inside the buffers (the plan's regions lie inside both physical arrays, whose sizes
-        // the buffers have).
-        unsafe { b.launch(cfg) }.map_err(|e| Error::driver("cuLaunchKernel", e))?;
         Ok(())
     }
 
@@ -272,6 +397,57 @@ impl Cuda {
         }
         Ok(timing)
     }
+}
+
+/// The version of the NVRTC library that compiles kernels (part of every disk cache key).
+fn nvrtc_version() -> Result<String, Error> {
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: plain out-parameters; NVRTC is loadable (checked by `Cuda::new`).
+    unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) }
+        .result()
+        .map_err(|e| Error::Compile(format!("nvrtcVersion: {e:?}")))?;
+    Ok(format!("{major}.{minor}"))
+}
+
+/// Compiles `source` with NVRTC and returns its CUBIN (the options name a real architecture).
+fn compile_cubin(source: &str, options: &[String]) -> Result<Vec<u8>, Error> {
+    use cudarc::nvrtc::{result, sys};
+    let fail = |what: &str, e: &dyn std::fmt::Debug| Error::Compile(format!("{what}: {e:?}"));
+    let src = std::ffi::CString::new(source)
+        .map_err(|_| Error::Compile("the kernel source holds a NUL byte".into()))?;
+    let prog = result::create_program(&src, None).map_err(|e| fail("nvrtcCreateProgram", &e))?;
+    // SAFETY: `prog` was created above and is destroyed once, below, on every path; the log
+    // is a NUL-terminated buffer NVRTC filled.
+    let out = unsafe {
+        match result::compile_program(prog, options) {
+            Err(e) => {
+                let log = result::get_program_log(prog)
+                    .map(|l| {
+                        std::ffi::CStr::from_ptr(l.as_ptr())
+                            .to_string_lossy()
+                            .into_owned()
+                    })
+                    .unwrap_or_default();
+                Err(Error::Compile(format!("{e:?}\n{log}\n{source}")))
+            }
+            Ok(()) => {
+                let mut size = 0usize;
+                sys::nvrtcGetCUBINSize(prog, &mut size)
+                    .result()
+                    .map_err(|e| fail("nvrtcGetCUBINSize", &e))
+                    .and_then(|()| {
+                        let mut image = vec![0u8; size];
+                        sys::nvrtcGetCUBIN(prog, image.as_mut_ptr().cast())
+                            .result()
+                            .map(|()| image)
+                            .map_err(|e| fail("nvrtcGetCUBIN", &e))
+                    })
+            }
+        }
+    };
+    // SAFETY: destroyed once; nothing uses `prog` after this.
+    let _ = unsafe { result::destroy_program(prog) };
+    out
 }
 
 /// The kernel knobs: the defaults, or for measuring alternatives `LAYOUTKIT_CUDA_READ_BYTES`

@@ -4,7 +4,9 @@
 //! (computed once in `layoutkit-core`) becomes one kernel per region ([`codegen`]): shared-memory
 //! tiles where the source's and the destination's contiguous loops differ, coalesced element
 //! loops elsewhere, fills for padding, casts fused in the same pass. Kernels are compiled at run
-//! time with NVRTC and cached per source.
+//! time with NVRTC to CUBINs for the GPU at hand, cached in memory and on disk ([`kernel_cache`]).
+//! [`Cuda::convert_on_stream`] converts device memory a caller holds (a framework's tensor) on
+//! the caller's stream, with no host copy.
 //!
 //! [`conv`]: implicit-GEMM convolution with tensor cores on NHWC, NCHW or NC/32HW32
 //! activations, f16 (f32 sums) or int8 (i32 sums) ([`Cuda::conv2d_timed`]).
@@ -18,6 +20,8 @@ mod conv_run;
 pub use conv_run::ConvPath;
 mod device;
 mod error;
+pub mod kernel_cache;
 
-pub use device::{Cuda, Timing};
+pub use device::{Cuda, DeviceConversion, Timing};
 pub use error::Error;
+pub use kernel_cache::KernelCache;

@@ -1,12 +1,12 @@
 //! The CUDA backend against the CPU reference converter, bit for bit: random layout pairs with
-//! tails and fill values, the benchmark conversions, and every cast it fuses. Skipped (with a
+//! tails and fill values (half of them read through strided source views), the benchmark conversions, and every cast it fuses. Skipped (with a
 //! message) without a GPU unless LAYOUTKIT_REQUIRE_CUDA=1. The codegen test needs no GPU.
 
 use layoutkit_core::plan::ConversionPlan;
 use layoutkit_core::{parse_format, CastSpec, DType, Dims, Quantization};
 use layoutkit_cpu::convert_reference;
 use layoutkit_cuda::{codegen, Cuda};
-use layoutkit_testkit::{arb_pair, noise_bytes};
+use layoutkit_testkit::{arb_pair, arb_view, noise_bytes, view_strides};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 
@@ -154,10 +154,18 @@ fn random_layouts_and_casts_match_the_cpu_reference() {
                 any::<u64>(),
                 0..all.len(),
                 prop_oneof![Just(0.0f64), Just(-1.5), Just(7.0)],
+                (any::<bool>(), arb_view(layoutkit_core::MAX_TOKENS)),
             ),
-            |((a, b, dims), seed, ci, fill)| {
+            |((a, b, dims), seed, ci, fill, (strided, (order, gaps)))| {
                 let cast = all[ci];
-                let src = a.shaped(&dims).unwrap();
+                let mut src = a.shaped(&dims).unwrap();
+                if strided {
+                    // Half the cases read a strided view (another memory order, gaps).
+                    let rank = src.physical_shape().len();
+                    let order: Vec<usize> = order.into_iter().filter(|&k| k < rank).collect();
+                    let strides = view_strides(&src.physical_shape(), &order, &gaps[..rank]);
+                    src = src.with_strides(&strides).unwrap();
+                }
                 let dst = b.with_fill(fill).shaped(&dims).unwrap();
                 prop_assume!(src.elements() <= 40_000 && dst.elements() <= 40_000);
                 prop_assume!(ConversionPlan::new(&src, &dst)
