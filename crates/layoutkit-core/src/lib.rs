@@ -31,6 +31,7 @@
 mod axis;
 pub mod cast;
 pub mod conv;
+pub mod describe;
 mod dims;
 mod dtype;
 mod error;

@@ -1,41 +1,44 @@
 use anyhow::{bail, Result};
-use layoutkit_core::{DType, Dims, ShapedLayout};
+use layoutkit_core::describe::Description;
+use layoutkit_core::{parse_format, DType, Dims, ShapedLayout};
 use serde_json::{json, Value};
 
-use super::{list, shaped, token_names};
+use super::{list, token_names};
 use crate::args::DescribeArgs;
 
 /// Pixels `--pixels` prints at most.
 const MAX_PIXELS: usize = 4096;
 
 pub fn run(a: &DescribeArgs, json_out: bool) -> Result<()> {
-    let s = shaped(&a.format, &a.dims)?;
-    // Report dims in the order the user gave them (the transformed dims for a Winograd image).
-    let user_dims = s.layout().transformed_dims(&Dims::parse(&a.dims)?)?;
     let dtype: DType = a.dtype.parse()?;
-    let bytes = s.bytes(dtype)?;
-    let logical = s.logical_elements();
+    let d = Description::new(
+        &a.format,
+        &parse_format(&a.format)?,
+        &Dims::parse(&a.dims)?,
+        dtype,
+    )?;
+    let (s, user_dims, bytes, logical) = (&d.shaped, &d.dims, d.bytes, d.logical_elements);
     if a.pixels {
-        return pixels(&s, &user_dims, json_out);
+        return pixels(s, user_dims, json_out);
     }
     if json_out {
         let mut doc = json!({
-            "name": a.format,
-            "canonical": s.layout().to_string(),
-            "dims": crate::json::dims(&user_dims),
-            "physical_axes": token_names(s.layout()),
-            "physical_shape": s.array_shape(),
-            "strides": s.array_strides(),
-            "elements": s.elements(),
-            "logical_elements": logical,
-            "padding_elements": s.elements() - logical,
-            "dtype": dtype.name(),
-            "bytes": bytes,
-            "fill": crate::json::float(s.layout().fill()),
+            "name": d.name,
+            "canonical": d.canonical,
+            "dims": crate::json::dims(&d.dims),
+            "physical_axes": d.physical_axes,
+            "physical_shape": d.physical_shape,
+            "strides": d.strides,
+            "elements": d.elements,
+            "logical_elements": d.logical_elements,
+            "padding_elements": d.padding_elements,
+            "dtype": d.dtype.name(),
+            "bytes": d.bytes,
+            "fill": crate::json::float(d.fill),
         });
-        if let Some((w, h)) = s.image_size() {
+        if let (Some((w, h)), Some(tokens)) = (d.image, &d.token_shape) {
             doc["image"] = json!({"width": w, "height": h});
-            doc["token_shape"] = json!(s.physical_shape());
+            doc["token_shape"] = json!(tokens);
         }
         crate::json::print(&doc);
         return Ok(());

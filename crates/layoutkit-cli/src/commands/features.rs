@@ -2,7 +2,8 @@ use std::io::Read;
 
 use anyhow::{anyhow, bail, Context, Result};
 use layoutkit_loopir::features::{
-    curve_sample, extract, flatten_f32, flatten_names, take_log, Features, Options,
+    curve_sample, extract, flatten_f32, flatten_names, row_values, Features, Options,
+    Value as FeatureValue,
 };
 use layoutkit_loopir::ir::DataType;
 use serde_json::{json, Map, Value};
@@ -112,13 +113,11 @@ fn floats_json(v: impl Iterator<Item = f64>) -> Value {
     Value::Array(v.map(crate::json::float).collect())
 }
 
-/// A transformed value: the integer itself, or take_log of it.
-fn value(x: i64, log: bool) -> (Value, String) {
-    if log {
-        let t = take_log(x);
-        (crate::json::float(t), fmt_log(t))
-    } else {
-        (json!(x), x.to_string())
+/// A row value as JSON and as text.
+fn value(v: FeatureValue) -> (Value, String) {
+    match v {
+        FeatureValue::Int(x) => (json!(x), x.to_string()),
+        FeatureValue::Log(t) => (crate::json::float(t), fmt_log(t)),
     }
 }
 
@@ -131,64 +130,33 @@ fn fmt_log(t: f64) -> String {
 }
 
 fn rows_json(f: &Features, log: bool) -> Value {
-    let rows: Vec<Value> = f
-        .rows
+    let list = |v: &[FeatureValue]| -> Vec<Value> { v.iter().map(|&x| value(x).0).collect() };
+    let rows: Vec<Value> = row_values(f, log)
         .iter()
         .map(|r| {
-            let attr = r.attr();
-            let attr_json: Vec<Value> = attr
-                .iter()
-                .enumerate()
-                .map(|(i, &v)| {
-                    if i == 1 || i >= 4 {
-                        json!(v)
-                    } else {
-                        value(v, log).0
-                    }
-                })
-                .collect();
-            let arith: Vec<Value> = r.arith.iter().map(|&v| value(v, log).0).collect();
             let touch: Vec<Value> = r
                 .touch
                 .iter()
-                .map(|(acc, p)| {
-                    let vals: Vec<Value> = p.values().iter().map(|&v| value(v, log).0).collect();
-                    json!([f.key(*acc), vals])
-                })
+                .map(|(key, vals)| json!([key, list(vals)]))
                 .collect();
-            json!({"itervar": r.name, "attr": attr_json, "arith": arith, "touch": touch})
+            json!({"itervar": r.itervar, "attr": list(&r.attr), "arith": list(&r.arith), "touch": touch})
         })
         .collect();
     Value::Array(rows)
 }
 
 fn rows_text(f: &Features, log: bool) -> String {
+    let list = |v: &[FeatureValue]| -> String {
+        v.iter().map(|&x| value(x).1).collect::<Vec<_>>().join(", ")
+    };
     let mut out = String::new();
-    for r in &f.rows {
-        let attr = r.attr();
-        let attr: Vec<String> = attr
-            .iter()
-            .enumerate()
-            .map(|(i, &v)| {
-                if i == 1 || i >= 4 {
-                    v.to_string()
-                } else {
-                    value(v, log).1
-                }
-            })
-            .collect();
-        let list = |v: &[i64]| -> String {
-            v.iter()
-                .map(|&x| value(x, log).1)
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
+    for r in row_values(f, log) {
         out.push_str("---------------------------\n");
-        out.push_str(&format!("{:<10} [{}]\n", "_itervar_", r.name));
-        out.push_str(&format!("{:<10} [{}]\n", "_attr_", attr.join(", ")));
+        out.push_str(&format!("{:<10} [{}]\n", "_itervar_", r.itervar));
+        out.push_str(&format!("{:<10} [{}]\n", "_attr_", list(&r.attr)));
         out.push_str(&format!("{:<10} [{}]\n", "_arith_", list(&r.arith)));
-        for (acc, p) in &r.touch {
-            out.push_str(&format!("{:<10} [{}]\n", f.key(*acc), list(&p.values())));
+        for (key, vals) in &r.touch {
+            out.push_str(&format!("{:<10} [{}]\n", key, list(vals)));
         }
     }
     out

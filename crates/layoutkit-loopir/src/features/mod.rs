@@ -27,7 +27,7 @@ use crate::ir::DataType;
 
 pub use curve::curve_sample;
 pub use extract::extract;
-pub use output::{flatten_f32, flatten_f64, flatten_names, take_log};
+pub use output::{flatten_f32, flatten_f64, flatten_names, row_values, take_log, RowValues, Value};
 pub use stdhash::{libstdcxx_iteration_order, libstdcxx_string_hash};
 
 /// TVM's `AnnotationType`, in its exact one-hot order.

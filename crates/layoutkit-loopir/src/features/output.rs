@@ -108,3 +108,57 @@ pub fn flatten_names(f: &Features) -> Vec<String> {
     }
     out
 }
+
+/// One value of a row as printed: the integer itself, or its `take_log` when asked for and
+/// the value is transformable (nest level and the one-hot never are).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Value {
+    Int(i64),
+    Log(f64),
+}
+
+impl Value {
+    fn of(x: i64, log: bool) -> Value {
+        if log {
+            Value::Log(take_log(x))
+        } else {
+            Value::Int(x)
+        }
+    }
+}
+
+/// One row of `GetItervarFeature` as the command line's JSON and the Python package show it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RowValues {
+    pub itervar: String,
+    pub attr: Vec<Value>,
+    pub arith: Vec<Value>,
+    /// Per buffer access: its key and its six values.
+    pub touch: Vec<(String, Vec<Value>)>,
+}
+
+/// Every row's values, logged where `log` asks and the value is transformable: the single
+/// source of the rows the command line prints and the Python package returns.
+pub fn row_values(f: &Features, log: bool) -> Vec<RowValues> {
+    f.rows
+        .iter()
+        .map(|r| RowValues {
+            itervar: r.name.clone(),
+            attr: r
+                .attr()
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| Value::of(v, log && i != 1 && i < 4))
+                .collect(),
+            arith: r.arith.iter().map(|&v| Value::of(v, log)).collect(),
+            touch: r
+                .touch
+                .iter()
+                .map(|(acc, p)| {
+                    let vals = p.values().iter().map(|&v| Value::of(v, log)).collect();
+                    (f.key(*acc).to_string(), vals)
+                })
+                .collect(),
+        })
+        .collect()
+}
