@@ -49,9 +49,9 @@ pub fn run(a: &DescribeArgs, json_out: bool) -> Result<()> {
     if let Some((w, h)) = s.image_size() {
         outln!(
             "image           width {w} x height {h} RGBA pixels ({} rows | {} columns | {} lanes)",
-            row_names(&s, 0),
-            row_names(&s, 1),
-            row_names(&s, 2)
+            row_names(s, 0),
+            row_names(s, 1),
+            row_names(s, 2)
         );
         outln!(
             "physical shape  {}  (tokens {} of shape {})",
