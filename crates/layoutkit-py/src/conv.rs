@@ -1,0 +1,155 @@
+//! 2-D convolution on CPU arrays (the fast implicit-GEMM engine where it applies, else the
+//! reference), with the command line's rules for output layout and type.
+
+use layoutkit_core::conv::Conv2d;
+use layoutkit_core::{parse_format, view, DType};
+use layoutkit_cpu::{conv2d_fast, conv2d_fast_supports, conv2d_reference, Epilogue, TensorRef};
+use pyo3::prelude::*;
+
+use crate::layouts::parse_dtype;
+use crate::value_error;
+
+/// An operand: format, shape, strides (elements), element type, address.
+type Operand<'a> = (String, Vec<usize>, Vec<isize>, Bound<'a, PyAny>, usize);
+
+/// The convolution's parameters from Python (stride, padding, dilation as (h, w); groups).
+fn conv2d(
+    stride: (usize, usize),
+    padding: (usize, usize),
+    dilation: (usize, usize),
+    groups: usize,
+) -> Conv2d {
+    Conv2d {
+        stride: [stride.0, stride.1],
+        padding: [padding.0, padding.1],
+        dilation: [dilation.0, dilation.1],
+        groups,
+    }
+}
+
+/// The output's shape and element type (our short name) for these operands, as `conv2d_cpu`
+/// will produce it (`output_format` defaults to the input's, `out_dtype` to the input's for
+/// floats and i32 for integers).
+#[pyfunction]
+#[pyo3(signature = (x, w, stride, padding, dilation, groups, output_format = None, out_dtype = None))]
+#[allow(clippy::too_many_arguments)]
+pub fn conv2d_output(
+    x: Operand<'_>,
+    w: Operand<'_>,
+    stride: (usize, usize),
+    padding: (usize, usize),
+    dilation: (usize, usize),
+    groups: usize,
+    output_format: Option<String>,
+    out_dtype: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(Vec<usize>, &'static str)> {
+    let conv = conv2d(stride, padding, dilation, groups);
+    let xs = view::shaped_view(&parse_format(&x.0).map_err(value_error)?, None, &x.1, &x.2)
+        .map_err(value_error)?;
+    let ws = view::shaped_view(&parse_format(&w.0).map_err(value_error)?, None, &w.1, &w.2)
+        .map_err(value_error)?;
+    let y_dims = conv
+        .output_dims(&xs.dims(), &ws.dims())
+        .map_err(value_error)?;
+    let y = parse_format(output_format.as_deref().unwrap_or(&x.0))
+        .map_err(value_error)?
+        .shaped(&y_dims)
+        .map_err(value_error)?;
+    let xt = parse_dtype(&x.3)?;
+    let yt = match out_dtype {
+        Some(t) => parse_dtype(t)?,
+        None if xt.is_float() => xt,
+        None => DType::I32,
+    };
+    Ok((y.array_shape(), yt.name()))
+}
+
+/// Convolves CPU arrays: `x` and `w` read in place (any layouts, strided views too), an
+/// optional bias (f64 values, one per output channel), ReLU; writes the output (row-major,
+/// `output_format`, `out_dtype`) to address `y` of `y_len` bytes. GIL released.
+#[pyfunction]
+#[pyo3(signature = (x, w, bias, y, y_len, stride, padding, dilation, groups, relu, output_format = None, out_dtype = None, threads = 1))]
+#[allow(clippy::too_many_arguments)]
+pub fn conv2d_cpu(
+    py: Python<'_>,
+    x: Operand<'_>,
+    w: Operand<'_>,
+    bias: Option<Vec<f64>>,
+    y: usize,
+    y_len: usize,
+    stride: (usize, usize),
+    padding: (usize, usize),
+    dilation: (usize, usize),
+    groups: usize,
+    relu: bool,
+    output_format: Option<String>,
+    out_dtype: Option<&Bound<'_, PyAny>>,
+    threads: usize,
+) -> PyResult<()> {
+    let conv = conv2d(stride, padding, dilation, groups);
+    let (xt, wt) = (parse_dtype(&x.3)?, parse_dtype(&w.3)?);
+    let xs = view::shaped_view(&parse_format(&x.0).map_err(value_error)?, None, &x.1, &x.2)
+        .map_err(value_error)?;
+    let ws = view::shaped_view(&parse_format(&w.0).map_err(value_error)?, None, &w.1, &w.2)
+        .map_err(value_error)?;
+    let y_dims = conv
+        .output_dims(&xs.dims(), &ws.dims())
+        .map_err(value_error)?;
+    let ys = parse_format(output_format.as_deref().unwrap_or(&x.0))
+        .map_err(value_error)?
+        .shaped(&y_dims)
+        .map_err(value_error)?;
+    let yt = match out_dtype {
+        Some(t) => parse_dtype(t)?,
+        None if xt.is_float() => xt,
+        None => DType::I32,
+    };
+    let want = ys.bytes(yt).map_err(value_error)?;
+    if y_len != want {
+        return Err(value_error(format!(
+            "the output holds {y_len} bytes; {} of {yt} needs {want}",
+            ys.layout()
+        )));
+    }
+    let (x_len, w_len) = (
+        xs.bytes(xt).map_err(value_error)?,
+        ws.bytes(wt).map_err(value_error)?,
+    );
+    let (xp, wp) = (x.4, w.4);
+    py.detach(|| {
+        // SAFETY: the package passes addresses of arrays it holds, whose shapes and strides
+        // gave `xs` and `ws` (so they span `x_len` and `w_len` bytes), and of a writable
+        // row-major output of `want` bytes.
+        let (xd, wd) = unsafe {
+            (
+                std::slice::from_raw_parts(xp as *const u8, x_len),
+                std::slice::from_raw_parts(wp as *const u8, w_len),
+            )
+        };
+        let xr = TensorRef {
+            layout: &xs,
+            dtype: xt,
+            data: xd,
+        };
+        let wr = TensorRef {
+            layout: &ws,
+            dtype: wt,
+            data: wd,
+        };
+        let epilogue = Epilogue {
+            bias: bias.as_deref(),
+            relu,
+        };
+        let out = if conv2d_fast_supports(&xr) && !xs.is_strided() && !ws.is_strided() {
+            conv2d_fast(&conv, xr, wr, &epilogue, &ys, yt, threads.max(1))
+        } else {
+            conv2d_reference(&conv, xr, wr, &epilogue, &ys, yt)
+        }
+        .map_err(value_error)?;
+        if want > 0 {
+            // SAFETY: see above; `out` has exactly `want` bytes (the engine's contract).
+            unsafe { std::ptr::copy_nonoverlapping(out.as_ptr(), y as *mut u8, want) };
+        }
+        Ok(())
+    })
+}
