@@ -139,8 +139,8 @@ impl ShapedLayout {
     }
 
     /// The same layout read through other strides: `strides[k]` elements between consecutive
-    /// indices of physical dimension `k` (one per dimension of [`ShapedLayout::physical_shape`];
-    /// a strided view of an array a caller already holds, e.g. a slice of a batch).
+    /// indices of dimension `k` of [`ShapedLayout::array_shape`] (a strided view of an array a
+    /// caller already holds, e.g. a slice of a batch).
     ///
     /// Contract: every stride of a dimension with more than one index is positive (negative
     /// and zero strides are refused: reversed and broadcast views); strides of dimensions with
@@ -149,7 +149,8 @@ impl ShapedLayout {
     /// a buffer check asks for exactly the bytes the view touches; `forward` uses the new
     /// strides. A strided view is a conversion *source* only: `inverse` and `physical_index`
     /// refuse it, and so does [`crate::plan::ConversionPlan::new`] as a destination. Image
-    /// layouts take only their row-major strides (their array is not their token shape).
+    /// layouts take only their row-major `[height, width, 4]` strides (the result is the
+    /// layout itself: their array is not their token shape).
     ///
     /// ```
     /// use layoutkit_core::{parse_format, Dims};
@@ -167,6 +168,20 @@ impl ShapedLayout {
             strides: format!("{strides:?}"),
             reason,
         };
+        if self.layout.image().is_some() {
+            // An image's array is `[height, width, 4]`, not its tokens: row-major only.
+            let shape = self.array_shape();
+            let dense = self.array_strides();
+            let row_major = strides.len() == shape.len()
+                && (0..shape.len()).all(|k| shape[k] <= 1 || strides[k] == dense[k]);
+            return if row_major {
+                Ok(self.clone())
+            } else {
+                Err(refuse(
+                    "an image layout is read only as a row-major [height, width, 4] array".into(),
+                ))
+            };
+        }
         if strides.len() != self.phys.len() {
             return Err(refuse(format!(
                 "{} strides given for {} physical dimensions",
@@ -174,19 +189,12 @@ impl ShapedLayout {
                 self.phys.len()
             )));
         }
-        let dense = self.phys.iter().map(|d| d.stride);
         if strides
             .iter()
             .zip(&self.phys)
-            .zip(dense)
-            .all(|((&s, d), r)| s == r || d.extent <= 1)
+            .all(|(&s, d)| s == d.stride || d.extent <= 1)
         {
             return Ok(self.clone());
-        }
-        if self.layout.image().is_some() {
-            return Err(refuse(
-                "an image layout is read only as a row-major array".into(),
-            ));
         }
         let mut view = self.clone();
         let mut last: usize = 0;

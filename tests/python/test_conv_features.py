@@ -1,0 +1,92 @@
+"""conv2d against a numpy reference; features equal to the command line's."""
+
+import json
+import subprocess
+
+import numpy as np
+import pytest
+
+import layoutkit as lk
+from conftest import layoutkit_binary
+
+rng = np.random.default_rng(3)
+
+
+def conv_ref(x, w, stride, pad, groups=1):
+    n, c, h, wd = x.shape
+    o, i, kh, kw = w.shape
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
+    y = np.zeros((n, o, oh, ow))
+    og = o // groups
+    for g in range(groups):
+        for a in range(kh):
+            for b in range(kw):
+                patch = xp[:, g * i:(g + 1) * i, a:a + stride * oh:stride, b:b + stride * ow:stride]
+                y[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", patch, w[g * og:(g + 1) * og, :, a, b])
+    return y
+
+
+@pytest.mark.parametrize("stride,pad,groups", [(1, 1, 1), (2, 0, 1), (1, 1, 4)])
+def test_conv2d_matches_numpy(stride, pad, groups):
+    x = rng.standard_normal((2, 8, 9, 9)).astype(np.float32)
+    w = rng.standard_normal((12, 8 // groups, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(12)
+    want = conv_ref(x, w, stride, pad, groups) + b[None, :, None, None]
+    y = lk.conv2d(x, w, bias=b, stride=stride, padding=pad, groups=groups)
+    assert y.dtype == np.float32
+    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
+    # Any layouts in and out: NHWC activations, OHWI filters, NCHW8c output with ReLU.
+    yn = lk.conv2d(lk.convert(x, "NCHW", "NHWC"), lk.convert(w, "OIHW", "OHWI"), bias=b, stride=stride,
+                   padding=pad, groups=groups, relu=True, input_format="NHWC", filter_format="OHWI",
+                   output_format="NCHW8c")
+    back = lk.convert(yn, "NCHW8c", "NCHW", dims={"N": 2, "C": 12, "H": want.shape[2], "W": want.shape[3]})
+    np.testing.assert_allclose(back, np.maximum(want, 0), rtol=1e-4, atol=1e-4)
+
+
+def test_conv2d_int8_is_exact():
+    x = rng.integers(-128, 128, (1, 5, 6, 6), dtype=np.int8)
+    w = rng.integers(-128, 128, (3, 5, 3, 3), dtype=np.int8)
+    y = lk.conv2d(x, w, padding=1)
+    assert y.dtype == np.int32
+    assert np.array_equal(y, conv_ref(x, w, 1, 1).astype(np.int64))
+
+
+def test_conv2d_errors():
+    x = np.zeros((1, 8, 5, 5), np.float32)
+    with pytest.raises(ValueError, match="conv2d"):
+        lk.conv2d(x, np.zeros((4, 3, 3, 3), np.float32))
+    with pytest.raises(ValueError, match="stride"):
+        lk.conv2d(x, np.zeros((4, 8, 3, 3), np.float32), stride=(1, 2, 3))
+
+
+IR = """for (i, 0, 64) {
+  for (j, 0, 32) {
+    for (k, 0, 16) {
+      C[i * 32 + j] = C[i * 32 + j] + A[i * 16 + k] * B[k * 32 + j]
+    }
+  }
+}
+"""
+
+
+def cli(*args):
+    return subprocess.run([layoutkit_binary(), "features", "-", *args], input=IR, check=True,
+                          capture_output=True, text=True).stdout
+
+
+@pytest.mark.parametrize("take_log", [False, True])
+def test_features_equal_the_command_line(take_log):
+    args = ["--json"] + (["--take-log"] if take_log else [])
+    assert lk.features(IR, take_log=take_log) == json.loads(cli(*args))
+
+
+def test_flat_names_and_curve_equal_the_command_line():
+    flat = lk.features_flat(IR)
+    assert flat.dtype == np.float32
+    assert np.array_equal(flat, np.array(json.loads(cli("--flatten", "--take-log", "--json")), np.float32))
+    assert lk.features_names(IR) == json.loads(cli("--names", "--json"))
+    curve = lk.features_curve(IR, sample_n=10)
+    assert np.array_equal(curve, np.array(json.loads(cli("--curve", "--sample-n", "10", "--json")), np.float32))
+    with pytest.raises(ValueError):
+        lk.features("for (i, 0, ) {")
