@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""The Python package against PyTorch and numpy, timed in the same process (issue goals):
+
+* CUDA, torch tensors of 256 MiB and more, f32 and f16: layoutkit.convert (call overhead
+  included: the Python call, the output allocation, the launches) against `y.copy_(x)` and
+  PyTorch's own conversion of the same tensor, CUDA events around many calls after warm-up,
+  median of the per-round averages.
+* CUDA, small tensor (1x64x56x56 f16): the whole Python call (host time, synchronised) against
+  `x.contiguous(memory_format=torch.channels_last)`.
+* CPU, numpy 64 MiB: GB/s (bytes read + written); a 4 KiB array's call against numpy's
+  `np.ascontiguousarray(x.transpose(...))`.
+
+Writes a JSON document to stdout (or --out FILE) with every raw number.
+"""
+
+import argparse
+import json
+import platform
+import statistics
+import time
+
+import numpy as np
+
+import layoutkit as lk
+
+
+def cpu_name():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def host_time(f, n, rounds=7):
+    f()
+    out = []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        for _ in range(n):
+            f()
+        out.append((time.perf_counter() - t) / n)
+    return statistics.median(out), out
+
+
+def gpu_time(torch, f, n, rounds=7):
+    f()
+    torch.cuda.synchronize()
+    out = []
+    for _ in range(rounds):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(n):
+            f()
+        b.record()
+        b.synchronize()
+        out.append(a.elapsed_time(b) * 1e-3 / n)
+    return statistics.median(out), out
+
+
+def torch_conversion(name, shape):
+    """PyTorch's own conversion of a tensor of `shape` (views and one contiguous copy)."""
+    n, c, h, w = shape
+    return {
+        "NCHW->NHWC": lambda x: x.permute(0, 2, 3, 1).contiguous(),
+        "NHWC->NCHW": lambda x: x.permute(0, 3, 1, 2).contiguous(),
+        "NCHW->NCHW32c": lambda x: x.view(n, c // 32, 32, h, w).permute(0, 1, 3, 4, 2).contiguous(),
+        "NCHW->kHWC8": lambda x: x.view(n, c // 8, 8, h, w).permute(0, 3, 4, 1, 2).contiguous(),
+        "OIHW->OIHW16i16o": lambda x: x.view(n // 16, 16, c // 16, 16, h, w).permute(0, 2, 4, 5, 3, 1).contiguous(),
+    }[name]
+
+
+def cuda_rows(torch):
+    rows = []
+    big = [  # (name, src, dst, f32 shape: 256 MiB; f16 doubles the first extent)
+        ("NCHW->NHWC", "NCHW", "NHWC", (64, 256, 64, 64)),
+        ("NHWC->NCHW", "NHWC", "NCHW", (64, 64, 64, 256)),
+        ("NCHW->NCHW32c", "NCHW", "NCHW32c", (64, 256, 64, 64)),
+        ("NCHW->kHWC8", "NCHW", "kHWC8", (64, 256, 64, 64)),
+        ("OIHW->OIHW16i16o", "OIHW", "OIHW16i16o", (4096, 4096, 2, 2)),
+    ]
+    for dtype in (torch.float32, torch.float16):
+        for name, src, dst, shape in big:
+            if dtype == torch.float16:
+                shape = (shape[0] * 2,) + shape[1:]
+            theirs = torch_conversion(name, shape)
+            x = torch.randn(shape, device="cuda").to(dtype)
+            y = torch.empty_like(x)
+            assert torch.equal(lk.convert(x, src, dst).flatten(), theirs(x).flatten())
+            nbytes = 2 * x.numel() * x.element_size()
+            ours, ours_raw = gpu_time(torch, lambda: lk.convert(x, src, dst), 10)
+            copy, copy_raw = gpu_time(torch, lambda: y.copy_(x), 10)
+            pt, pt_raw = gpu_time(torch, lambda: theirs(x), 10)
+            rows.append({"conversion": name, "dtype": str(dtype), "shape": list(shape), "bytes": nbytes,
+                         "layoutkit_s": ours, "copy_s": copy, "torch_s": pt,
+                         "vs_copy": copy / ours, "vs_torch": pt / ours,
+                         "raw": {"layoutkit": ours_raw, "copy": copy_raw, "torch": pt_raw}})
+    return rows
+
+
+def cuda_small(torch):
+    x = torch.randn(1, 64, 56, 56, device="cuda").half()
+
+    def ours():
+        lk.convert(x, "NCHW", "NHWC")
+        torch.cuda.synchronize()
+
+    def theirs():
+        x.contiguous(memory_format=torch.channels_last)
+        torch.cuda.synchronize()
+
+    a, a_raw = host_time(ours, 2000)
+    b, b_raw = host_time(theirs, 2000)
+    return {"tensor": "1x64x56x56 f16", "layoutkit_call_s": a, "torch_channels_last_s": b,
+            "ratio": a / b, "raw": {"layoutkit": a_raw, "torch": b_raw}}
+
+
+def cpu_rows():
+    rows = []
+    x = np.random.default_rng(0).standard_normal((16, 256, 64, 64)).astype(np.float32)  # 64 MiB
+    for threads in (1, 2):
+        t, raw = host_time(lambda: lk.convert(x, "NCHW", "NHWC", threads=threads), 5)
+        rows.append({"conversion": "NCHW->NHWC f32 64 MiB", "threads": threads, "gbps": 2 * x.nbytes / t / 1e9,
+                     "raw_s": raw})
+    small = np.random.default_rng(0).standard_normal((4, 16, 4, 4)).astype(np.float32)  # 4 KiB
+    a, a_raw = host_time(lambda: lk.convert(small, "NCHW", "NHWC"), 20000)
+    b, b_raw = host_time(lambda: np.ascontiguousarray(small.transpose(0, 2, 3, 1)), 20000)
+    rows.append({"conversion": "NCHW->NHWC f32 4 KiB", "layoutkit_call_s": a, "numpy_s": b, "ratio": a / b,
+                 "raw": {"layoutkit": a_raw, "numpy": b_raw}})
+    return rows
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", help="write the JSON here too")
+    p.add_argument("--skip-cuda", action="store_true")
+    a = p.parse_args()
+    doc = {"cpu": cpu_name(), "layoutkit": lk.__version__, "cpu_rows": cpu_rows()}
+    if not a.skip_cuda:
+        try:
+            import torch
+            if torch.cuda.is_available():
+                doc["gpu"] = torch.cuda.get_device_name()
+                doc["torch"] = torch.__version__
+                doc["cuda_small"] = cuda_small(torch)
+                doc["cuda_rows"] = cuda_rows(torch)
+        except ImportError:
+            pass
+    text = json.dumps(doc, indent=1)
+    print(text)
+    if a.out:
+        open(a.out, "w").write(text)
+
+
+if __name__ == "__main__":
+    main()

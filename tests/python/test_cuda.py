@@ -1,0 +1,116 @@
+"""CUDA tensors converted in place (torch, and cupy where it is installed): bit-identical to the
+CPU engine, on the caller's stream, out=, strided views, a new process loading kernels from the
+disk cache. Skipped without a CUDA device (run on the GPU machine)."""
+
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import layoutkit as lk
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+
+CASES = [
+    ("NCHW", "NHWC", (4, 37, 9, 11)),
+    ("NHWC", "NCHW", (4, 9, 11, 37)),
+    ("NCHW", "NC/32HW32", (2, 70, 7, 7)),
+    ("NCHW", "kHWC8", (3, 250, 8, 8)),
+    ("OIHW", "OIHW16i16o", (40, 35, 3, 3)),
+    ("NHWC", "mace:in_out_channel", (1, 6, 5, 250)),
+]
+
+
+@pytest.mark.parametrize("src,dst,shape", CASES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int8])
+def test_bit_identical_to_the_cpu_engine(src, dst, shape, dtype):
+    x = (torch.randn(shape) * 50).to(dtype)
+    want = lk.convert(x, src, dst)  # torch CPU tensor in, torch CPU out
+    got = lk.convert(x.cuda(), src, dst)
+    assert got.is_cuda and got.dtype == dtype and tuple(got.shape) == tuple(want.shape)
+    assert torch.equal(got.cpu().view(torch.uint8) if dtype != torch.int8 else got.cpu(),
+                       want.view(torch.uint8) if dtype != torch.int8 else want)
+
+
+def test_casts_match_the_cpu_engine():
+    x = torch.randn(2, 70, 7, 7)
+    for kw in ({"dtype": torch.float16}, {"dtype": "i8", "scale": 0.02, "zero_point": -3},
+               {"dtype": torch.bfloat16}):
+        want = lk.convert(x, "NCHW", "NC/32HW32", **kw)
+        got = lk.convert(x.cuda(), "NCHW", "NC/32HW32", **kw)
+        assert torch.equal(got.cpu(), want), kw
+
+
+def test_strided_cuda_views_and_channels_last():
+    big = torch.randn(6, 40, 12, 12, device="cuda")
+    for view, src in [(big[1:4], "NCHW"), (big[:, 3:30], "NCHW"), (big[:, :, 2:9, ::2], "NCHW")]:
+        got = lk.convert(view, src, "NHWC")
+        assert torch.equal(got, view.permute(0, 2, 3, 1).contiguous())
+    cl = big.contiguous(memory_format=torch.channels_last)
+    assert torch.equal(lk.convert(cl, "NHWC", "NCHW"), big)
+    q = lk.convert(cl, "NHWC", "NC/32HW32", dtype=torch.int8, scale=0.05)
+    assert torch.equal(q.cpu(), lk.convert(big.cpu(), "NCHW", "NC/32HW32", dtype=torch.int8, scale=0.05))
+
+
+def test_out_and_its_checks():
+    x = torch.randn(2, 3, 4, 5, device="cuda")
+    out = torch.empty(2, 4, 5, 3, device="cuda")
+    assert lk.convert(x, "NCHW", "NHWC", out=out) is out
+    assert torch.equal(out, x.permute(0, 2, 3, 1))
+    with pytest.raises(ValueError, match="CPU memory"):
+        lk.convert(x, "NCHW", "NHWC", out=torch.empty(2, 4, 5, 3))
+    with pytest.raises(ValueError, match="row-major"):
+        lk.convert(x, "NCHW", "NHWC", out=torch.empty(2, 5, 4, 3, device="cuda").transpose(1, 2))
+
+
+def test_side_stream_then_wait_stream():
+    """Queued on a side stream, read on the default stream after wait_stream: correct, and the
+    call itself does not wait for the GPU."""
+    x = torch.randn(64, 256, 64, 64, device="cuda")
+    want = x.permute(0, 2, 3, 1).contiguous()
+    lk.convert(x, "NCHW", "NHWC")  # compile (or load) the kernels before timing the call
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    torch.cuda.synchronize()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(200_000_000)  # keep the side stream busy
+        t0 = time.perf_counter()
+        y = lk.convert(x, "NCHW", "NHWC")
+        call = time.perf_counter() - t0
+        done_at_return = side.query()
+    torch.cuda.current_stream().wait_stream(side)
+    assert torch.equal(y, want)
+    assert not done_at_return, "the call waited for the side stream's work"
+    assert call < 0.05
+
+
+def test_a_new_process_loads_kernels_from_the_disk_cache(tmp_path):
+    env = dict(os.environ, LAYOUTKIT_CACHE_DIR=str(tmp_path))
+    code = ("import time, torch, layoutkit as lk; x = torch.randn(2, 20, 7, 7, device='cuda'); "
+            "torch.cuda.synchronize(); t = time.perf_counter(); lk.convert(x, 'NCHW', 'kHWC8'); "
+            "torch.cuda.synchronize(); print(time.perf_counter() - t)")
+    first = float(subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True,
+                                 text=True).stdout)
+    entries = list((tmp_path / "kernels").iterdir())
+    assert entries, "nothing was cached"
+    second = float(subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True,
+                                  text=True).stdout)
+    print(f"first conversion: {first * 1e3:.1f} ms compiling, {second * 1e3:.1f} ms from the disk cache")
+    assert second < first
+    # A corrupt entry is ignored and rebuilt.
+    for e in entries:
+        e.write_bytes(b"garbage")
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)
+    assert any(e.read_bytes() != b"garbage" for e in (tmp_path / "kernels").iterdir())
+
+
+def test_cupy_arrays_if_installed():
+    cupy = pytest.importorskip("cupy")
+    x = cupy.random.standard_normal((2, 37, 5, 5), dtype=cupy.float32)
+    y = lk.convert(x, "NCHW", "NHWC")
+    assert isinstance(y, cupy.ndarray)
+    assert cupy.array_equal(y, x.transpose(0, 2, 3, 1))
