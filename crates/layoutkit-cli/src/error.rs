@@ -22,3 +22,5 @@ impl fmt::Display for WriteFailed {
         f.write_str(&self.0)
     }
 }
+
+impl std::error::Error for WriteFailed {}

@@ -83,11 +83,11 @@ impl Output {
                 bail!("standard output is a terminal; redirect it to a file or a pipe");
             }
             return Ok(Output {
-                name,
                 sink: Sink::Stream {
-                    buf: AlignedBuf::zeroed(len_bytes),
+                    buf: stream_buffer(&name, len_bytes)?,
                     to: Stream::Stdout,
                 },
+                name,
             });
         }
         let target = resolve_links(path).with_context(|| format!("cannot write {name}"))?;
@@ -106,11 +106,11 @@ impl Output {
                     .open(&target)
                     .with_context(|| format!("cannot write {name}"))?;
                 return Ok(Output {
-                    name,
                     sink: Sink::Stream {
-                        buf: AlignedBuf::zeroed(len_bytes),
+                        buf: stream_buffer(&name, len_bytes)?,
                         to: Stream::File(file),
                     },
+                    name,
                 });
             }
             if t.is_dir() {
@@ -265,6 +265,17 @@ pub fn write_output(path: &Path, parts: &[&[u8]]) -> Result<()> {
 #[allow(dead_code)]
 pub fn write_atomic(path: &Path, parts: &[&[u8]]) -> Result<()> {
     write_output(path, parts)
+}
+
+/// The memory a streamed output is assembled in; too little is a [`WriteFailed`].
+fn stream_buffer(name: &str, len_bytes: usize) -> Result<AlignedBuf> {
+    AlignedBuf::try_zeroed(len_bytes).ok_or_else(|| {
+        WriteFailed(format!(
+            "cannot write {name}: the {len_bytes}-byte output does not fit in memory \
+             (a stream is written from memory; write a regular file instead)"
+        ))
+        .into()
+    })
 }
 
 /// `path` with every symbolic link at its end followed (a dangling link gives the path it
