@@ -209,13 +209,13 @@ pub struct ConvBenchArgs {
 
 #[derive(Args, Debug)]
 pub struct ConvArgs {
-    /// Activations .npy (axes N, C, H, W).
+    /// Activations .npy (axes N, C, H, W); `-` reads standard input.
     #[arg(required = true)]
     pub input: Option<PathBuf>,
-    /// Filter .npy (axes O, I, H, W).
+    /// Filter .npy (axes O, I, H, W); `-` reads standard input.
     #[arg(required = true)]
     pub filter: Option<PathBuf>,
-    /// Output .npy (written atomically).
+    /// Output .npy, or `-` for standard output (regular files are replaced atomically).
     #[arg(required = true)]
     pub output: Option<PathBuf>,
     /// Layout of the activations.
@@ -370,9 +370,10 @@ pub struct LocateArgs {
 
 #[derive(Args, Debug)]
 pub struct ConvertArgs {
-    /// Input .npy file: the physical array of --from.
+    /// Input .npy file (`-` reads standard input): the physical array of --from.
     pub input: PathBuf,
-    /// Output .npy file (written atomically: a temporary file, then a rename).
+    /// Output .npy file, or `-` for standard output (regular files are replaced atomically;
+    /// see the README's "Files" section).
     pub output: PathBuf,
     /// Layout of the input.
     #[arg(long)]

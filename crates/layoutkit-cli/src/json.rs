@@ -28,3 +28,11 @@ pub fn print(v: &Value) {
         serde_json::to_string_pretty(v).unwrap_or_else(|_| "null".into())
     );
 }
+
+/// Prints one JSON document on stderr (when stdout carries an output file).
+pub fn eprint(v: &Value) {
+    eprintln!(
+        "{}",
+        serde_json::to_string_pretty(v).unwrap_or_else(|_| "null".into())
+    );
+}

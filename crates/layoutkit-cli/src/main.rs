@@ -1,7 +1,8 @@
 //! `layoutkit`: describe, locate and convert tensor memory layouts from the command line.
 //!
 //! Exit status: 0 on success, 2 for bad input (one `error:` line on stderr), 1 for an internal
-//! failure. With `--json`, stdout holds one JSON document and nothing else.
+//! failure or a failed write (no space left, a closed pipe: see `files`). With `--json`, stdout
+//! holds one JSON document and nothing else (on stderr when stdout carries the output file).
 
 /// `println!` that ends the process quietly when stdout is closed (e.g. piped into `head`).
 macro_rules! outln {
@@ -34,7 +35,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::args::{Cli, Command};
-use crate::error::Internal;
+use crate::error::{Internal, WriteFailed};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -61,7 +62,7 @@ fn main() -> ExitCode {
         Err(e) => {
             let line = format!("{e:#}").replace('\n', " ");
             eprintln!("error: {line}");
-            if e.downcast_ref::<Internal>().is_some() {
+            if e.downcast_ref::<Internal>().is_some() || e.downcast_ref::<WriteFailed>().is_some() {
                 ExitCode::from(1)
             } else {
                 ExitCode::from(2)

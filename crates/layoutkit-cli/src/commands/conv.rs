@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::list;
 use crate::args::{ConvArgs, ConvEngine, Device};
-use crate::files::{read_input, write_atomic};
+use crate::files::{input_name, output_name, read_input, write_output};
 
 /// An operand read from `path`: its shaped layout (dims from `dims` or the array's shape),
 /// element type and bytes.
@@ -21,14 +21,14 @@ fn operand(
 ) -> Result<(ShapedLayout, DType, Vec<u8>)> {
     let layout = parse_format(format)?;
     let file = read_input(path)?;
-    let array = npy::decode(&file).with_context(|| format!("{}", path.display()))?;
+    let array = npy::decode(&file).with_context(|| input_name(path))?;
     let shape = &array.header.shape;
     let dims = match dims {
         Some(d) => Dims::parse(d)?,
         None => ShapedLayout::infer_dims(&layout, shape).with_context(|| {
             format!(
                 "{} has shape {} for {layout}; pass its dims",
-                path.display(),
+                input_name(path),
                 list(shape)
             )
         })?,
@@ -37,7 +37,7 @@ fn operand(
     if &shaped.array_shape() != shape {
         bail!(
             "{} has shape {} but {layout} with dims {dims} has array shape {}",
-            path.display(),
+            input_name(path),
             list(shape),
             list(&shaped.array_shape())
         );
@@ -48,11 +48,11 @@ fn operand(
 /// The bias file's values as f64 (any element type, one value per output channel).
 fn read_bias(path: &Path) -> Result<Vec<f64>> {
     let file = read_input(path)?;
-    let array = npy::decode(&file).with_context(|| format!("{}", path.display()))?;
+    let array = npy::decode(&file).with_context(|| input_name(path))?;
     if array.header.shape.len() != 1 {
         bail!(
             "{} has shape {}; a bias is one value per output channel",
-            path.display(),
+            input_name(path),
             list(&array.header.shape)
         );
     }
@@ -127,10 +127,11 @@ pub fn run(a: &ConvArgs, json_out: bool) -> Result<()> {
     };
     let seconds = start.elapsed().as_secs_f64();
     let header = npy::header_bytes(y_dtype, &y.array_shape());
-    write_atomic(output, &[&header, &out])?;
+    write_output(output, &[&header, &out])?;
+    let to_stdout = crate::files::is_stdio(output);
     let macs = conv.macs(&x.dims(), &w.dims())?;
     if json_out {
-        crate::json::print(&json!({
+        let doc = json!({
             "output": output.display().to_string(),
             "input_dims": crate::json::dims(&x.dims()),
             "filter_dims": crate::json::dims(&w.dims()),
@@ -145,23 +146,33 @@ pub fn run(a: &ConvArgs, json_out: bool) -> Result<()> {
             "macs": macs,
             "engine": engine,
             "seconds": seconds,
-        }));
+        });
+        if to_stdout {
+            crate::json::eprint(&doc);
+        } else {
+            crate::json::print(&doc);
+        }
     } else {
-        outln!(
+        let line = format!(
             "{} ({} {}) * {} ({} {}) -> {} {} {} {} ({} MACs, {engine}, {:.3} ms)",
-            input.display(),
+            input_name(input),
             x.layout(),
             x.dims(),
-            filter.display(),
+            input_name(filter),
             w.layout(),
             w.dims(),
-            output.display(),
+            output_name(output),
             y.layout(),
             y_dims,
             y_dtype,
             macs,
             seconds * 1e3
         );
+        if to_stdout {
+            eprintln!("{line}");
+        } else {
+            outln!("{line}");
+        }
     }
     Ok(())
 }

@@ -1,3 +1,4 @@
+use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
@@ -7,7 +8,7 @@ use serde_json::json;
 
 use super::list;
 use crate::args::{ConvertArgs, Device, Engine};
-use crate::files::{read_input, write_atomic};
+use crate::files::{input_name, output_name, read_input, Output};
 
 pub fn run(a: &ConvertArgs, json_out: bool) -> Result<()> {
     let from = parse_format(&a.from)?;
@@ -28,7 +29,7 @@ pub fn run(a: &ConvertArgs, json_out: bool) -> Result<()> {
     let dst_dtype: Option<DType> = a.to_dtype.as_deref().map(str::parse).transpose()?;
 
     let file = read_input(&a.input)?;
-    let array = npy::decode(&file).with_context(|| format!("{}", a.input.display()))?;
+    let array = npy::decode(&file).with_context(|| input_name(&a.input))?;
     let shape = &array.header.shape;
     let src_dtype = array.header.dtype;
     let dst_dtype = dst_dtype.unwrap_or(src_dtype);
@@ -37,13 +38,13 @@ pub fn run(a: &ConvertArgs, json_out: bool) -> Result<()> {
         Some(d) => Dims::parse(d)?,
         None if from.image().is_some() => bail!(
             "{} is an image ({}); pass --dims (an image's shape does not determine them)",
-            a.input.display(),
+            input_name(&a.input),
             list(shape)
         ),
         None => ShapedLayout::infer_dims(&from, shape).with_context(|| {
             format!(
                 "{} has shape {}; pass --dims",
-                a.input.display(),
+                input_name(&a.input),
                 list(shape)
             )
         })?,
@@ -52,7 +53,7 @@ pub fn run(a: &ConvertArgs, json_out: bool) -> Result<()> {
     if &src.array_shape() != shape {
         bail!(
             "{} has shape {} but {} with dims {} has array shape {}",
-            a.input.display(),
+            input_name(&a.input),
             list(shape),
             from,
             dims,
@@ -62,7 +63,7 @@ pub fn run(a: &ConvertArgs, json_out: bool) -> Result<()> {
     if a.dims.is_none() && from.is_blocked() {
         eprintln!(
             "note: --dims not given; took {dims} from the shape of {} (its padding, if any, is treated as data)",
-            a.input.display()
+            input_name(&a.input)
         );
     }
     let quant = match (a.scale, a.zero_point) {
@@ -72,23 +73,17 @@ pub fn run(a: &ConvertArgs, json_out: bool) -> Result<()> {
             zero_point: zero_point.unwrap_or(0),
         }),
     };
-    let start = Instant::now();
-    let (dst, out) = if winograd {
+    let timed;
+    let (dst, output, bytes_written) = if winograd {
         if a.device != Device::Cpu {
             bail!("the Winograd filter transform runs on the CPU; drop --device");
         }
         if quant.is_some() {
             bail!("--scale/--zero-point do not apply to the Winograd filter transform");
         }
-        if to.transform().is_some() {
-            let (d, o) = layoutkit_cpu::winograd_filter_to_image(
-                &src,
-                &array.data,
-                src_dtype,
-                &to,
-                dst_dtype,
-            )?;
-            (d, Out::Vec(o))
+        let start = Instant::now();
+        let (dst, out) = if to.transform().is_some() {
+            layoutkit_cpu::winograd_filter_to_image(&src, &array.data, src_dtype, &to, dst_dtype)?
         } else {
             let dst = to.shaped(&dims_for_filter(&from, &dims)?)?;
             let out = layoutkit_cpu::winograd_image_to_filter(
@@ -98,48 +93,67 @@ pub fn run(a: &ConvertArgs, json_out: bool) -> Result<()> {
                 &dst,
                 dst_dtype,
             )?;
-            (dst, Out::Vec(out))
-        }
+            (dst, out)
+        };
+        timed = start.elapsed().as_secs_f64();
+        let output = output_of(&a.output, dst_dtype, &dst, &out)?;
+        (dst, output, out.len())
     } else if a.device == Device::Cuda {
         let dst = to.shaped(&dims)?;
         let cast = CastSpec::new(src_dtype, dst_dtype, quant)?;
         let gpu = layoutkit_cuda::Cuda::new(0)?;
+        let start = Instant::now();
         let out = gpu.convert(&src, &array.data, &dst, &cast)?;
-        (dst, Out::Vec(out))
+        timed = start.elapsed().as_secs_f64();
+        let output = output_of(&a.output, dst_dtype, &dst, &out)?;
+        (dst, output, out.len())
     } else if a.device == Device::Opencl {
         if quant.is_some() {
             bail!("--scale/--zero-point casts run on the CPU only; drop --device opencl");
         }
         let dst = to.shaped(&dims)?;
         let cl = layoutkit_opencl::OpenCl::new(None)?;
+        let start = Instant::now();
         let out = cl.convert(&src, &array.data, src_dtype, &dst, dst_dtype)?;
-        (dst, Out::Vec(out))
+        timed = start.elapsed().as_secs_f64();
+        let output = output_of(&a.output, dst_dtype, &dst, &out)?;
+        (dst, output, out.len())
     } else {
         let dst = to.shaped(&dims)?;
         let cast = CastSpec::new(src_dtype, dst_dtype, quant)?;
         let plan = ConversionPlan::new(&src, &dst)?;
-        let mut out = layoutkit_cpu::AlignedBuf::zeroed(dst.bytes(dst_dtype)?);
         let threads = a
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
             .max(1);
+        // The converter writes straight into the output (a map of its temporary file for a
+        // regular file), so the tensor never has to fit in memory. The header's length is a
+        // multiple of 64 and the output's start page- or 64-byte aligned, so the data is
+        // 64-byte aligned for the engine's streaming stores.
+        let header = npy::header_bytes(dst_dtype, &dst.array_shape());
+        let data_bytes = dst.bytes(dst_dtype)?;
+        let mut output = Output::create(&a.output, header.len() + data_bytes)?;
+        let (h, out) = output.bytes_mut().split_at_mut(header.len());
+        h.copy_from_slice(&header);
+        let start = Instant::now();
         match a.engine {
-            Engine::Fast => {
-                layoutkit_cpu::convert_fast(&plan, &array.data, &mut out, &cast, threads)?
-            }
-            Engine::Planned => layoutkit_cpu::convert_planned(&plan, &array.data, &mut out, &cast)?,
+            Engine::Fast => layoutkit_cpu::convert_fast(&plan, &array.data, out, &cast, threads)?,
+            Engine::Planned => layoutkit_cpu::convert_planned(&plan, &array.data, out, &cast)?,
             Engine::Reference => {
-                layoutkit_cpu::convert_reference(&src, &array.data, &dst, &mut out, &cast)?
+                layoutkit_cpu::convert_reference(&src, &array.data, &dst, out, &cast)?
             }
         }
-        (dst, Out::Aligned(out))
+        timed = start.elapsed().as_secs_f64();
+        (dst, output, data_bytes)
     };
-    let seconds = start.elapsed().as_secs_f64();
-    let header = npy::header_bytes(dst_dtype, &dst.array_shape());
-    write_atomic(&a.output, &[&header, &out])?;
+    let seconds = timed;
+    let to_stdout = output.is_stdout();
+    output.commit()?;
+    let input_name = input_name(&a.input);
+    let output_name = output_name(&a.output);
 
     if json_out {
-        crate::json::print(&json!({
+        let doc = json!({
             "input": a.input.display().to_string(),
             "output": a.output.display().to_string(),
             "from": from.to_string(),
@@ -150,28 +164,48 @@ pub fn run(a: &ConvertArgs, json_out: bool) -> Result<()> {
             "src_dtype": src_dtype.name(),
             "dst_dtype": dst_dtype.name(),
             "bytes_read": array.data.len(),
-            "bytes_written": out.len(),
+            "bytes_written": bytes_written,
             "engine": format!("{:?}", a.engine).to_lowercase(),
             "device": format!("{:?}", a.device).to_lowercase(),
             "convert_seconds": seconds,
-        }));
+        });
+        if to_stdout {
+            crate::json::eprint(&doc);
+        } else {
+            crate::json::print(&doc);
+        }
     } else {
-        outln!(
+        let line = format!(
             "{} {} {} {}  ->  {} {} {} {}  ({} -> {} bytes, {:.3} ms)",
-            a.input.display(),
+            input_name,
             from,
             list(shape),
             src_dtype,
-            a.output.display(),
+            output_name,
             to,
             list(&dst.array_shape()),
             dst_dtype,
             array.data.len(),
-            out.len(),
+            bytes_written,
             seconds * 1e3
         );
+        if to_stdout {
+            eprintln!("{line}");
+        } else {
+            outln!("{line}");
+        }
     }
     Ok(())
+}
+
+/// An output holding the `.npy` file of `data` (already converted) in `dst`, ready to commit.
+fn output_of(path: &Path, dtype: DType, dst: &ShapedLayout, data: &[u8]) -> Result<Output> {
+    let header = npy::header_bytes(dtype, &dst.array_shape());
+    let mut output = Output::create(path, header.len() + data.len())?;
+    let (h, d) = output.bytes_mut().split_at_mut(header.len());
+    h.copy_from_slice(&header);
+    d.copy_from_slice(data);
+    Ok(output)
 }
 
 /// The filter dims (O, I, H=3, W=3) for a Winograd image's dims: given as O,I,H,W, or as
@@ -191,20 +225,4 @@ fn dims_for_filter(image: &layoutkit_core::Layout, dims: &Dims) -> Result<Dims> 
         (axis('H'), 3),
         (axis('W'), 3),
     ])?)
-}
-
-/// The converted bytes: a plain vector or the fast engine's aligned buffer.
-enum Out {
-    Vec(Vec<u8>),
-    Aligned(layoutkit_cpu::AlignedBuf),
-}
-
-impl std::ops::Deref for Out {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            Out::Vec(v) => v,
-            Out::Aligned(a) => a,
-        }
-    }
 }

@@ -26,19 +26,31 @@ const ALIGN: usize = 64;
 impl AlignedBuf {
     /// `len` zero bytes. Panics (like `Vec`) if the allocation fails or `len` overflows.
     pub fn zeroed(len: usize) -> AlignedBuf {
+        let layout = Layout::from_size_align(len, ALIGN).expect("buffer size fits isize");
+        AlignedBuf::try_zeroed(len).unwrap_or_else(|| std::alloc::handle_alloc_error(layout))
+    }
+
+    /// `len` zero bytes, or `None` when they cannot be allocated (or `len` exceeds
+    /// `isize::MAX`), for callers that report a size a user asked for as an error.
+    ///
+    /// ```
+    /// assert!(layoutkit_cpu::AlignedBuf::try_zeroed(usize::MAX - 8).is_none());
+    /// assert_eq!(layoutkit_cpu::AlignedBuf::try_zeroed(3).unwrap().len(), 3);
+    /// ```
+    pub fn try_zeroed(len: usize) -> Option<AlignedBuf> {
         if len == 0 {
-            return AlignedBuf {
+            return Some(AlignedBuf {
                 ptr: std::ptr::null_mut(),
                 len: 0,
-            };
+            });
         }
-        let layout = Layout::from_size_align(len, ALIGN).expect("buffer size fits isize");
+        let layout = Layout::from_size_align(len, ALIGN).ok()?;
         // SAFETY: the layout has a non-zero size.
         let ptr = unsafe { alloc_zeroed(layout) };
         if ptr.is_null() {
-            std::alloc::handle_alloc_error(layout);
+            return None;
         }
-        AlignedBuf { ptr, len }
+        Some(AlignedBuf { ptr, len })
     }
 
     /// The bytes as a `Vec` (a copy).
