@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of layoutkit on a fresh machine: installs what the tests need, then the Rust
 # test suites (unit, property, CLI), the numpy cross-check of every format name and of the
-# reference convolution.
+# reference convolution, and the Python package's tests (its wheel built with maturin).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -50,5 +50,23 @@ python3 tests/numpy_crosscheck.py target/debug/layoutkit
 
 echo "== numpy cross-check of the reference convolution"
 python3 tests/numpy_conv_crosscheck.py target/debug/layoutkit
+
+echo "== the Python package: build the wheel with maturin into a virtual environment, run pytest"
+# (GPU tests in tests/python/test_cuda.py report themselves skipped without torch and a GPU.)
+venv="${LAYOUTKIT_TEST_VENV:-target/py-test-venv}"
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv" \
+  || { need_root apt-get update && DEBIAN_FRONTEND=noninteractive need_root apt-get install -y --no-install-recommends python3-venv && python3 -m venv "$venv"; }
+"$venv/bin/python" -m pip install --quiet --upgrade pip
+"$venv/bin/python" -m pip install --quiet numpy pytest ml_dtypes maturin
+"$venv/bin/python" -m pip install --quiet .
+set +e
+LAYOUTKIT_BIN="$PWD/target/debug/layoutkit" "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/python
+status=$?
+set -e
+# pytest's 5 means it collected no test: that is a failure of this command, not a pass.
+if [ "$status" -ne 0 ]; then
+  echo "pytest failed (exit $status)"
+  exit "$status"
+fi
 
 echo "== all tests passed"
