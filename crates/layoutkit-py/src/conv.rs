@@ -2,7 +2,7 @@
 //! reference), with the command line's rules for output layout and type.
 
 use layoutkit_core::conv::Conv2d;
-use layoutkit_core::{parse_format, view, DType};
+use layoutkit_core::{parse_format, view, DType, ShapedLayout};
 use layoutkit_cpu::{conv2d_fast, conv2d_fast_supports, conv2d_reference, Epilogue, TensorRef};
 use pyo3::prelude::*;
 
@@ -27,6 +27,55 @@ fn conv2d(
     }
 }
 
+/// The operands' shaped layouts and types, and the output's, as `conv2d_cpu` uses them.
+struct Problem {
+    conv: Conv2d,
+    xs: ShapedLayout,
+    ws: ShapedLayout,
+    ys: ShapedLayout,
+    xt: DType,
+    wt: DType,
+    yt: DType,
+}
+
+impl Problem {
+    fn new(
+        x: &Operand<'_>,
+        w: &Operand<'_>,
+        conv: Conv2d,
+        output_format: Option<&str>,
+        out_dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Problem> {
+        let (xt, wt) = (parse_dtype(&x.3)?, parse_dtype(&w.3)?);
+        let read = |o: &Operand<'_>| {
+            view::shaped_view(&parse_format(&o.0).map_err(value_error)?, None, &o.1, &o.2)
+                .map_err(value_error)
+        };
+        let (xs, ws) = (read(x)?, read(w)?);
+        let y_dims = conv
+            .output_dims(&xs.dims(), &ws.dims())
+            .map_err(value_error)?;
+        let ys = parse_format(output_format.unwrap_or(&x.0))
+            .map_err(value_error)?
+            .shaped(&y_dims)
+            .map_err(value_error)?;
+        let yt = match out_dtype {
+            Some(t) => parse_dtype(t)?,
+            None if xt.is_float() => xt,
+            None => DType::I32,
+        };
+        Ok(Problem {
+            conv,
+            xs,
+            ws,
+            ys,
+            xt,
+            wt,
+            yt,
+        })
+    }
+}
+
 /// The output's shape and element type (our short name) for these operands, as `conv2d_cpu`
 /// will produce it (`output_format` defaults to the input's, `out_dtype` to the input's for
 /// floats and i32 for integers).
@@ -43,25 +92,14 @@ pub fn conv2d_output(
     output_format: Option<String>,
     out_dtype: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<(Vec<usize>, &'static str)> {
-    let conv = conv2d(stride, padding, dilation, groups);
-    let xs = view::shaped_view(&parse_format(&x.0).map_err(value_error)?, None, &x.1, &x.2)
-        .map_err(value_error)?;
-    let ws = view::shaped_view(&parse_format(&w.0).map_err(value_error)?, None, &w.1, &w.2)
-        .map_err(value_error)?;
-    let y_dims = conv
-        .output_dims(&xs.dims(), &ws.dims())
-        .map_err(value_error)?;
-    let y = parse_format(output_format.as_deref().unwrap_or(&x.0))
-        .map_err(value_error)?
-        .shaped(&y_dims)
-        .map_err(value_error)?;
-    let xt = parse_dtype(&x.3)?;
-    let yt = match out_dtype {
-        Some(t) => parse_dtype(t)?,
-        None if xt.is_float() => xt,
-        None => DType::I32,
-    };
-    Ok((y.array_shape(), yt.name()))
+    let p = Problem::new(
+        &x,
+        &w,
+        conv2d(stride, padding, dilation, groups),
+        output_format.as_deref(),
+        out_dtype,
+    )?;
+    Ok((p.ys.array_shape(), p.yt.name()))
 }
 
 /// Convolves CPU arrays: `x` and `w` read in place (any layouts, strided views too), an
@@ -86,24 +124,21 @@ pub fn conv2d_cpu(
     out_dtype: Option<&Bound<'_, PyAny>>,
     threads: usize,
 ) -> PyResult<()> {
-    let conv = conv2d(stride, padding, dilation, groups);
-    let (xt, wt) = (parse_dtype(&x.3)?, parse_dtype(&w.3)?);
-    let xs = view::shaped_view(&parse_format(&x.0).map_err(value_error)?, None, &x.1, &x.2)
-        .map_err(value_error)?;
-    let ws = view::shaped_view(&parse_format(&w.0).map_err(value_error)?, None, &w.1, &w.2)
-        .map_err(value_error)?;
-    let y_dims = conv
-        .output_dims(&xs.dims(), &ws.dims())
-        .map_err(value_error)?;
-    let ys = parse_format(output_format.as_deref().unwrap_or(&x.0))
-        .map_err(value_error)?
-        .shaped(&y_dims)
-        .map_err(value_error)?;
-    let yt = match out_dtype {
-        Some(t) => parse_dtype(t)?,
-        None if xt.is_float() => xt,
-        None => DType::I32,
-    };
+    let Problem {
+        conv,
+        xs,
+        ws,
+        ys,
+        xt,
+        wt,
+        yt,
+    } = Problem::new(
+        &x,
+        &w,
+        conv2d(stride, padding, dilation, groups),
+        output_format.as_deref(),
+        out_dtype,
+    )?;
     let want = ys.bytes(yt).map_err(value_error)?;
     if y_len != want {
         return Err(value_error(format!(
