@@ -54,6 +54,8 @@ fn main() -> ExitCode {
             Some(args::ConvSubcommand::Bench(b)) => commands::conv_bench::run(b, json),
             None => commands::conv::run(&c.run, json),
         },
+        Some(Command::Pack(a)) => commands::pack::run(&a, json),
+        Some(Command::Unpack(a)) => commands::pack::run_unpack(&a, json),
         Some(Command::Tour) => commands::tour::run(),
     };
     match result {
