@@ -5,6 +5,7 @@ use layoutkit_core::plan::ConversionPlan;
 use layoutkit_core::{parse_format, CastSpec, DType, Dims, Quantization, ShapedLayout};
 use layoutkit_cpu::Error as CpuError;
 
+use crate::jobs::Scratch;
 use crate::plan::{Op, View};
 
 /// Which converter runs the layout conversions.
@@ -18,6 +19,9 @@ pub enum Engine {
 }
 
 /// Converts `src` -> `dst` into `out` (exactly `dst`'s bytes).
+/// `tmp` holds the intermediate of a split cast (reused from tensor to tensor: fresh pages
+/// cost a fault each).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn convert_into(
     engine: Engine,
     threads: usize,
@@ -26,14 +30,51 @@ pub(crate) fn convert_into(
     dst: &ShapedLayout,
     out: &mut [u8],
     cast: &CastSpec,
+    tmp: &mut Scratch,
 ) -> Result<(), CpuError> {
     match engine {
+        Engine::Fast if splits(src, dst, cast) => {
+            // A float cast fused into a transposition runs far below the speed of either part
+            // alone (f32 -> f16 OIHW -> mace:conv2d_filter: 0.37 GB/s fused, 12.7 GB/s for the
+            // cast and 4.0 GB/s for the f16 transposition on the 2-core machine), so the
+            // layout is converted in the narrower type and the cast runs on contiguous data.
+            // The result is the same bit for bit: the cast is per element and the fill (0) is
+            // a destination value either way.
+            let narrow = if cast.dst.size_bytes() < cast.src.size_bytes() {
+                cast.dst
+            } else {
+                cast.src
+            };
+            let to_narrow = CastSpec::new(cast.src, narrow, None)?;
+            let from_narrow = CastSpec::new(narrow, cast.dst, None)?;
+            if narrow == cast.dst {
+                let same = ConversionPlan::new(src, src)?;
+                let tmp = tmp.get(src.bytes(narrow)?);
+                layoutkit_cpu::convert_fast(&same, src_data, tmp, &to_narrow, threads)?;
+                let plan = ConversionPlan::new(src, dst)?;
+                layoutkit_cpu::convert_fast(&plan, tmp, out, &from_narrow, threads)
+            } else {
+                let plan = ConversionPlan::new(src, dst)?;
+                let tmp = tmp.get(dst.bytes(narrow)?);
+                layoutkit_cpu::convert_fast(&plan, src_data, tmp, &to_narrow, threads)?;
+                let same = ConversionPlan::new(dst, dst)?;
+                layoutkit_cpu::convert_fast(&same, tmp, out, &from_narrow, threads)
+            }
+        }
         Engine::Fast => {
             let plan = ConversionPlan::new(src, dst)?;
             layoutkit_cpu::convert_fast(&plan, src_data, out, cast, threads)
         }
         Engine::Reference => layoutkit_cpu::convert_reference(src, src_data, dst, out, cast),
     }
+}
+
+/// Whether a conversion runs as a layout change and a separate float cast.
+fn splits(src: &ShapedLayout, dst: &ShapedLayout, cast: &CastSpec) -> bool {
+    cast.src != cast.dst
+        && cast.src.is_float()
+        && cast.dst.is_float()
+        && src.layout().to_string() != dst.layout().to_string()
 }
 
 fn convert_vec(
@@ -45,7 +86,16 @@ fn convert_vec(
     cast: &CastSpec,
 ) -> Result<Vec<u8>, CpuError> {
     let mut out = vec![0u8; dst.bytes(cast.dst)?];
-    convert_into(engine, threads, src, src_data, dst, &mut out, cast)?;
+    convert_into(
+        engine,
+        threads,
+        src,
+        src_data,
+        dst,
+        &mut out,
+        cast,
+        &mut Scratch::default(),
+    )?;
     Ok(out)
 }
 
@@ -95,6 +145,7 @@ pub(crate) fn pack(
     dst_dtype: DType,
     data: &[u8],
     out: &mut [u8],
+    tmp: &mut Scratch,
 ) -> Result<Option<Vec<f32>>, CpuError> {
     let Op::Convert {
         view,
@@ -121,7 +172,7 @@ pub(crate) fn pack(
     }
     let Some((qview, channels)) = quant else {
         let cast = CastSpec::new(src_dtype, dst_dtype, None)?;
-        convert_into(engine, threads, &src, data, target, out, &cast)?;
+        convert_into(engine, threads, &src, data, target, out, &cast, tmp)?;
         return Ok(None);
     };
     // Per-channel symmetric quantisation: the channels outermost (a plain permutation), each
@@ -180,6 +231,7 @@ pub(crate) fn pack(
         target,
         out,
         &CastSpec::identity(dst_dtype),
+        tmp,
     )?;
     Ok(Some(scales))
 }
@@ -194,6 +246,7 @@ pub(crate) fn unpack(
     data: &[u8],
     scales: Option<&[f32]>,
     out: &mut [u8],
+    tmp: &mut Scratch,
 ) -> Result<(), CpuError> {
     let Op::Convert {
         view,
@@ -215,7 +268,7 @@ pub(crate) fn unpack(
     }
     let (Some((qview, channels)), Some(scales)) = (quant, scales) else {
         let cast = CastSpec::new(dst_dtype, src_dtype, None)?;
-        return convert_into(Engine::Fast, threads, target, data, &src, out, &cast);
+        return convert_into(Engine::Fast, threads, target, data, &src, out, &cast, tmp);
     };
     if scales.len() != *channels {
         return Err(CpuError::Unsupported(format!(
@@ -261,5 +314,6 @@ pub(crate) fn unpack(
         &src,
         out,
         &CastSpec::identity(src_dtype),
+        tmp,
     )
 }

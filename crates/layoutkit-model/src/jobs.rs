@@ -13,9 +13,16 @@ use crate::{Error, Result};
 /// Tensors at least this large (source or destination) run one at a time on all threads.
 pub(crate) const BIG_BYTES: usize = 16 << 20;
 
-/// A destination buffer reused from tensor to tensor (fresh pages cost a fault each).
+/// A buffer reused from tensor to tensor (fresh pages cost a fault each).
 #[derive(Default)]
 pub(crate) struct Scratch(Option<AlignedBuf>);
+
+/// A worker's buffers: the destination and an intermediate.
+#[derive(Default)]
+pub(crate) struct Scratches {
+    pub out: Scratch,
+    pub tmp: Scratch,
+}
 
 impl Scratch {
     /// `len` bytes of the buffer (grown when too small; contents unspecified).
@@ -36,26 +43,26 @@ pub(crate) fn run<J: Sync>(
     jobs: &[J],
     weight: impl Fn(&J) -> usize,
     threads: usize,
-    exec: impl Fn(&J, usize, &mut Scratch) -> Result<()> + Sync,
+    exec: impl Fn(&J, usize, &mut Scratches) -> Result<()> + Sync,
 ) -> Result<()> {
     let threads = threads.max(1);
     let (big, small): (Vec<&J>, Vec<&J>) = jobs
         .iter()
         .partition(|j| threads > 1 && weight(j) >= BIG_BYTES);
-    let mut scratch = Scratch::default();
+    let mut scratch = Scratches::default();
     for j in big {
         exec(j, threads, &mut scratch)?;
     }
     drop(scratch);
     if threads == 1 || small.len() <= 1 {
-        let mut scratch = Scratch::default();
+        let mut scratch = Scratches::default();
         return small.into_iter().try_for_each(|j| exec(j, 1, &mut scratch));
     }
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let failed: Mutex<Option<Error>> = Mutex::new(None);
     let work = || {
-        let mut scratch = Scratch::default();
+        let mut scratch = Scratches::default();
         while !stop.load(Ordering::Relaxed) {
             let i = next.fetch_add(1, Ordering::Relaxed);
             let Some(j) = small.get(i) else { break };

@@ -297,7 +297,7 @@ fn pack_source(
             let p = &plans[i];
             let tensor = &source.tensors[i];
             let data = source.data(tensor);
-            let buf = scratch.get(p.dst_bytes());
+            let buf = scratch.out.get(p.dst_bytes());
             let cerr = |e| Error::Convert {
                 path: source.path.clone(),
                 tensor: p.name.clone(),
@@ -305,7 +305,8 @@ fn pack_source(
             };
             let scales = match (p.src_dtype.core(), p.dst_dtype.core()) {
                 (Some(s), Some(d)) => {
-                    exec::pack(&p.op, opts.engine, t, s, d, data, buf).map_err(cerr)?
+                    exec::pack(&p.op, opts.engine, t, s, d, data, buf, &mut scratch.tmp)
+                        .map_err(cerr)?
                 }
                 _ => {
                     buf.copy_from_slice(data);

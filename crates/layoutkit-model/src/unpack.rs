@@ -142,7 +142,7 @@ pub fn unpack_file(input: &Path, output: &Path, opts: &UnpackOptions) -> Result<
             let (p, i, scales) = &jobs[k];
             let tensor = &source.tensors[*i];
             let data = source.data(tensor);
-            let buf = scratch.get(entries[k].bytes());
+            let buf = scratch.out.get(entries[k].bytes());
             let cerr = |e| Error::Convert {
                 path: input.to_path_buf(),
                 tensor: p.name.clone(),
@@ -163,7 +163,8 @@ pub fn unpack_file(input: &Path, output: &Path, opts: &UnpackOptions) -> Result<
             }
             match (p.src_dtype.core(), p.dst_dtype.core()) {
                 (Some(s), Some(d)) => {
-                    exec::unpack(&op, t, s, d, data, scales.as_deref(), buf).map_err(cerr)?
+                    exec::unpack(&op, t, s, d, data, scales.as_deref(), buf, &mut scratch.tmp)
+                        .map_err(cerr)?
                 }
                 _ => buf.copy_from_slice(data),
             }

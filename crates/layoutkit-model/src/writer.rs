@@ -75,6 +75,13 @@ impl Output {
             path: self.path.clone(),
             source,
         };
+        // Temporary files are created private (0600); an output is an ordinary file.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let perms = std::fs::Permissions::from_mode(0o644);
+            self.tmp.as_file().set_permissions(perms).map_err(werr)?;
+        }
         if sync {
             self.tmp.as_file().sync_all().map_err(werr)?;
         }
