@@ -51,4 +51,19 @@ python3 tests/numpy_crosscheck.py target/debug/layoutkit
 echo "== numpy cross-check of the reference convolution"
 python3 tests/numpy_conv_crosscheck.py target/debug/layoutkit
 
+# ---- model packing (layoutkit pack/unpack) ------------------------------------------------------
+# Builds ONNX models and safetensors checkpoints with the `onnx` and `safetensors` packages (in
+# their own virtual environment, .venv-model, ignored by git) and checks every packed tensor of
+# every profile against numpy, round trips and bad inputs.
+echo "== model packing cross-check (onnx + safetensors packages)"
+python3 -m venv --help >/dev/null 2>&1 || {
+  need_root apt-get update
+  DEBIAN_FRONTEND=noninteractive need_root apt-get install -y --no-install-recommends python3-venv
+}
+[ -x .venv-model/bin/python ] || python3 -m venv .venv-model
+.venv-model/bin/python -c "import numpy, onnx, safetensors" >/dev/null 2>&1 \
+  || .venv-model/bin/python -m pip install --quiet numpy onnx safetensors
+.venv-model/bin/python tests/model_crosscheck.py target/debug/layoutkit
+# -------------------------------------------------------------------------------------------------
+
 echo "== all tests passed"
