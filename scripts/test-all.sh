@@ -56,7 +56,7 @@ python3 tests/numpy_conv_crosscheck.py target/debug/layoutkit
 # their own virtual environment, .venv-model, ignored by git) and checks every packed tensor of
 # every profile against numpy, round trips and bad inputs.
 echo "== model packing cross-check (onnx + safetensors packages)"
-python3 -m venv --help >/dev/null 2>&1 || {
+python3 -c "import ensurepip" >/dev/null 2>&1 || {
   need_root apt-get update
   DEBIAN_FRONTEND=noninteractive need_root apt-get install -y --no-install-recommends python3-venv
 }

@@ -45,7 +45,7 @@ pub enum Error {
     Convert {
         path: PathBuf,
         tensor: String,
-        source: layoutkit_cpu::Error,
+        source: Box<layoutkit_cpu::Error>,
     },
 
     /// A profile name that is not known.

@@ -111,11 +111,7 @@ fn line(n: usize) -> Result<ShapedLayout, CpuError> {
 /// The largest magnitude of each of `channels` equal runs of float elements.
 fn channel_max(data: &[u8], dtype: DType, channels: usize) -> Vec<f64> {
     let size = dtype.size_bytes();
-    let per = if channels == 0 {
-        0
-    } else {
-        data.len() / size / channels
-    };
+    let per = (data.len() / size).checked_div(channels).unwrap_or(0);
     let value = |b: &[u8]| -> f64 {
         match dtype {
             DType::F32 => f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64,
@@ -137,6 +133,7 @@ fn channel_max(data: &[u8], dtype: DType, channels: usize) -> Vec<f64> {
 
 /// Packs `data` (the source tensor's bytes) by `op` into `out` (the destination's bytes).
 /// Returns the per-channel scales of a quantised tensor.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn pack(
     op: &Op,
     engine: Engine,
@@ -238,6 +235,7 @@ pub(crate) fn pack(
 
 /// The inverse of [`pack`]: `data` in the target layout (`dst_dtype`) back to the source view
 /// in `src_dtype`, dequantising with `scales` where given.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn unpack(
     op: &Op,
     threads: usize,

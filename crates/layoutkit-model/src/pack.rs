@@ -301,7 +301,7 @@ fn pack_source(
             let cerr = |e| Error::Convert {
                 path: source.path.clone(),
                 tensor: p.name.clone(),
-                source: e,
+                source: Box::new(e),
             };
             let scales = match (p.src_dtype.core(), p.dst_dtype.core()) {
                 (Some(s), Some(d)) => {

@@ -140,6 +140,8 @@ pub fn views(role: Role, shape: &[usize]) -> Result<Vec<View>, String> {
 }
 
 /// How a tensor is packed.
+// One per tensor and never in a hot loop: the size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug)]
 pub enum Op {
     /// Bytes unchanged (a type the converters do not take, e.g. `i64`).

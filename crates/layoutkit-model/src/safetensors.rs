@@ -23,7 +23,10 @@ pub fn read(path: &Path) -> Result<Source> {
     })
 }
 
-fn parse(path: &Path, bytes: &[u8]) -> Result<(Vec<SourceTensor>, Vec<(String, String)>)> {
+/// A file's `__metadata__` pairs.
+type Metadata = Vec<(String, String)>;
+
+fn parse(path: &Path, bytes: &[u8]) -> Result<(Vec<SourceTensor>, Metadata)> {
     let bad = |reason: String| Error::Malformed {
         path: path.to_path_buf(),
         reason,

@@ -146,7 +146,7 @@ pub fn unpack_file(input: &Path, output: &Path, opts: &UnpackOptions) -> Result<
             let cerr = |e| Error::Convert {
                 path: input.to_path_buf(),
                 tensor: p.name.clone(),
-                source: e,
+                source: Box::new(e),
             };
             let op = with_channels(&p.op, scales.as_deref().map_or(0, <[f32]>::len));
             if let Op::Convert {
