@@ -11,7 +11,8 @@
 # time grows with the shards.
 #
 # Page cache warm: every input is read once before the timed runs; the copy and the packs run
-# alternately, REPEATS times each, and the median is reported. Both sides are timed without
+# alternately, REPEATS times each, and the median is reported. Each timed run starts after a
+# `sync` (untimed). WORKDIR on tmpfs (/dev/shm) takes the disk out entirely. Both sides are timed without
 # waiting for the disk (`cp`, and `pack --no-sync`) and with it (`dd conv=fsync`, and `pack`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -71,8 +72,9 @@ cat "$model" "$work"/ckpt/*.safetensors >/dev/null
 
 now() { date +%s.%N; }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-timed() { # prints seconds of "$@"
-  local t0 t1; t0=$(now); "$@" >/dev/null; t1=$(now); echo "$t1 - $t0" | bc -l
+timed() { # prints seconds of "$@"; dirty pages of earlier runs are written back first (untimed),
+  # so no run pays for the previous one's writeback
+  local t0 t1; sync; t0=$(now); "$@" >/dev/null; t1=$(now); echo "$t1 - $t0" | bc -l
 }
 
 declare -A runs

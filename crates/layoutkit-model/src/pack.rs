@@ -10,7 +10,7 @@ use layoutkit_core::DType;
 
 use crate::exec::{self, Engine};
 use crate::plan::{plan_tensor, TensorPlan};
-use crate::roles::assign;
+use crate::roles::{assign, Role};
 use crate::safetensors::{header, storage_order, HeaderEntry};
 use crate::sharded::Index;
 use crate::source::Source;
@@ -114,6 +114,7 @@ pub struct TensorRow {
     pub target_layout: String,
     /// Canonical form of the target (`OHW|I|4o`).
     pub canonical: String,
+    /// Logical dims the target layout sees (`-` for kept tensors: see the shapes).
     pub dims: String,
     pub src_dtype: ElementType,
     pub dst_dtype: ElementType,
@@ -127,7 +128,17 @@ pub struct TensorRow {
 
 impl TensorRow {
     fn of(p: &TensorPlan) -> TensorRow {
-        let (source_layout, target_layout, canonical) = p.layouts();
+        let (source_layout, target_layout, canonical) = if p.assignment.role == Role::Keep {
+            // Kept tensors are read as one run of values: no layout to show.
+            ("-".into(), "-".into(), "-".into())
+        } else {
+            p.layouts()
+        };
+        let dims = if p.assignment.role == Role::Keep {
+            "-".into()
+        } else {
+            p.dims()
+        };
         TensorRow {
             name: p.name.clone(),
             role: p.assignment.role.to_string(),
@@ -135,7 +146,7 @@ impl TensorRow {
             source_layout,
             target_layout,
             canonical,
-            dims: p.dims(),
+            dims,
             src_dtype: p.src_dtype,
             dst_dtype: p.dst_dtype,
             src_shape: p.src_shape.clone(),
