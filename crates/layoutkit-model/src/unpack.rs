@@ -154,7 +154,7 @@ pub fn unpack_file(input: &Path, output: &Path, opts: &UnpackOptions) -> Result<
                 ..
             } = &op
             {
-                if *n == 0 || q.elements() % n != 0 {
+                if (*n == 0 && q.elements() > 0) || (*n > 0 && q.elements() % n != 0) {
                     return Err(not_packed(
                         input,
                         format!("`{}` has {n} scales for {} elements", p.name, q.elements()),

@@ -409,3 +409,37 @@ fn sharded_checkpoint_one_output_shard_per_input_shard() {
         "{e}"
     );
 }
+
+#[test]
+fn empty_scalar_and_bool_tensors_pack_and_unpack() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("edge.safetensors");
+    write_safetensors(
+        &model,
+        &[
+            ("empty.weight".into(), ElementType::F32, vec![0, 4], vec![]),
+            ("scalar".into(), ElementType::F32, vec![], f32_bytes(&[3.5])),
+            ("mask".into(), ElementType::Bool, vec![3], vec![1, 0, 1]),
+            (
+                "zero.weight".into(),
+                ElementType::F32,
+                vec![4, 3, 3, 3],
+                vec![0; 4 * 27 * 4],
+            ),
+        ],
+    );
+    for profile in Profile::ALL {
+        let mut opts = PackOptions::new(profile);
+        opts.sync = false;
+        let packed = dir.path().join(format!("{profile}.packed"));
+        pack_model(&model, &packed, &opts).unwrap();
+        let back = dir.path().join(format!("{profile}.back"));
+        unpack_model(&packed, &back, &UnpackOptions::default()).unwrap();
+        let (a, b) = (Source::open(&model).unwrap(), Source::open(&back).unwrap());
+        for t in &a.tensors {
+            let r = b.tensors.iter().find(|r| r.name == t.name).unwrap();
+            assert_eq!((r.dtype, &r.shape), (t.dtype, &t.shape));
+            assert!(a.data(t) == b.data(r), "{profile}: {}", t.name);
+        }
+    }
+}
