@@ -47,7 +47,7 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<(Vec<SourceTensor>, Metadata)> {
         .filter(|&end| end <= bytes.len())
         .ok_or_else(|| {
             bad(format!(
-                "the header length {header_len} runs past the end of the file ({} bytes): truncated, or not a safetensors file",
+                "the header length {header_len} runs past the end of the file ({} bytes): truncated, or not a safetensors file (ONNX models are read by their .onnx extension)",
                 bytes.len()
             ))
         })?;
