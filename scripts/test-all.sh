@@ -51,13 +51,21 @@ python3 tests/numpy_crosscheck.py target/debug/layoutkit
 echo "== numpy cross-check of the reference convolution"
 python3 tests/numpy_conv_crosscheck.py target/debug/layoutkit
 
-echo "== the Python package: build the wheel with maturin into a virtual environment, run pytest"
+echo "== a virtual environment for the Python stages (numpy, pytest, ml_dtypes, maturin, onnx, safetensors)"
 # (GPU tests in tests/python/test_cuda.py report themselves skipped without torch and a GPU.)
 venv="${LAYOUTKIT_TEST_VENV:-target/py-test-venv}"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv" \
   || { need_root apt-get update && DEBIAN_FRONTEND=noninteractive need_root apt-get install -y --no-install-recommends python3-venv && python3 -m venv "$venv"; }
 "$venv/bin/python" -m pip install --quiet --upgrade pip
-"$venv/bin/python" -m pip install --quiet numpy pytest ml_dtypes maturin
+"$venv/bin/python" -m pip install --quiet numpy pytest ml_dtypes maturin onnx safetensors
+
+# Model packing (layoutkit pack/unpack): ONNX models and safetensors checkpoints made with the `onnx`
+# and `safetensors` packages; every packed tensor of every profile checked against numpy, round trips
+# and bad inputs.
+echo "== model packing cross-check (onnx + safetensors packages)"
+"$venv/bin/python" tests/model_crosscheck.py target/debug/layoutkit
+
+echo "== the Python package: build the wheel with maturin, install it, run pytest"
 "$venv/bin/python" -m pip install --quiet .
 set +e
 LAYOUTKIT_BIN="$PWD/target/debug/layoutkit" "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/python

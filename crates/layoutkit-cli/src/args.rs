@@ -21,7 +21,9 @@ Examples:
   layoutkit convert x.npy y.npy --from NCHW --to kHWC8
   layoutkit convert y.npy x2.npy --from kHWC8 --to NCHW --dims N=16,C=3,H=224,W=224
   layoutkit convert w.npy w8.npy --from OIHW --to OIHW4i16o4i --to-dtype f16
-  layoutkit conv x.npy w.npy y.npy --input-format NHWC --padding 1 --relu";
+  layoutkit conv x.npy w.npy y.npy --input-format NHWC --padding 1 --relu
+  layoutkit pack model.onnx -o model.mace.safetensors --target mace-gpu --dtype f16
+  layoutkit unpack model.mace.safetensors -o restored.safetensors";
 
 #[derive(Parser, Debug)]
 #[command(name = "layoutkit", version, about = ABOUT, long_about = LONG_ABOUT, after_help = EXAMPLES)]
@@ -123,8 +125,125 @@ Examples:
   layoutkit conv x.npy w.npy y.npy --input-format NHWC --padding 1 --device cuda
   layoutkit conv bench --batch 1 --layouts NCHW,NHWC,NCHW8c      # TFLOP/s per layer and layout")]
     Conv(Box<ConvCommand>),
+    /// Pack a model's weights (ONNX, safetensors, sharded checkpoint) into the layouts an
+    /// engine wants, as a safetensors file with layout metadata.
+    #[command(after_help = PACK_HELP)]
+    Pack(PackArgs),
+    /// Restore the source tensors of a file (or checkpoint) that `pack` wrote.
+    #[command(after_help = UNPACK_HELP)]
+    Unpack(UnpackArgs),
     /// The built-in example (what `layoutkit` with no command runs).
     Tour,
+}
+
+const PACK_HELP: &str = "\
+MODEL is an ONNX file, a .safetensors file, or a sharded checkpoint's *.safetensors.index.json
+(its shards next to it). OUT is a .safetensors file, or a folder for a sharded checkpoint (one
+output shard per input shard, same names, and a new index).
+
+Each weight gets a role, which says how its stored array is read:
+  conv        [O, I, KH, KW] convolution filter (ONNX Conv, group 1)
+  depthwise   [C*M, 1, KH, KW] (Conv with group = input channels; depthwise:M for multiplier M)
+  grouped:G   [O, I/G, KH, KW] grouped convolution filter
+  deconv      [I, O/G, KH, KW] ConvTranspose filter (deconv:G)
+  dense       [O, I] dense weight (Gemm transB=1, PyTorch Linear); dense-io is [I, O] (MatMul)
+  bias        [L] (Conv/Gemm bias, Gemm C, MatMul+Add);  vector: BatchNorm/PRelu parameters
+  keep        anything else: stored unchanged (floats cast to --dtype)
+From an ONNX graph the roles come from the nodes that consume each weight (all must agree).
+Without a graph: [O, I>1, KH, KW] is conv, 2-D is dense (names with `embed` are kept), 1-D is
+bias (name ends in `bias`) or vector; [O, 1, KH, KW] is ambiguous and needs a rule.
+
+Profiles (--target) and what each role becomes:
+  mace-gpu       conv mace:conv2d_filter (mace:winograd_filter:B with --winograd B for 3x3,
+                 stride 1, dilation 1 convolutions), depthwise mace:dw_conv2d_filter, deconv
+                 mace:conv2d_filter, dense mace:weight_width, bias/vector mace:argument
+                 (MACE's OpenCL images, arrays [height, width, 4]; MACE stores f16: --dtype f16)
+  onednn-avx2    conv/deconv OIhw8i8o, grouped gOIhw8i8o, depthwise Goihw8g, dense OI8i8o
+  onednn-avx512  conv/deconv OIhw16i16o, grouped gOIhw16i16o, depthwise Goihw16g, dense OI16i16o
+  cudnn-nhwc     conv/depthwise/grouped OHWI (KRSC), deconv IHWO, dense OI
+  tensorrt-int8  conv/grouped OIHW32i, depthwise OIHW, deconv IOHW, dense OI; int8 with one
+                 symmetric scale per output channel (max|w|/127, stored as NAME:scale); biases f32
+  layoutkit-cuda conv/depthwise/grouped OHWI (layoutkit conv --device cuda), dense OI
+Roles a profile has no layout for keep their source layout.
+
+--rule NAME_GLOB=TARGET (repeatable, first match wins; * and ? match any characters): TARGET is a
+role (`depthwise`), a layout (`OIhw8i8o`, `mace:conv2d_filter`) or both (`dense@OI16i16o`).
+
+Output: every tensor as its physical array; the `layoutkit` metadata key holds, per tensor, the
+layout, canonical form, logical dims, element type, scale/zero point and source name, layout,
+dims, shape and type. Written atomically (a temporary file renamed into place).
+
+Examples:
+  layoutkit pack resnet.onnx -o resnet.avx512.safetensors --target onednn-avx512
+  layoutkit pack mobilenet.onnx -o mn.mace.safetensors --target mace-gpu --dtype f16 --winograd 2
+  layoutkit pack model.safetensors -o q.safetensors --target tensorrt-int8 --rule '*.dw.weight=depthwise'
+  layoutkit pack ckpt/model.safetensors.index.json -o packed/ --target cudnn-nhwc --dtype f16
+  layoutkit pack model.onnx --target mace-gpu --dry-run          # the table, nothing written";
+
+const UNPACK_HELP: &str = "\
+PACKED is a file `layoutkit pack` wrote, or the folder (or index) of a packed sharded checkpoint.
+OUT gets the source tensors (names, shapes, element types, layouts) as safetensors: bit for bit
+where the pack did no cast, quantisation or Winograd transform; otherwise within their rounding
+(f16 widens back exactly, int8 returns q * scale, Winograd inverts to float rounding).
+
+Examples:
+  layoutkit unpack resnet.avx512.safetensors -o resnet.restored.safetensors
+  layoutkit unpack packed/ -o restored/";
+
+#[derive(Args, Debug)]
+pub struct PackArgs {
+    /// The model: .onnx, .safetensors, or a sharded checkpoint's *.index.json.
+    pub model: PathBuf,
+    /// Output .safetensors file (a folder for a sharded checkpoint).
+    #[arg(short, long, required_unless_present = "dry_run")]
+    pub output: Option<PathBuf>,
+    /// Profile: mace-gpu, onednn-avx2, onednn-avx512, cudnn-nhwc, tensorrt-int8, layoutkit-cuda.
+    #[arg(long)]
+    pub target: String,
+    /// Element type of packed weights: f32, f16, bf16 (every float tensor), or i8 (filters and
+    /// dense weights, per-output-channel symmetric). Default: the source's (i8 for tensorrt-int8).
+    #[arg(long)]
+    pub dtype: Option<String>,
+    /// Winograd block (2 or 4) for 3x3 stride-1 convolutions (mace-gpu; needs an ONNX graph).
+    #[arg(long)]
+    pub winograd: Option<u8>,
+    /// NAME_GLOB=ROLE, NAME_GLOB=LAYOUT or NAME_GLOB=ROLE@LAYOUT (repeatable; first match wins).
+    #[arg(long = "rule", value_name = "NAME_GLOB=TARGET")]
+    pub rules: Vec<String>,
+    /// Print the table of tensors (role, source and target layout, dims, bytes); write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// fast (default) or reference (the per-element oracle; slow, for checking).
+    #[arg(long, value_enum, default_value = "fast")]
+    pub engine: PackEngine,
+    /// Do not wait for the disk before renaming outputs into place (still atomic on a crash of
+    /// layoutkit, not on a power loss).
+    #[arg(long)]
+    pub no_sync: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum PackEngine {
+    Fast,
+    Reference,
+}
+
+#[derive(Args, Debug)]
+pub struct UnpackArgs {
+    /// A packed .safetensors file, or a packed checkpoint's folder or index.
+    pub packed: PathBuf,
+    /// Output .safetensors file (a folder for a sharded checkpoint).
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Do not wait for the disk before renaming outputs into place.
+    #[arg(long)]
+    pub no_sync: bool,
 }
 
 /// `2` or `2,1`: one value for both spatial axes, or H then W.

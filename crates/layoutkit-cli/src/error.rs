@@ -11,16 +11,3 @@ impl fmt::Display for Internal {
 }
 
 impl std::error::Error for Internal {}
-
-/// The system failed while an output was written (no space left, a closed pipe, an I/O
-/// error): exit status 1, printed as the message alone.
-#[derive(Debug)]
-pub struct WriteFailed(pub String);
-
-impl fmt::Display for WriteFailed {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for WriteFailed {}

@@ -35,7 +35,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::args::{Cli, Command};
-use crate::error::{Internal, WriteFailed};
+use crate::error::Internal;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -55,6 +55,8 @@ fn main() -> ExitCode {
             Some(args::ConvSubcommand::Bench(b)) => commands::conv_bench::run(b, json),
             None => commands::conv::run(&c.run, json),
         },
+        Some(Command::Pack(a)) => commands::pack::run(&a, json),
+        Some(Command::Unpack(a)) => commands::pack::run_unpack(&a, json),
         Some(Command::Tour) => commands::tour::run(),
     };
     match result {
@@ -62,13 +64,24 @@ fn main() -> ExitCode {
         Err(e) => {
             let line = format!("{e:#}").replace('\n', " ");
             eprintln!("error: {line}");
-            if e.downcast_ref::<Internal>().is_some() || e.downcast_ref::<WriteFailed>().is_some() {
+            if e.downcast_ref::<Internal>().is_some() || write_failed(&e) {
                 ExitCode::from(1)
             } else {
                 ExitCode::from(2)
             }
         }
     }
+}
+
+/// Whether `e` is the system failing to write an output (exit status 1), wherever in the chain
+/// of causes the failure is (pack and unpack wrap it in their own error).
+fn write_failed(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<layoutkit_files::Error>()
+            .is_some_and(layoutkit_files::Error::is_write_failure)
+            || c.downcast_ref::<layoutkit_model::Error>()
+                .is_some_and(layoutkit_model::Error::is_write_failure)
+    })
 }
 
 /// A closed stdout (broken pipe) ends the process with success; other write errors with 1.

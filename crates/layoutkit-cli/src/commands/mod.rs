@@ -8,6 +8,7 @@ pub mod describe;
 pub mod features;
 pub mod formats;
 pub mod locate;
+pub mod pack;
 pub mod tour;
 
 use anyhow::Result;
