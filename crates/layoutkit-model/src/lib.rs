@@ -58,6 +58,6 @@ pub use pack::{
 pub use profile::Profile;
 pub use roles::{Assignment, Role};
 pub use rules::Rule;
-pub use sharded::Index;
+pub use sharded::{write_packed_index, Index};
 pub use source::{Source, SourceKind, SourceTensor};
 pub use unpack::{unpack_file, unpack_model, UnpackOptions, UnpackReport};

@@ -486,7 +486,7 @@ pub fn pack_model(model: &Path, output: &Path, opts: &PackOptions) -> Result<Pac
     let index_path = if opts.dry_run {
         None
     } else {
-        Some(index.write_packed(output, &shards, opts)?)
+        Some(index.write_packed(output, opts.sync)?)
     };
     Ok(PackReport {
         model: model.to_path_buf(),
@@ -495,4 +495,56 @@ pub fn pack_model(model: &Path, output: &Path, opts: &PackOptions) -> Result<Pac
         index: index_path,
         seconds: start.elapsed().as_secs_f64(),
     })
+}
+
+impl TensorRow {
+    /// The row as JSON (the `tensors` entries of `layoutkit --json pack` and of the Python
+    /// package's reports).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "name": self.name,
+            "role": self.role,
+            "origin": self.origin,
+            "source_layout": self.source_layout,
+            "target_layout": self.target_layout,
+            "canonical": self.canonical,
+            "dims": self.dims,
+            "src_dtype": self.src_dtype.name(),
+            "dst_dtype": self.dst_dtype.name(),
+            "src_shape": self.src_shape,
+            "dst_shape": self.dst_shape,
+            "src_bytes": self.src_bytes,
+            "dst_bytes": self.dst_bytes,
+            "scale": self.scale,
+        })
+    }
+}
+
+impl ShardReport {
+    /// The shard as JSON: `input`, `output` (null on a dry run), `bytes_read`,
+    /// `bytes_written`, `tensors` (see [`TensorRow::to_json`]).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "input": self.input.display().to_string(),
+            "output": self.output.as_ref().map(|p| p.display().to_string()),
+            "bytes_read": self.bytes_read,
+            "bytes_written": self.bytes_written,
+            "tensors": self.tensors.iter().map(TensorRow::to_json).collect::<Vec<_>>(),
+        })
+    }
+}
+
+impl PackReport {
+    /// The report as JSON (what `layoutkit --json pack` prints): `model`, `profile`,
+    /// `dry_run`, `seconds`, `index` (null unless a sharded checkpoint), `shards`.
+    pub fn to_json(&self, dry_run: bool) -> serde_json::Value {
+        serde_json::json!({
+            "model": self.model.display().to_string(),
+            "profile": self.profile.name(),
+            "dry_run": dry_run,
+            "seconds": self.seconds,
+            "index": self.index.as_ref().map(|p| p.display().to_string()),
+            "shards": self.shards.iter().map(ShardReport::to_json).collect::<Vec<_>>(),
+        })
+    }
 }

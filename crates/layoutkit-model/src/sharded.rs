@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Map, Value};
 
-use crate::pack::{PackOptions, ShardReport};
 use crate::source::Source;
 use crate::{Error, Result};
 
@@ -102,37 +101,62 @@ impl Index {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "model.safetensors.index.json".into())
     }
-
-    /// Writes the index of a packed checkpoint into `out_dir` (same file name as this one):
-    /// every packed tensor and scale tensor mapped to its output shard, and the profile in the
-    /// metadata. Returns its path.
-    pub fn write_packed(
-        &self,
-        out_dir: &Path,
-        shards: &[ShardReport],
-        opts: &PackOptions,
-    ) -> Result<PathBuf> {
+    /// Writes the index of a packed checkpoint into `out_dir`, from the packed shards found
+    /// there (one per input shard, under the same name): every tensor of every packed shard
+    /// (scale tensors included) is mapped to its file, `total_size` is their bytes, and
+    /// `layoutkit_profile` names the profile they were packed for.
+    ///
+    /// Errors: a packed shard missing or not packed by layoutkit, shards packed for different
+    /// profiles, or a tensor of the source index missing from its packed shard.
+    pub fn write_packed(&self, out_dir: &Path, sync: bool) -> Result<PathBuf> {
         let mut map = Map::new();
         let mut total = 0u64;
-        for s in shards {
-            let file = s
-                .output
-                .as_ref()
-                .and_then(|o| o.file_name())
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            for t in &s.tensors {
-                map.insert(t.name.clone(), json!(file));
-                total += t.dst_bytes as u64;
-                if let Some(scale) = &t.scale {
-                    map.insert(scale.clone(), json!(file));
+        let mut profile: Option<String> = None;
+        for shard in &self.shards {
+            let path = out_dir.join(shard);
+            let packed = Source::open(&path)?;
+            let not_packed = |reason: String| Error::NotPacked {
+                path: path.clone(),
+                reason,
+            };
+            let doc = packed
+                .metadata
+                .iter()
+                .find(|(k, _)| k == crate::meta::KEY)
+                .ok_or_else(|| {
+                    not_packed("no layoutkit metadata: not packed by layoutkit".into())
+                })?;
+            let this = serde_json::from_str::<Value>(&doc.1)
+                .ok()
+                .and_then(|d| d.get("profile").and_then(Value::as_str).map(String::from))
+                .ok_or_else(|| not_packed("its layoutkit metadata names no profile".into()))?;
+            match &profile {
+                Some(p) if *p != this => {
+                    return Err(not_packed(format!(
+                        "packed for {this}, other shards for {p}"
+                    )))
                 }
+                _ => profile = Some(this),
+            }
+            for (tensor, s) in &self.weight_map {
+                if s == shard && !packed.tensors.iter().any(|t| &t.name == tensor) {
+                    return Err(not_packed(format!(
+                        "has no tensor `{tensor}`, which the index puts in {shard}"
+                    )));
+                }
+            }
+            for t in &packed.tensors {
+                map.insert(t.name.clone(), json!(shard));
+                total += t.bytes() as u64;
             }
         }
         let mut metadata = self.metadata.clone();
         metadata.insert("total_size".into(), json!(total));
-        metadata.insert("layoutkit_profile".into(), json!(opts.profile.name()));
-        self.write(out_dir, metadata, map, opts.sync)
+        metadata.insert(
+            "layoutkit_profile".into(),
+            json!(profile.unwrap_or_default()),
+        );
+        self.write(out_dir, metadata, map, sync)
     }
 
     /// Writes an index mapping each `(tensor, shard)` into `out_dir`; returns its path.
@@ -166,4 +190,14 @@ impl Index {
         out.commit_with(sync)?;
         Ok(path)
     }
+}
+
+/// Writes the index of a checkpoint whose shards were packed one by one (by [`pack_shard`]
+/// calls on other threads, processes or machines: the unit a distributed engine runs per
+/// task) into `out_dir`, beside those shards; returns its path. `index` is the source
+/// checkpoint's `*.safetensors.index.json`. See [`Index::write_packed`] for what is checked.
+///
+/// [`pack_shard`]: crate::pack_shard
+pub fn write_packed_index(index: &Path, out_dir: &Path, sync: bool) -> Result<PathBuf> {
+    Index::read(index)?.write_packed(out_dir, sync)
 }

@@ -41,6 +41,22 @@ pub struct UnpackReport {
     pub seconds: f64,
 }
 
+impl UnpackReport {
+    /// The report as JSON (what `layoutkit --json unpack` prints): `files` (`input`,
+    /// `output`, `tensors` each), `index` (null unless a sharded checkpoint), `seconds`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "files": self.files.iter().map(|(i, o, n)| serde_json::json!({
+                "input": i.display().to_string(),
+                "output": o.display().to_string(),
+                "tensors": n,
+            })).collect::<Vec<_>>(),
+            "index": self.index.as_ref().map(|p| p.display().to_string()),
+            "seconds": self.seconds,
+        })
+    }
+}
+
 fn not_packed(path: &Path, reason: String) -> Error {
     Error::NotPacked {
         path: path.to_path_buf(),

@@ -11,6 +11,7 @@ mod conv;
 mod convert;
 mod features;
 mod layouts;
+mod pack;
 
 /// Bad names, dims, dtypes or shapes: `ValueError` with the command line's message.
 pub(crate) fn value_error(e: impl std::fmt::Display) -> PyErr {
@@ -66,5 +67,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(features::features_flat, m)?)?;
     m.add_function(wrap_pyfunction!(features::features_names, m)?)?;
     m.add_function(wrap_pyfunction!(features::features_curve, m)?)?;
+    m.add_function(wrap_pyfunction!(pack::pack, m)?)?;
+    m.add_function(wrap_pyfunction!(pack::pack_shard, m)?)?;
+    m.add_function(wrap_pyfunction!(pack::write_packed_index, m)?)?;
+    m.add_function(wrap_pyfunction!(pack::checkpoint_shards, m)?)?;
+    m.add_function(wrap_pyfunction!(pack::unpack, m)?)?;
     Ok(())
 }

@@ -8,10 +8,9 @@ use std::time::Instant;
 use anyhow::Result;
 use layoutkit_core::DType;
 use layoutkit_model::{
-    pack_model, unpack_model, Engine, PackOptions, PackReport, Profile, Progress, Rule, TensorRow,
+    pack_model, unpack_model, Engine, PackOptions, PackReport, Profile, Progress, Rule,
     UnpackOptions,
 };
-use serde_json::json;
 
 use super::list;
 use crate::args::{PackArgs, PackEngine, UnpackArgs};
@@ -45,7 +44,7 @@ pub fn run(a: &PackArgs, json_out: bool) -> Result<()> {
     }
     let report = report?;
     if json_out {
-        crate::json::print(&report_json(&report, a.dry_run));
+        crate::json::print(&report.to_json(a.dry_run));
         return Ok(());
     }
     if a.dry_run {
@@ -78,42 +77,6 @@ pub fn run(a: &PackArgs, json_out: bool) -> Result<()> {
         read as f64 / (1 << 20) as f64 / report.seconds.max(1e-9)
     );
     Ok(())
-}
-
-fn row_json(t: &TensorRow) -> serde_json::Value {
-    json!({
-        "name": t.name,
-        "role": t.role,
-        "origin": t.origin,
-        "source_layout": t.source_layout,
-        "target_layout": t.target_layout,
-        "canonical": t.canonical,
-        "dims": t.dims,
-        "src_dtype": t.src_dtype.name(),
-        "dst_dtype": t.dst_dtype.name(),
-        "src_shape": t.src_shape,
-        "dst_shape": t.dst_shape,
-        "src_bytes": t.src_bytes,
-        "dst_bytes": t.dst_bytes,
-        "scale": t.scale,
-    })
-}
-
-fn report_json(r: &PackReport, dry_run: bool) -> serde_json::Value {
-    json!({
-        "model": r.model.display().to_string(),
-        "profile": r.profile.name(),
-        "dry_run": dry_run,
-        "seconds": r.seconds,
-        "index": r.index.as_ref().map(|p| p.display().to_string()),
-        "shards": r.shards.iter().map(|s| json!({
-            "input": s.input.display().to_string(),
-            "output": s.output.as_ref().map(|p| p.display().to_string()),
-            "bytes_read": s.bytes_read,
-            "bytes_written": s.bytes_written,
-            "tensors": s.tensors.iter().map(row_json).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>(),
-    })
 }
 
 fn print_table(r: &PackReport) {
@@ -231,15 +194,7 @@ pub fn run_unpack(a: &UnpackArgs, json_out: bool) -> Result<()> {
     };
     let report = unpack_model(&a.packed, &a.output, &opts)?;
     if json_out {
-        crate::json::print(&json!({
-            "files": report.files.iter().map(|(i, o, n)| json!({
-                "input": i.display().to_string(),
-                "output": o.display().to_string(),
-                "tensors": n,
-            })).collect::<Vec<_>>(),
-            "index": report.index.as_ref().map(|p| p.display().to_string()),
-            "seconds": report.seconds,
-        }));
+        crate::json::print(&report.to_json());
         return Ok(());
     }
     for (i, o, n) in &report.files {
