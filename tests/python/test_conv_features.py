@@ -90,3 +90,45 @@ def test_flat_names_and_curve_equal_the_command_line():
     assert np.array_equal(curve, np.array(json.loads(cli("--curve", "--sample-n", "10", "--json")), np.float32))
     with pytest.raises(ValueError):
         lk.features("for (i, 0, ) {")
+
+
+def test_cuda_kernel_choice_rules():
+    """What the CUDA conv2d path asks of its operands (planning only: no GPU needed)."""
+    from layoutkit import _native
+    conv = dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
+    x = ("NCHW", [2, 64, 14, 14], [12544, 196, 14, 1], "f16")
+    w = ("OIHW", [32, 64, 3, 3], [576, 9, 3, 1], "f16")
+    # f16 NCHW is read in place; the output is written f16 when asked, else f32
+    assert _native.conv2d_cuda_kernel(x, w, bias=True, relu=False, out_dtype="f16", **conv) == \
+        ("NCHW", "f16", "f16", "N=2,C=64,H=14,W=14", "N=2,C=32,H=14,W=14")
+    assert _native.conv2d_cuda_kernel(x, w, bias=False, relu=True, **conv)[2] == "f32"
+    # kHWC8 is not a kernel layout: NHWC; f32 operands go to the f16 kernel
+    xk = ("kHWC8", [2, 14, 14, 8, 8], [12544, 896, 64, 8, 1], "f32")
+    assert _native.conv2d_cuda_kernel(xk, w, bias=False, relu=False, **conv)[:3] == ("NHWC", "f16", "f32")
+    # int8 without a bias: the int8 kernel, never in NCHW; with a bias: f16
+    xi = ("NCHW", [2, 64, 14, 14], [12544, 196, 14, 1], "i8")
+    wi = ("OIHW", [32, 64, 3, 3], [576, 9, 3, 1], "i8")
+    assert _native.conv2d_cuda_kernel(xi, wi, bias=False, relu=False, **conv)[:3] == ("NHWC", "i8", "i32")
+    assert _native.conv2d_cuda_kernel(xi, wi, bias=True, relu=False, **conv)[:3] == ("NCHW", "f16", "f32")
+    # padded blocked activations: the true C from x_dims
+    xp = ("NC/32HW32", [2, 2, 14, 14, 32], [12544, 6272, 448, 32, 1], "f16")
+    wp = ("OIHW", [32, 48, 3, 3], [432, 9, 3, 1], "f16")
+    with pytest.raises(ValueError, match="64"):
+        _native.conv2d_cuda_kernel(xp, wp, bias=False, relu=False, **conv)
+    assert _native.conv2d_cuda_kernel(xp, wp, bias=False, relu=False, x_dims="N=2,C=48,H=14,W=14",
+                                      **conv)[:4] == ("NC/32HW32", "f16", "f32", "N=2,C=48,H=14,W=14")
+    with pytest.raises(ValueError):
+        _native.conv2d_cuda_kernel(x, ("OIHW", [32, 63, 3, 3], [567, 9, 3, 1], "f16"), bias=False,
+                                   relu=False, **conv)
+
+
+def test_conv2d_x_dims_reads_padded_blocked_activations():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 48, 6, 6)).astype(np.float32)
+    w = rng.standard_normal((16, 48, 3, 3)).astype(np.float32)
+    want = lk.conv2d(x, w, padding=1)
+    xb = lk.convert(x, "NCHW", "NC/32HW32")  # 48 channels stored as 64
+    got = lk.conv2d(xb, w, padding=1, input_format="NC/32HW32", output_format="NCHW", x_dims="N=2,C=48,H=6,W=6")
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+    with pytest.raises(ValueError, match="C / groups"):
+        lk.conv2d(xb, w, padding=1, input_format="NC/32HW32")

@@ -114,3 +114,18 @@ def test_cupy_arrays_if_installed():
     y = lk.convert(x, "NCHW", "NHWC")
     assert isinstance(y, cupy.ndarray)
     assert cupy.array_equal(y, x.transpose(0, 2, 3, 1))
+
+
+def test_jax_cuda_arrays_if_installed():
+    jax = pytest.importorskip("jax")
+    try:
+        gpus = jax.devices("gpu")
+    except RuntimeError:
+        gpus = []
+    if not gpus:
+        pytest.skip("jax has no GPU backend here")
+    import jax.numpy as jnp
+    x = jax.device_put(jnp.arange(2 * 37 * 5 * 5, dtype=jnp.float32).reshape(2, 37, 5, 5), gpus[0])
+    y = lk.convert(x, "NCHW", "NHWC")
+    assert isinstance(y, type(x)) and y.shape == (2, 5, 5, 37)
+    assert bool((y == jnp.transpose(x, (0, 2, 3, 1))).all())

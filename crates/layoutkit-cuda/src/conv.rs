@@ -99,6 +99,75 @@ pub struct ConvKernel {
 }
 
 impl ConvKernel {
+    /// The kernel for a convolution of activations with logical dims `x_dims` (N, C, H, W) of
+    /// type `x_dtype` in the layout `x_format` and a filter with dims `w_dims` (O, I, H, W) of
+    /// type `w_dtype`; the rules the command line and the Python package share:
+    ///
+    /// * i8 activations and filter with no bias run the int8 kernel (exact i32 sums, i32
+    ///   output); bf16 activations the bf16 kernel; everything else the f16 kernel (operands
+    ///   rounded to f16 when they are of another type), both with f32 sums;
+    /// * the kernel reads the activations in `x_format` when it has that layout (NHWC, NCHW,
+    ///   NC/32HW32; not NCHW for int8), else in NHWC, and writes its output in the same layout;
+    /// * the output type is `out` when the kernel writes it (f16 or f32 for f16, bf16 or f32
+    ///   for bf16, i32 for int8), else f32 (i32 for int8); the caller converts from there.
+    ///
+    /// Errors: dims that do not make a convolution (see [`Conv2d::output_dims`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn for_problem(
+        conv: &Conv2d,
+        x_dims: &layoutkit_core::Dims,
+        x_format: &str,
+        x_dtype: DType,
+        w_dims: &layoutkit_core::Dims,
+        w_dtype: DType,
+        bias: bool,
+        relu: bool,
+        out: Option<DType>,
+    ) -> Result<ConvKernel, layoutkit_core::Error> {
+        let y_dims = conv.output_dims(x_dims, w_dims)?;
+        let int8 = x_dtype == DType::I8 && w_dtype == DType::I8 && !bias;
+        let input = if int8 {
+            DType::I8
+        } else if x_dtype == DType::BF16 {
+            DType::BF16
+        } else {
+            DType::F16
+        };
+        let layout = ConvLayout::from_format(x_format)
+            .filter(|l| !(int8 && *l == ConvLayout::Nchw))
+            .unwrap_or(ConvLayout::Nhwc);
+        let out = match (input, out) {
+            (DType::I8, _) => DType::I32,
+            (DType::F16, Some(DType::F16)) => DType::F16,
+            (DType::BF16, Some(DType::BF16)) => DType::BF16,
+            _ => DType::F32,
+        };
+        let get = |d: &layoutkit_core::Dims, l: char| {
+            layoutkit_core::Axis::from_letter(l)
+                .and_then(|a| d.get(a))
+                .unwrap_or(0)
+        };
+        Ok(ConvKernel {
+            shape: ConvShape {
+                n: get(x_dims, 'N'),
+                h: get(x_dims, 'H'),
+                w: get(x_dims, 'W'),
+                c: get(x_dims, 'C'),
+                o: get(w_dims, 'O'),
+                kh: get(w_dims, 'H'),
+                kw: get(w_dims, 'W'),
+                oh: get(&y_dims, 'H'),
+                ow: get(&y_dims, 'W'),
+                conv: *conv,
+            },
+            layout,
+            input,
+            out,
+            bias,
+            relu,
+        })
+    }
+
     /// Channels per K step: 64 bytes of them.
     pub fn step_channels(&self) -> usize {
         64 / self.input.size_bytes()

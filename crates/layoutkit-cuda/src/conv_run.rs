@@ -1,6 +1,6 @@
 //! Running the tensor-core convolution ([`crate::conv`]) on a [`Cuda`] device.
 
-use cudarc::driver::sys::CUfunction_attribute_enum;
+use cudarc::driver::sys::{CUfunction_attribute_enum, CUstream};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
 use crate::conv::{
@@ -143,6 +143,63 @@ impl Cuda {
         repeats: usize,
         launches: usize,
     ) -> Result<(Vec<u8>, Timing), Error> {
+        let conv = self.prepare_conv_with(kernel, path)?;
+        if bias.is_some() != kernel.bias {
+            return Err(Error::Unsupported(
+                "the bias given does not match the kernel's (ConvKernel::bias)".into(),
+            ));
+        }
+        conv.check_sizes(x.len(), w.len(), conv.y_bytes)?;
+        let o = kernel.shape.o;
+        let bias: Vec<f32> = match bias {
+            Some(b) if b.len() == o => b.to_vec(),
+            Some(b) => {
+                return Err(Error::Unsupported(format!(
+                    "the bias has {} values, the output has O = {o}",
+                    b.len()
+                )))
+            }
+            None => vec![0.0; o],
+        };
+        let map = |e| Error::driver("cuMemcpyHtoD", e);
+        let d_x = self.stream.clone_htod(x).map_err(map)?;
+        let d_w = self.stream.clone_htod(w).map_err(map)?;
+        let d_b = self.stream.clone_htod(&bias).map_err(map)?;
+        let mut d_y = self
+            .stream
+            .alloc_zeros::<u8>(conv.y_bytes.max(1))
+            .map_err(|e| Error::driver("cuMemAlloc", e))?;
+        let timing = self.timed(repeats, launches, || {
+            let mut b = self.stream.launch_builder(&conv.function);
+            b.arg(&d_x).arg(&d_w).arg(&mut d_y).arg(&d_b);
+            // SAFETY: `conv`, `conv_wgmma` and `conv_direct` take (x, w, y, bias) as generated
+            // for `kernel`; the buffers have the sizes checked above and the kernels guard every
+            // index.
+            unsafe { b.launch(conv.config) }.map_err(|e| Error::driver("cuLaunchKernel", e))?;
+            Ok(())
+        })?;
+        let mut y = self
+            .stream
+            .clone_dtoh(&d_y)
+            .map_err(|e| Error::driver("cuMemcpyDtoH", e))?;
+        y.truncate(conv.y_bytes);
+        Ok((y, timing))
+    }
+
+    /// Compiles (or finds in the caches) and loads `kernel` on [`Cuda::conv_path`]'s path,
+    /// ready for [`Cuda::conv2d_on_stream`].
+    pub fn prepare_conv(&self, kernel: &ConvKernel) -> Result<DeviceConv, Error> {
+        let path = self.conv_path(kernel)?;
+        self.prepare_conv_with(kernel, path)
+    }
+
+    /// [`Cuda::prepare_conv`] on the path `path` (an error when it does not take `kernel`,
+    /// the Hopper kernel on a GPU other than sm_90 included).
+    pub fn prepare_conv_with(
+        &self,
+        kernel: &ConvKernel,
+        path: ConvPath,
+    ) -> Result<DeviceConv, Error> {
         let s = &kernel.shape;
         let (major, minor) = self.conv_capability()?;
         let why_not = match path {
@@ -156,47 +213,8 @@ impl Cuda {
         if let Some(why) = why_not {
             return Err(Error::Unsupported(why));
         }
-        if bias.is_some() != kernel.bias {
-            return Err(Error::Unsupported(
-                "the bias given does not match the kernel's (ConvKernel::bias)".into(),
-            ));
-        }
-        let e = kernel.input.size_bytes();
-        let sizes = [
-            (
-                "activations",
-                x.len(),
-                padded_elements(kernel, s.c, s.h, s.w) * e,
-            ),
-            (
-                "filter",
-                w.len(),
-                s.o * s.kh * s.kw * (s.c / s.conv.groups.max(1)) * e,
-            ),
-        ];
-        for (what, got, want) in sizes {
-            if got != want {
-                return Err(layoutkit_core::Error::BufferSize {
-                    what: format!("{what} ({})", kernel.input),
-                    expected_bytes: want,
-                    actual_bytes: got,
-                }
-                .into());
-            }
-        }
-        let bias: Vec<f32> = match bias {
-            Some(b) if b.len() == s.o => b.to_vec(),
-            Some(b) => {
-                return Err(Error::Unsupported(format!(
-                    "the bias has {} values, the output has O = {}",
-                    b.len(),
-                    s.o
-                )))
-            }
-            None => vec![0.0; s.o],
-        };
         let arch = vec![format!("--gpu-architecture=sm_{major}{minor}")];
-        let (f, cfg) = match path {
+        let (function, config) = match path {
             ConvPath::Hopper(tile) => {
                 let f = self.compiled(
                     &hopper_source(kernel, &tile),
@@ -236,28 +254,95 @@ impl Cuda {
                 )
             }
         };
-        let map = |e| Error::driver("cuMemcpyHtoD", e);
-        let d_x = self.stream.clone_htod(x).map_err(map)?;
-        let d_w = self.stream.clone_htod(w).map_err(map)?;
-        let d_b = self.stream.clone_htod(&bias).map_err(map)?;
-        let out_bytes = padded_elements(kernel, s.o, s.oh, s.ow) * kernel.out.size_bytes();
-        let mut d_y = self
-            .stream
-            .alloc_zeros::<u8>(out_bytes.max(1))
-            .map_err(|e| Error::driver("cuMemAlloc", e))?;
-        let timing = self.timed(repeats, launches, || {
-            let mut b = self.stream.launch_builder(&f);
-            b.arg(&d_x).arg(&d_w).arg(&mut d_y).arg(&d_b);
-            // SAFETY: `conv`, `conv_wgmma` and `conv_direct` take (x, w, y, bias) as generated for `kernel`;
-            // the buffers have the sizes checked above and the kernels guard every index.
-            unsafe { b.launch(cfg) }.map_err(|e| Error::driver("cuLaunchKernel", e))?;
-            Ok(())
-        })?;
-        let mut y = self
-            .stream
-            .clone_dtoh(&d_y)
-            .map_err(|e| Error::driver("cuMemcpyDtoH", e))?;
-        y.truncate(out_bytes);
-        Ok((y, timing))
+        let e = kernel.input.size_bytes();
+        Ok(DeviceConv {
+            kernel: *kernel,
+            path,
+            function,
+            config,
+            x_bytes: padded_elements(kernel, s.c, s.h, s.w) * e,
+            w_bytes: s.o * s.kh * s.kw * (s.c / s.conv.groups.max(1)) * e,
+            y_bytes: padded_elements(kernel, s.o, s.oh, s.ow) * kernel.out.size_bytes(),
+        })
+    }
+
+    /// Queues `conv` on `stream` (a raw `CUstream` of this GPU's primary context, e.g. a
+    /// framework's current stream), reading the activations at `x` (the physical array of
+    /// `kernel.layout`), the filter at `w` (OHWI) and `kernel.shape.o` f32 bias values at
+    /// `bias` (zeros for none: every float kernel reads them; unused by int8 kernels), and
+    /// writing the output at `y`. Returns once queued: nothing is synchronised. Contract: as
+    /// [`Cuda::conv2d_timed`] (the same kernels).
+    ///
+    /// # Safety
+    /// `x`, `w` and `y` must address the bytes [`DeviceConv::bytes`] gives of device memory in
+    /// this GPU's primary context (readable, readable, writable), `bias` `4 * O` readable bytes
+    /// (any address for int8 kernels), all valid until the queued work has run; `y` must not
+    /// overlap the others; `stream` must be a live stream of that context.
+    pub unsafe fn conv2d_on_stream(
+        &self,
+        conv: &DeviceConv,
+        (x, x_bytes): (u64, usize),
+        (w, w_bytes): (u64, usize),
+        bias: u64,
+        (y, y_bytes): (u64, usize),
+        stream: CUstream,
+    ) -> Result<(), Error> {
+        conv.check_sizes(x_bytes, w_bytes, y_bytes)?;
+        if conv.y_bytes == 0 {
+            return Ok(());
+        }
+        // SAFETY: the caller guarantees `stream` is a live stream of this context; the
+        // wrapper does not own it (dropping it destroys nothing).
+        let borrowed = unsafe { self.ctx.wrap_borrowed_stream(stream) };
+        let mut b = borrowed.launch_builder(&conv.function);
+        b.arg(&x).arg(&w).arg(&y).arg(&bias);
+        // SAFETY: the kernels take (x, w, y, bias) pointers as generated for `conv.kernel`; the
+        // buffer sizes were checked above (their validity is the caller's contract) and the
+        // kernels guard every index.
+        unsafe { b.launch(conv.config) }.map_err(|e| Error::driver("cuLaunchKernel", e))?;
+        Ok(())
+    }
+}
+
+/// A convolution ready to run on one GPU: its kernel compiled and loaded, with the launch
+/// shape and the buffer sizes it needs.
+pub struct DeviceConv {
+    kernel: ConvKernel,
+    path: ConvPath,
+    function: cudarc::driver::CudaFunction,
+    config: LaunchConfig,
+    x_bytes: usize,
+    w_bytes: usize,
+    y_bytes: usize,
+}
+
+impl DeviceConv {
+    /// The kernel that runs.
+    pub fn path(&self) -> ConvPath {
+        self.path
+    }
+
+    /// Bytes of the activations, the filter (OHWI) and the output.
+    pub fn bytes(&self) -> (usize, usize, usize) {
+        (self.x_bytes, self.w_bytes, self.y_bytes)
+    }
+
+    fn check_sizes(&self, x: usize, w: usize, y: usize) -> Result<(), Error> {
+        let k = &self.kernel;
+        for (what, got, want) in [
+            (format!("activations ({})", k.input), x, self.x_bytes),
+            (format!("filter ({})", k.input), w, self.w_bytes),
+            (format!("output ({})", k.out), y, self.y_bytes),
+        ] {
+            if got != want {
+                return Err(layoutkit_core::Error::BufferSize {
+                    what,
+                    expected_bytes: want,
+                    actual_bytes: got,
+                }
+                .into());
+            }
+        }
+        Ok(())
     }
 }

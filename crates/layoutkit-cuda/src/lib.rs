@@ -17,7 +17,7 @@
 pub mod codegen;
 pub mod conv;
 mod conv_run;
-pub use conv_run::ConvPath;
+pub use conv_run::{ConvPath, DeviceConv};
 mod device;
 mod error;
 pub mod kernel_cache;

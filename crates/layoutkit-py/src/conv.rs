@@ -38,20 +38,37 @@ struct Problem {
     yt: DType,
 }
 
+/// The layout of an operand given as (format, shape, strides): its logical dims from `dims`
+/// when given (needed where the layout pads, e.g. NC/32HW32 with C not a multiple of 32),
+/// else from the shape.
+pub(crate) fn operand_layout(
+    format: &str,
+    shape: &[usize],
+    strides: &[isize],
+    dims: Option<&Bound<'_, PyAny>>,
+) -> PyResult<ShapedLayout> {
+    let dims = dims.map(crate::dims_arg).transpose()?;
+    view::shaped_view(
+        &parse_format(format).map_err(value_error)?,
+        dims.as_ref(),
+        shape,
+        strides,
+    )
+    .map_err(value_error)
+}
+
 impl Problem {
     fn new(
         x: &Operand<'_>,
         w: &Operand<'_>,
+        x_dims: Option<&Bound<'_, PyAny>>,
         conv: Conv2d,
         output_format: Option<&str>,
         out_dtype: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Problem> {
         let (xt, wt) = (parse_dtype(&x.3)?, parse_dtype(&w.3)?);
-        let read = |o: &Operand<'_>| {
-            view::shaped_view(&parse_format(&o.0).map_err(value_error)?, None, &o.1, &o.2)
-                .map_err(value_error)
-        };
-        let (xs, ws) = (read(x)?, read(w)?);
+        let xs = operand_layout(&x.0, &x.1, &x.2, x_dims)?;
+        let ws = operand_layout(&w.0, &w.1, &w.2, None)?;
         let y_dims = conv
             .output_dims(&xs.dims(), &ws.dims())
             .map_err(value_error)?;
@@ -80,7 +97,7 @@ impl Problem {
 /// will produce it (`output_format` defaults to the input's, `out_dtype` to the input's for
 /// floats and i32 for integers).
 #[pyfunction]
-#[pyo3(signature = (x, w, stride, padding, dilation, groups, output_format = None, out_dtype = None))]
+#[pyo3(signature = (x, w, stride, padding, dilation, groups, output_format = None, out_dtype = None, x_dims = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn conv2d_output(
     x: Operand<'_>,
@@ -91,10 +108,12 @@ pub fn conv2d_output(
     groups: usize,
     output_format: Option<String>,
     out_dtype: Option<&Bound<'_, PyAny>>,
+    x_dims: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<(Vec<usize>, &'static str)> {
     let p = Problem::new(
         &x,
         &w,
+        x_dims,
         conv2d(stride, padding, dilation, groups),
         output_format.as_deref(),
         out_dtype,
@@ -106,7 +125,7 @@ pub fn conv2d_output(
 /// optional bias (f64 values, one per output channel), ReLU; writes the output (row-major,
 /// `output_format`, `out_dtype`) to address `y` of `y_len` bytes. GIL released.
 #[pyfunction]
-#[pyo3(signature = (x, w, bias, y, y_len, stride, padding, dilation, groups, relu, output_format = None, out_dtype = None, threads = 1))]
+#[pyo3(signature = (x, w, bias, y, y_len, stride, padding, dilation, groups, relu, output_format = None, out_dtype = None, threads = 1, x_dims = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn conv2d_cpu(
     py: Python<'_>,
@@ -123,6 +142,7 @@ pub fn conv2d_cpu(
     output_format: Option<String>,
     out_dtype: Option<&Bound<'_, PyAny>>,
     threads: usize,
+    x_dims: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     let Problem {
         conv,
@@ -135,6 +155,7 @@ pub fn conv2d_cpu(
     } = Problem::new(
         &x,
         &w,
+        x_dims,
         conv2d(stride, padding, dilation, groups),
         output_format.as_deref(),
         out_dtype,

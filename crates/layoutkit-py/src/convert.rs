@@ -17,7 +17,7 @@ use crate::{cuda_error, dims_arg, value_error};
 /// One open GPU per ordinal, shared by every conversion of the process.
 type Gpus = Mutex<HashMap<usize, Arc<Mutex<Cuda>>>>;
 
-fn gpu(ordinal: usize) -> PyResult<Arc<Mutex<Cuda>>> {
+pub(crate) fn gpu(ordinal: usize) -> PyResult<Arc<Mutex<Cuda>>> {
     static GPUS: OnceLock<Gpus> = OnceLock::new();
     let mut gpus = GPUS
         .get_or_init(Default::default)
@@ -31,7 +31,7 @@ fn gpu(ordinal: usize) -> PyResult<Arc<Mutex<Cuda>>> {
     Ok(g)
 }
 
-fn locked(g: &Mutex<Cuda>) -> PyResult<std::sync::MutexGuard<'_, Cuda>> {
+pub(crate) fn locked(g: &Mutex<Cuda>) -> PyResult<std::sync::MutexGuard<'_, Cuda>> {
     g.lock()
         .map_err(|_| PyRuntimeError::new_err("a CUDA call panicked earlier in this process"))
 }

@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
 mod conv;
+mod conv_cuda;
 mod convert;
 mod features;
 mod layouts;
@@ -63,6 +64,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(convert::cuda_device_name, m)?)?;
     m.add_function(wrap_pyfunction!(conv::conv2d_cpu, m)?)?;
     m.add_function(wrap_pyfunction!(conv::conv2d_output, m)?)?;
+    m.add_function(wrap_pyfunction!(conv_cuda::conv2d_cuda_kernel, m)?)?;
+    m.add_function(wrap_pyfunction!(conv_cuda::conv2d_cuda, m)?)?;
     m.add_function(wrap_pyfunction!(features::features, m)?)?;
     m.add_function(wrap_pyfunction!(features::features_flat, m)?)?;
     m.add_function(wrap_pyfunction!(features::features_names, m)?)?;

@@ -190,20 +190,21 @@ fn conv_cuda(
     y: &ShapedLayout,
     y_dtype: DType,
 ) -> Result<Vec<u8>> {
-    use layoutkit_cuda::conv::{ConvKernel, ConvLayout, ConvShape};
+    use layoutkit_cuda::conv::ConvKernel;
     let (xd, wd) = (x.layout.dims(), w.layout.dims());
     let out = conv.output_dims(&xd, &wd)?;
-    let int8 = x.dtype == DType::I8 && w.dtype == DType::I8 && epilogue.bias.is_none();
-    let input = if int8 {
-        DType::I8
-    } else if x.dtype == DType::BF16 {
-        DType::BF16
-    } else {
-        DType::F16
-    };
-    let layout = ConvLayout::from_format(&x.layout.layout().to_string())
-        .filter(|l| !(int8 && *l == ConvLayout::Nchw))
-        .unwrap_or(ConvLayout::Nhwc);
+    let kernel = ConvKernel::for_problem(
+        conv,
+        &xd,
+        &x.layout.layout().to_string(),
+        x.dtype,
+        &wd,
+        w.dtype,
+        epilogue.bias.is_some(),
+        epilogue.relu,
+        None,
+    )?;
+    let (input, layout) = (kernel.input, kernel.layout);
     let to = |t: TensorRef<'_>, format: &str, d: &Dims| -> Result<Vec<u8>> {
         let dst = parse_format(format)?.shaped(d)?;
         Ok(layoutkit_cpu::convert(
@@ -215,30 +216,6 @@ fn conv_cuda(
     };
     let xb = to(x, layout.format(), &xd)?;
     let wb = to(w, "OHWI", &wd)?;
-    let get = |d: &Dims, l: char| {
-        layoutkit_core::Axis::from_letter(l)
-            .and_then(|a| d.get(a))
-            .unwrap_or(0)
-    };
-    let kernel = ConvKernel {
-        shape: ConvShape {
-            n: get(&xd, 'N'),
-            h: get(&xd, 'H'),
-            w: get(&xd, 'W'),
-            c: get(&xd, 'C'),
-            o: get(&wd, 'O'),
-            kh: get(&wd, 'H'),
-            kw: get(&wd, 'W'),
-            oh: get(&out, 'H'),
-            ow: get(&out, 'W'),
-            conv: *conv,
-        },
-        layout,
-        input,
-        out: if int8 { DType::I32 } else { DType::F32 },
-        bias: epilogue.bias.is_some(),
-        relu: epilogue.relu,
-    };
     let bias: Option<Vec<f32>> = epilogue.bias.map(|b| b.iter().map(|&v| v as f32).collect());
     let gpu = layoutkit_cuda::Cuda::new(0)?;
     let (raw, _) = gpu.conv2d_timed(&kernel, &xb, &wb, bias.as_deref(), 0, 1)?;

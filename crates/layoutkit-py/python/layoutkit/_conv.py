@@ -21,16 +21,31 @@ def _pair(v, what):
 
 def conv2d(x: Any, w: Any, *, bias=None, stride=1, padding=0, dilation=1, groups: int = 1, relu: bool = False,
            input_format: str = "NCHW", filter_format: str = "OIHW", output_format: Optional[str] = None,
-           out_dtype=None, threads: Optional[int] = None):
+           out_dtype=None, threads: Optional[int] = None, x_dims=None):
     """Convolves activations `x` with filters `w`, both read in place in their own layouts.
 
     `x` has axes N, C, H, W in `input_format` (NCHW, NHWC, NC/8HW8, kHWC8, ... any layout of
     them, as `convert` reads it); `w` has O, I, H, W in `filter_format` (OIHW, OHWI, HWIO,
     OIHW16i16o, ...), with I = C / groups. The output has `output_format` (default: the
-    input's) and `out_dtype` (default: the input's for floats, int32 for int8). `bias` holds
-    one value per output channel; `relu` clamps the result at 0. f32 NCHW/NHWC/NCHW<x>c
-    activations run the implicit-GEMM engine on `threads` threads, everything else the f64
-    reference; the GIL is released.
+    input's) and `out_dtype` (default: the input's for floats, int32 for int8). `x_dims`
+    (``{"N": 2, "C": 48, ...}`` or ``"N=2,C=48,..."``) gives x's logical dims where its layout
+    pads them (NC/32HW32 with C = 48 is stored with 64 channels); by default they come from
+    x's shape. `bias` holds
+    one value per output channel; `relu` clamps the result at 0.
+
+    CPU arrays (numpy, or CPU tensors through DLPack): f32 NCHW/NHWC/NCHW<x>c activations run
+    the implicit-GEMM engine on `threads` threads, everything else the f64 reference; the GIL
+    is released.
+
+    CUDA tensors (torch, cupy, or jax through them): layoutkit's tensor-core kernels (warpgroup
+    MMA on Hopper, `mma.sync` elsewhere, a direct kernel for groups and odd channel counts) in
+    device memory, queued on the caller's current stream with no host copy and no
+    synchronisation. The kernel reads NHWC, NCHW and NC/32HW32 activations in place; other
+    layouts, strided views and other element types are converted first by layoutkit's
+    conversion kernels on the same stream (as is the filter, to OHWI). int8 activations and
+    filters without a bias run the int8 kernel (exact int32 sums); bf16 the bf16 kernel;
+    anything else the f16 kernel (operands rounded to f16; f32 sums). The result is of `x`'s
+    kind on its device.
 
     Example:
         >>> import numpy as np, layoutkit as lk
@@ -40,21 +55,94 @@ def conv2d(x: Any, w: Any, *, bias=None, stride=1, padding=0, dilation=1, groups
         ((1, 4, 5, 5), 72.0, 32.0)
     """
     xi, wi = _arrays.info(x, "x"), _arrays.info(w, "w")
-    if xi.device is not None or wi.device is not None:
-        raise ValueError("conv2d runs on CPU arrays in this version; CUDA tensors are not supported yet")
-    if xi.kind != "numpy" or wi.kind != "numpy":
-        raise TypeError("conv2d takes numpy arrays (or CPU arrays with __dlpack__)")
     args = dict(stride=_pair(stride, "stride"), padding=_pair(padding, "padding"),
                 dilation=_pair(dilation, "dilation"), groups=int(groups))
+    if xi.device is not None or wi.device is not None:
+        return _conv2d_cuda(xi, wi, bias, args, bool(relu), input_format, filter_format, output_format,
+                            out_dtype, x_dims)
+    if xi.kind != "numpy" or wi.kind != "numpy":
+        raise TypeError("conv2d takes numpy arrays (or CPU arrays with __dlpack__)")
     xo = (input_format, list(xi.shape), list(xi.strides), xi.dtype, xi.address)
     wo = (filter_format, list(wi.shape), list(wi.strides), wi.dtype, wi.address)
     to = None if out_dtype is None else _native.dtype_name(out_dtype)
-    shape, dtype = _native.conv2d_output(xo, wo, output_format=output_format, out_dtype=to, **args)
+    shape, dtype = _native.conv2d_output(xo, wo, output_format=output_format, out_dtype=to, x_dims=x_dims,
+                                         **args)
     b = None
     if bias is not None:
         b = np.asarray(bias, dtype=np.float64).reshape(-1).tolist()
     y = np.empty(shape, _arrays.numpy_dtype(dtype))
     from ._convert import _threads
     _native.conv2d_cpu(xo, wo, b, y.ctypes.data, y.nbytes, relu=bool(relu), output_format=output_format,
-                       out_dtype=to, threads=_threads(threads), **args)
+                       out_dtype=to, threads=_threads(threads), x_dims=x_dims, **args)
+    return xi.back(y) if xi.back is not None else y
+
+
+def _row_major(i: _arrays.ArrayInfo) -> bool:
+    expected = 1
+    for n, s in zip(reversed(i.shape), reversed(i.strides)):
+        if n > 1 and s != expected:
+            return False
+        expected *= n
+    return True
+
+
+def _same_layout(a: str, b: str) -> bool:
+    return _native.Layout(a).canonical == _native.Layout(b).canonical
+
+
+def _conv2d_cuda(xi, wi, bias, args, relu, input_format, filter_format, output_format, out_dtype, x_dims):
+    """conv2d on CUDA tensors: operands brought to what the kernel reads (on the caller's
+    stream, by layoutkit's conversion kernels, only where needed), the kernel queued on the
+    same stream, its output converted to `output_format` / `out_dtype` where they differ."""
+    from ._convert import convert
+    where = lambda d: "CPU memory" if d is None else f"CUDA device {d}"
+    if xi.device != wi.device:
+        raise ValueError(f"x is in {where(xi.device)} but w is in {where(wi.device)}")
+    if xi.kind not in ("torch", "cupy") or wi.kind not in ("torch", "cupy"):
+        raise TypeError("conv2d on CUDA memory takes torch or cupy tensors (jax arrays go through them)")
+    output_format = output_format or input_format
+    if out_dtype is not None:
+        final = _native.dtype_name(out_dtype)
+    else:
+        final = xi.dtype if xi.dtype in ("f32", "f16", "bf16", "f64") else "i32"
+    has_bias = bias is not None
+    xo = (input_format, list(xi.shape), list(xi.strides), xi.dtype)
+    wo = (filter_format, list(wi.shape), list(wi.strides), wi.dtype)
+    layout, in_t, k_out, x_dims, y_dims = _native.conv2d_cuda_kernel(
+        xo, wo, bias=has_bias, relu=relu, out_dtype=final, x_dims=x_dims, **args)
+    x_k = xi.obj
+    if not (_same_layout(input_format, layout) and xi.dtype == in_t and _row_major(xi)):
+        x_k = convert(xi.obj, input_format, layout, dims=x_dims, dtype=in_t)
+    w_k = wi.obj
+    if not (_same_layout(filter_format, "OHWI") and wi.dtype == in_t and _row_major(wi)):
+        w_k = convert(wi.obj, filter_format, "OHWI", dtype=in_t)
+    xk, wk = _arrays.info(x_k, "x"), _arrays.info(w_k, "w")
+    o = int(y_dims.split(",")[1].split("=")[1])
+    b_values = np.zeros(o, np.float32)
+    if has_bias:
+        b_values = np.asarray(bias, dtype=np.float32).reshape(-1)
+        if b_values.size != o:
+            raise ValueError(f"bias has {b_values.size} values; the output has {o} channels")
+    if xk.kind == "torch":
+        import torch
+        b_dev = torch.as_tensor(b_values, device=xk.obj.device)
+    else:
+        import cupy
+        with cupy.cuda.Device(xk.device):
+            b_dev = cupy.asarray(b_values)
+    b_address = _arrays.info(b_dev, "bias").address
+    shape = _native.Layout(layout).physical_shape(y_dims)
+    y_k = _arrays.empty_like_kind(xk, shape, k_out)
+    yk = _arrays.info(y_k, "y")
+    sizes = {"f32": 4, "f16": 2, "bf16": 2, "i8": 1, "i32": 4}
+    nbytes = lambda i: sizes[i.dtype] * int(np.prod(i.shape, dtype=np.int64))
+    xo_k = (layout, list(xk.shape), list(xk.strides), xk.dtype)
+    wo_k = ("OHWI", list(wk.shape), list(wk.strides), wk.dtype)
+    pointers = ((xk.address, nbytes(xk)), (wk.address, nbytes(wk)), b_address, (yk.address, nbytes(yk)))
+    _native.conv2d_cuda(xk.device, xo_k, wo_k, args["stride"], args["padding"], args["dilation"],
+                        args["groups"], has_bias, relu, final, pointers, _arrays.cuda_stream(xk),
+                        x_dims=x_dims)
+    y = y_k
+    if not _same_layout(output_format, layout) or k_out != final:
+        y = convert(y_k, layout, output_format, dims=y_dims, dtype=final)
     return xi.back(y) if xi.back is not None else y
