@@ -51,13 +51,13 @@ python3 tests/numpy_crosscheck.py target/debug/layoutkit
 echo "== numpy cross-check of the reference convolution"
 python3 tests/numpy_conv_crosscheck.py target/debug/layoutkit
 
-echo "== a virtual environment for the Python stages (numpy, pytest, ml_dtypes, maturin, onnx, safetensors)"
+echo "== a virtual environment for the Python stages (numpy, pytest, ml_dtypes, maturin, onnx, safetensors, mypy)"
 # (GPU tests in tests/python/test_cuda.py report themselves skipped without torch and a GPU.)
 venv="${LAYOUTKIT_TEST_VENV:-target/py-test-venv}"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv" \
   || { need_root apt-get update && DEBIAN_FRONTEND=noninteractive need_root apt-get install -y --no-install-recommends python3-venv && python3 -m venv "$venv"; }
 "$venv/bin/python" -m pip install --quiet --upgrade pip
-"$venv/bin/python" -m pip install --quiet numpy pytest ml_dtypes maturin onnx safetensors
+"$venv/bin/python" -m pip install --quiet numpy pytest ml_dtypes maturin onnx safetensors mypy
 # Ray runs examples/ray_pack.py's test (a local cluster); where no wheel exists for this Python
 # or machine, that one test reports itself skipped.
 "$venv/bin/python" -m pip install --quiet ray || echo "ray is not installable here: the Ray example's test is skipped"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Dict, Optional, Tuple, Union
 
 import numpy as np
 
@@ -19,9 +19,13 @@ def _pair(v, what):
         raise ValueError(f"{what} must be an int or a pair of ints, not {v!r}") from None
 
 
-def conv2d(x: Any, w: Any, *, bias=None, stride=1, padding=0, dilation=1, groups: int = 1, relu: bool = False,
-           input_format: str = "NCHW", filter_format: str = "OIHW", output_format: Optional[str] = None,
-           out_dtype=None, threads: Optional[int] = None, x_dims=None):
+IntPair = Union[int, Tuple[int, int]]
+
+
+def conv2d(x: Any, w: Any, *, bias: Any = None, stride: IntPair = 1, padding: IntPair = 0,
+           dilation: IntPair = 1, groups: int = 1, relu: bool = False, input_format: str = "NCHW",
+           filter_format: str = "OIHW", output_format: Optional[str] = None, out_dtype: Any = None,
+           threads: Optional[int] = None, x_dims: Union[None, str, Dict[str, int]] = None) -> Any:
     """Convolves activations `x` with filters `w`, both read in place in their own layouts.
 
     `x` has axes N, C, H, W in `input_format` (NCHW, NHWC, NC/8HW8, kHWC8, ... any layout of

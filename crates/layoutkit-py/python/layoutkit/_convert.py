@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Optional
+from typing import Any, Dict, Optional, Union
 
 from . import _arrays, _native
 
@@ -44,8 +44,9 @@ def _plan(src, dst, i, dims, dtype, fill, scale, zero_point):
     return p
 
 
-def convert(x: Any, src: str, dst: str, *, dims=None, dtype=None, scale: float = 1.0, zero_point: int = 0,
-            fill: float = 0, out=None, threads: Optional[int] = None):
+def convert(x: Any, src: str, dst: str, *, dims: Union[None, str, Dict[str, int]] = None,
+            dtype: Any = None, scale: float = 1.0, zero_point: int = 0, fill: float = 0, out: Any = None,
+            threads: Optional[int] = None) -> Any:
     """Converts `x`, whose memory holds layout `src`, into a new array in layout `dst`.
 
     `x` is a numpy array or a torch, cupy or jax array (anything with `__dlpack__`), in CPU

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any, Dict, List
+
 import numpy as np
 
 from . import _native
 
 
-def features(ir_text: str, take_log: bool = False) -> list:
+def features(ir_text: str, take_log: bool = False) -> List[Dict[str, Any]]:
     """The rows of `GetItervarFeature`, as `layoutkit features --json` prints them: a list of
     dicts with `itervar`, `attr`, `arith` and `touch` (a list of `[buffer_key, values]`).
 
@@ -25,7 +27,7 @@ def features_flat(ir_text: str, take_log: bool = True) -> np.ndarray:
     return np.frombuffer(bytes(_native.features_flat(ir_text, take_log)), dtype="<f4").copy()
 
 
-def features_names(ir_text: str) -> list:
+def features_names(ir_text: str) -> List[str]:
     """The name of each entry of `features_flat`'s vector."""
     return _native.features_names(ir_text)
 

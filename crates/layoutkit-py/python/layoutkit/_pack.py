@@ -4,10 +4,17 @@ The work is `layoutkit-model`'s (the same code as `layoutkit pack` / `unpack`); 
 release the GIL while they run and return the command line's JSON reports as dicts.
 """
 
+from __future__ import annotations
+
 import json
 import os
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from . import _native
+
+PathLike = Union[str, "os.PathLike[str]"]
+Rules = Union[None, str, Sequence[str], Mapping[str, str]]
+ProgressFn = Callable[[int, int, int, int], Any]
 
 __all__ = ["pack", "pack_shard", "write_packed_index", "checkpoint_shards", "unpack"]
 
@@ -15,7 +22,7 @@ PROFILES = ("mace-gpu", "onednn-avx2", "onednn-avx512", "cudnn-nhwc", "tensorrt-
             "layoutkit-cuda")
 
 
-def _rules(rules):
+def _rules(rules: Rules) -> List[str]:
     """Rules as `"GLOB=LAYOUT"` strings, from a list of such strings or a dict {glob: layout}."""
     if rules is None:
         return []
@@ -31,11 +38,11 @@ def _rules(rules):
     return out
 
 
-def _dtype(dtype):
+def _dtype(dtype: Any) -> Optional[str]:
     return None if dtype is None else _native.dtype_name(dtype)
 
 
-def _threads(threads):
+def _threads(threads: Optional[int]) -> int:
     if threads is None:
         return 0
     if not isinstance(threads, int) or threads < 1:
@@ -43,8 +50,10 @@ def _threads(threads):
     return threads
 
 
-def pack(model, output, target, *, dtype=None, winograd=None, rules=None, threads=None,
-         sync=True, dry_run=False, progress=None):
+def pack(model: PathLike, output: PathLike, target: str, *, dtype: Any = None,
+         winograd: Optional[int] = None, rules: Rules = None, threads: Optional[int] = None,
+         sync: bool = True, dry_run: bool = False,
+         progress: Optional[ProgressFn] = None) -> Dict[str, Any]:
     """Packs a model's weights into the layouts of an engine's profile.
 
     Args:
@@ -89,8 +98,10 @@ def pack(model, output, target, *, dtype=None, winograd=None, rules=None, thread
     return json.loads(text)
 
 
-def pack_shard(shard, output, target, *, dtype=None, winograd=None, rules=None, threads=None,
-               sync=True, dry_run=False, progress=None):
+def pack_shard(shard: PathLike, output: PathLike, target: str, *, dtype: Any = None,
+               winograd: Optional[int] = None, rules: Rules = None, threads: Optional[int] = None,
+               sync: bool = True, dry_run: bool = False,
+               progress: Optional[ProgressFn] = None) -> Dict[str, Any]:
     """Packs one model file, or one shard of a sharded checkpoint, into the file ``output``.
 
     The unit of work a distributed engine runs per task: pack every shard of
@@ -105,7 +116,7 @@ def pack_shard(shard, output, target, *, dtype=None, winograd=None, rules=None, 
     return json.loads(text)
 
 
-def write_packed_index(index, out_dir, *, sync=True):
+def write_packed_index(index: PathLike, out_dir: PathLike, *, sync: bool = True) -> str:
     """Writes the index of a checkpoint packed shard by shard (see :func:`pack_shard`).
 
     Reads the packed shards in ``out_dir`` (one per shard of the source index ``index``, under
@@ -116,12 +127,13 @@ def write_packed_index(index, out_dir, *, sync=True):
     return _native.write_packed_index(os.fspath(index), os.fspath(out_dir), bool(sync))
 
 
-def checkpoint_shards(index):
+def checkpoint_shards(index: PathLike) -> List[str]:
     """The shard files of a sharded checkpoint (its ``*.safetensors.index.json``), in order."""
     return _native.checkpoint_shards(os.fspath(index))
 
 
-def unpack(packed, output, *, threads=None, sync=True):
+def unpack(packed: PathLike, output: PathLike, *, threads: Optional[int] = None,
+           sync: bool = True) -> Dict[str, Any]:
     """Restores the source tensors of a packed file (or a packed checkpoint's folder or index).
 
     Bit-exact where packing applied no cast, quantisation or Winograd transform; within their
