@@ -1,40 +1,56 @@
 #!/usr/bin/env python3
-"""Times cuDNN (through PyTorch) on the layers of `layoutkit conv bench`, in NCHW and NHWC
-(channels_last), f16 with tensor cores and f32 without them (TF32 off), and prints a Markdown
-table: TFLOP/s (FLOP = 2 x MACs) and the minimum bytes each version moves (input, filter and
-output read or written once).
+"""Our CUDA convolution against cuDNN at its best, layer by layer and batch size by batch size.
 
-The layer list comes from `layoutkit conv bench --list --json`, so both tools time the same
-layers. cuDNN picks its algorithm per layer and layout (torch.backends.cudnn.benchmark = True);
-times are CUDA events around 10 back-to-back convolutions (divided by 10), median of R after
-warm-up.
+cuDNN (through PyTorch, torch.backends.cudnn.benchmark = True, f16 with tensor cores) is timed
+in NCHW and in NHWC (channels_last) and the faster of the two is the baseline. Its launches are
+captured in a CUDA graph (`launches` back-to-back convolutions per graph) and the graph replays
+are timed with CUDA events, so only GPU time counts: eager PyTorch spends 10-30 us of host time
+per call, more than a batch-1 convolution takes. Our kernels are timed by `layoutkit conv bench
+--device cuda` in the same process run (CUDA events around back-to-back launches of the kernel
+alone: GPU time too), in NHWC, NCHW read in place, and NCHW through NHWC (our conversion of the
+input, the NHWC kernel, our conversion of the output, timed together), and NCHW as `conv` plans
+it (one of those two routes). Medians of --repeats.
 
-With --ours it first runs `layoutkit conv bench --device cuda` (our tensor-core kernel, NHWC
-f16, the same timing method) and adds its TFLOP/s and the ratio to cuDNN's NHWC.
+The layers come from `layoutkit conv bench --list --json` (every network it lists), so both
+tools time the same layers. FLOP = 2 x MACs.
 
-Usage: bench/torch_conv_bench.py PATH/TO/layoutkit [--batch 64] [--repeats 20] [--filter 3x3] [--ours]
+Usage:
+    bench/torch_conv_bench.py PATH/TO/layoutkit [--batches 1,8,32,64] [--repeats 20]
+        [--filter 3x3] [--json OUT.json]
+
+Prints, per batch size, a Markdown table (cuDNN NCHW / NHWC / best, ours NHWC / NCHW, ratio to
+cuDNN's best, our kernel), the geometric mean of the ratio over the layers and the worst ten.
 """
 import argparse
 import json
+import math
 import subprocess
 
 import torch
 import torch.nn.functional as F
 
 
-def timed(fn, repeats, launches=10):
-    """Median over `repeats` of (CUDA-event time around `launches` back-to-back calls) / launches:
-    many layers run in tens of microseconds, where one launch per event pair would mostly time
-    the launch gap."""
-    for _ in range(3):
-        fn()
+def graph_timed(fn, repeats, launches=10):
+    """Median GPU time of one `fn()` call: `launches` calls captured in a CUDA graph, each replay
+    timed with CUDA events, divided by `launches`."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):  # cuDNN's autotuning and workspace allocation happen here
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(launches):
+            fn()
+    graph.replay()
     torch.cuda.synchronize()
     times = []
     for _ in range(repeats):
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         s.record()
-        for _ in range(launches):
-            fn()
+        graph.replay()
         e.record()
         e.synchronize()
         times.append(s.elapsed_time(e) / 1e3 / launches)
@@ -42,65 +58,96 @@ def timed(fn, repeats, launches=10):
     return times[len(times) // 2]
 
 
+def ours_for_batch(exe, batch, repeats, filt):
+    cmd = [exe, "conv", "bench", "--device", "cuda", "--batch", str(batch), "--repeats", str(repeats),
+           "--layouts", "NHWC,NCHW,NCHW>NHWC,NCHW-planned", "--types", "f16", "--json"]
+    if filt:
+        cmd += ["--filter", filt]
+    doc = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    return {(r["layer"], r["layout"]): r for r in doc["results"]}
+
+
+def geomean(values):
+    values = [v for v in values if v and v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("layoutkit")
-    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--batches", default="1,8,32,64")
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--filter", default=None)
-    ap.add_argument("--ours", action="store_true",
-                    help="also run `layoutkit conv bench --device cuda` first, same GPU: f16 in "
-                         "NHWC, NCHW and NC/32HW32, and i8 in NC/32HW32")
+    ap.add_argument("--json", default=None, help="write every measurement here")
     args = ap.parse_args()
     cmd = [args.layoutkit, "conv", "bench", "--list", "--json"]
     if args.filter:
         cmd += ["--filter", args.filter]
     layers = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)["layers"]
-    ours, kernels = {}, {}
-    if args.ours:
-        cmd_ours = [args.layoutkit, "conv", "bench", "--device", "cuda", "--batch", str(args.batch),
-                    "--repeats", str(args.repeats), "--types", "f16,i8", "--json"]
-        if args.filter:
-            cmd_ours += ["--filter", args.filter]
-        doc = json.loads(subprocess.run(cmd_ours, check=True, capture_output=True, text=True).stdout)
-        ours = {(r["layer"], r["layout"], r["dtype"]): r.get("tflops") for r in doc["results"]}
-        kernels = {(r["layer"], r["layout"], r["dtype"]): r.get("kernel", "-") for r in doc["results"]}
     torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
     dev = torch.device("cuda")
     print(f"GPU: {torch.cuda.get_device_name(0)}, PyTorch {torch.__version__}, cuDNN "
-          f"{torch.backends.cudnn.version()}, batch {args.batch}\n")
-    print("| layer | type | cuDNN NCHW TFLOP/s | cuDNN NHWC TFLOP/s | NHWC / NCHW | MiB moved "
-          "| layoutkit NHWC | layoutkit NCHW | layoutkit NC/32HW32 | layoutkit NC/32HW32 i8 (TOPS) "
-          "| layoutkit NHWC / cuDNN NHWC | our NHWC f16 kernel |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for l in layers:
-        n, c, hw, o, k = args.batch, l["c"], l["hw"], l["o"], l["k"]
-        oh = (hw + 2 * l["padding"] - k) // l["stride"] + 1
-        flop = 2.0 * n * o * oh * oh * c * k * k
-        for dtype in (torch.float16, torch.float32):
-            x = torch.randn(n, c, hw, hw, device=dev, dtype=dtype)
-            w = torch.randn(o, c, k, k, device=dev, dtype=dtype)
-            res = {}
+          f"{torch.backends.cudnn.version()}; f16, TFLOP/s (GPU time only on both sides)\n")
+    everything = []
+    for batch in [int(b) for b in args.batches.split(",")]:
+        ours = ours_for_batch(args.layoutkit, batch, args.repeats, args.filter)
+        print(f"### batch {batch}\n")
+        print("| layer | cuDNN NCHW | cuDNN NHWC | cuDNN best | ours NHWC | ours NCHW in place "
+              "| ours NCHW via NHWC | ours NCHW as planned (route) | ours / cuDNN best "
+              "| NCHW planned / ours NHWC | our kernel |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        rows = []
+        for l in layers:
+            n, c, hw, o, k = batch, l["c"], l["hw"], l["o"], l["k"]
+            groups = l.get("groups", 1)
+            oh = (hw + 2 * l["padding"] - k) // l["stride"] + 1
+            flop = 2.0 * n * o * oh * oh * (c // groups) * k * k
+            x = torch.randn(n, c, hw, hw, device=dev, dtype=torch.float16)
+            w = torch.randn(o, c // groups, k, k, device=dev, dtype=torch.float16)
+            cudnn = {}
             for fmt, mf in (("NCHW", torch.contiguous_format), ("NHWC", torch.channels_last)):
                 xf, wf = x.contiguous(memory_format=mf), w.contiguous(memory_format=mf)
-                t = timed(lambda: F.conv2d(xf, wf, stride=l["stride"], padding=l["padding"]), args.repeats)
-                res[fmt] = flop / t / 1e12
-            size = x.element_size()
-            moved = (n * c * hw * hw + o * c * k * k + n * o * oh * oh) * size / 2**20
-            name = "f16" if dtype == torch.float16 else "f32"
-            def our(layout, t="f16"):
-                v = ours.get((l["name"], layout, t)) if dtype == torch.float16 else None
-                return f"{v:.1f}" if v else "-"
-            lk = ours.get((l["name"], "NHWC", "f16")) if dtype == torch.float16 else None
-            ratio = f"{lk / res['NHWC']:.0%}" if lk else "-"
-            kernel = kernels.get((l["name"], "NHWC", "f16"), "-") if dtype == torch.float16 else "-"
-            lk_cols = (f"{our('NHWC')} | {our('NCHW')} | {our('NC/32HW32')} | "
-                       f"{our('NC/32HW32', 'i8')} | {ratio} | {kernel}")
-            print(f"| {l['name']} | {name} | {res['NCHW']:.1f} | {res['NHWC']:.1f} | "
-                  f"{res['NHWC'] / res['NCHW']:.2f} | {moved:.0f} | {lk_cols} |", flush=True)
+                t = graph_timed(lambda: F.conv2d(xf, wf, stride=l["stride"], padding=l["padding"],
+                                                 groups=groups), args.repeats)
+                cudnn[fmt] = flop / t / 1e12
+            best_fmt = max(cudnn, key=cudnn.get)
+            mine = {fmt: ours.get((l["name"], fmt), {})
+                    for fmt in ("NHWC", "NCHW", "NCHW>NHWC", "NCHW-planned")}
+            tf = {fmt: mine[fmt].get("tflops") for fmt in mine}
+            route = mine["NCHW-planned"].get("route", "-")
+            ratio = tf["NHWC"] / cudnn[best_fmt] if tf["NHWC"] else None
+            nchw_ratio = tf["NCHW-planned"] / tf["NHWC"] if tf["NCHW-planned"] and tf["NHWC"] else None
+            kernel = mine["NHWC"].get("kernel") or mine["NHWC"].get("skipped", "-")
+            fmt_v = lambda v, p=".1f": format(v, p) if v else "-"
+            print(f"| {l['name']} | {cudnn['NCHW']:.1f} | {cudnn['NHWC']:.1f} | {cudnn[best_fmt]:.1f} "
+                  f"({best_fmt}) | {fmt_v(tf['NHWC'])} | {fmt_v(tf['NCHW'])} | {fmt_v(tf['NCHW>NHWC'])} | "
+                  f"{fmt_v(tf['NCHW-planned'])} ({route}) | {fmt_v(ratio, '.0%')} | "
+                  f"{fmt_v(nchw_ratio, '.0%')} | {kernel} |", flush=True)
+            row = {"batch": batch, "layer": l["name"], "flop": flop, "cudnn_nchw_tflops": cudnn["NCHW"],
+                   "cudnn_nhwc_tflops": cudnn["NHWC"], "cudnn_best_layout": best_fmt,
+                   "ours_nhwc_tflops": tf["NHWC"], "ours_nchw_in_place_tflops": tf["NCHW"],
+                   "ours_nchw_via_nhwc_tflops": tf["NCHW>NHWC"],
+                   "ours_nchw_planned_tflops": tf["NCHW-planned"], "nchw_route": route,
+                   "ratio_to_cudnn_best": ratio, "nchw_planned_over_nhwc": nchw_ratio, "kernel": kernel}
+            rows.append(row)
+            everything.append(row)
             del x, w
+        covered = [r for r in rows if r["ratio_to_cudnn_best"]]
+        print(f"\nbatch {batch}: geometric mean of ours / cuDNN best over {len(covered)} of {len(rows)} "
+              f"layers: {geomean([r['ratio_to_cudnn_best'] for r in covered]):.2f}; "
+              f"layers >= 85%: {sum(r['ratio_to_cudnn_best'] >= 0.85 for r in covered)}")
+        via = [r for r in rows if r["nchw_planned_over_nhwc"] and "3x3" in r["layer"]]
+        if via:
+            print(f"batch {batch}: NCHW end to end (as planned) / our NHWC on the 3x3 layers: min "
+                  f"{min(r['nchw_planned_over_nhwc'] for r in via):.2f}, geometric mean "
+                  f"{geomean([r['nchw_planned_over_nhwc'] for r in via]):.2f}")
+        worst = sorted(covered, key=lambda r: r["ratio_to_cudnn_best"])[:10]
+        print("worst ten: " + "; ".join(f"{r['layer']} {r['ratio_to_cudnn_best']:.2f} ({r['kernel']})"
+                                        for r in worst) + "\n")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
+                       "cudnn": torch.backends.cudnn.version(), "rows": everything}, f, indent=1)
 
 
 if __name__ == "__main__":

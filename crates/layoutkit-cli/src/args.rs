@@ -315,9 +315,10 @@ pub struct ConvBenchArgs {
     #[arg(long)]
     pub threads: Option<usize>,
     /// Where to run: cpu (the fast engine, f32, every layout in --layouts) or cuda (the
-    /// tensor-core kernels reading the activations in each of --layouts, OHWI filter; layers
-    /// with C a multiple of 32; wgmma on Hopper GPUs where C is a multiple of 64, else
-    /// mma.sync; the last column names the kernel).
+    /// tensor-core kernels reading the activations in each of --layouts, OHWI filter: wgmma
+    /// on Hopper GPUs where C is a multiple of 64, else mma.sync where C is a multiple of 32,
+    /// else the direct kernel (f16: the stem's C = 3, groups); the last column names the
+    /// kernel).
     #[arg(long, value_enum, default_value = "cpu")]
     pub device: Device,
     /// Print the layer list (after --filter) and time nothing; with --json, one object per

@@ -98,6 +98,14 @@ pub struct ConvKernel {
     pub relu: bool,
 }
 
+/// NCHW activations are converted to NHWC (and the output back) when the convolution has at
+/// least this many FLOP per converted byte ([`ConvKernel::flop_per_converted_byte`]), else
+/// read in place. Fitted to the fair benchmark on an H100 (`bench/results/conv.md`, ResNet-50,
+/// batch 1, 8, 32 and 64, 88 layer-and-batch cases): it picks the faster of the two plans in
+/// 76 cases, and the chosen plans run at a geometric mean of 0.98 of the faster (worst 0.56:
+/// a batch-1 1x1 layer). Every 3x3 layer is above it; 1x1 layers with few channels are below.
+pub const NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE: f64 = 64.0;
+
 impl ConvKernel {
     /// The kernel for a convolution of activations with logical dims `x_dims` (N, C, H, W) of
     /// type `x_dtype` in the layout `x_format` and a filter with dims `w_dims` (O, I, H, W) of
@@ -107,7 +115,10 @@ impl ConvKernel {
     ///   output); bf16 activations the bf16 kernel; everything else the f16 kernel (operands
     ///   rounded to f16 when they are of another type), both with f32 sums;
     /// * the kernel reads the activations in `x_format` when it has that layout (NHWC, NCHW,
-    ///   NC/32HW32; not NCHW for int8), else in NHWC, and writes its output in the same layout;
+    ///   NC/32HW32), else in NHWC, and writes its output in the same layout; NCHW activations
+    ///   of a problem a tensor-core kernel takes are planned through NHWC (converted first, the
+    ///   output converted back) when the convolution has enough work to hide the conversions
+    ///   ([`NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE`]); int8 never reads NCHW;
     /// * the output type is `out` when the kernel writes it (f16 or f32 for f16, bf16 or f32
     ///   for bf16, i32 for int8), else f32 (i32 for int8); the caller converts from there.
     ///
@@ -147,7 +158,7 @@ impl ConvKernel {
                 .and_then(|a| d.get(a))
                 .unwrap_or(0)
         };
-        Ok(ConvKernel {
+        let mut kernel = ConvKernel {
             shape: ConvShape {
                 n: get(x_dims, 'N'),
                 h: get(x_dims, 'H'),
@@ -165,7 +176,29 @@ impl ConvKernel {
             out,
             bias,
             relu,
-        })
+        };
+        let nhwc = ConvKernel {
+            layout: ConvLayout::Nhwc,
+            ..kernel
+        };
+        if kernel.layout == ConvLayout::Nchw
+            && unsupported_reason(&nhwc).is_none()
+            && nhwc.flop_per_converted_byte() >= NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE
+        {
+            kernel = nhwc;
+        }
+        Ok(kernel)
+    }
+
+    /// FLOP (2 x MACs) per byte that converting the activations to NHWC and the output back
+    /// moves (each read once and written once): how much convolution work there is to hide
+    /// the two conversions behind.
+    pub fn flop_per_converted_byte(&self) -> f64 {
+        let s = &self.shape;
+        let macs = s.n * s.o * s.oh * s.ow * s.kh * s.kw * (s.c / s.conv.groups.max(1));
+        let x = s.n * s.c * s.h * s.w * self.input.size_bytes();
+        let y = s.n * s.o * s.oh * s.ow * self.out.size_bytes();
+        2.0 * macs as f64 / (2 * (x + y)).max(1) as f64
     }
 
     /// Channels per K step: 64 bytes of them.

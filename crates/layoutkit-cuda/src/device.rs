@@ -306,7 +306,7 @@ impl Cuda {
     ///
     /// # Safety
     /// `src` and `dst` address device buffers of `conv.src_bytes` and `conv.dst_bytes` bytes.
-    unsafe fn launch_all(
+    pub(crate) unsafe fn launch_all(
         &self,
         conv: &DeviceConversion,
         src: u64,

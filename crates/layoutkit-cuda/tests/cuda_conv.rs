@@ -14,7 +14,7 @@ use layoutkit_cpu::{conv2d_reference, Epilogue, TensorRef};
 use layoutkit_cuda::conv::HopperTile;
 use layoutkit_cuda::conv::{
     conv_source, direct_source, direct_unsupported_reason, unsupported_reason, ConvKernel,
-    ConvLayout, ConvShape,
+    ConvLayout, ConvShape, NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE,
 };
 use layoutkit_cuda::{ConvPath, Cuda};
 
@@ -452,4 +452,84 @@ fn random_problems_match_the_reference() {
         "checked {checked} random convolutions on {} (kernels: {kinds:?})",
         cuda.name()
     );
+}
+
+/// NCHW activations through NHWC (`Cuda::conv2d_nchw_via_nhwc_timed`): the output is the NHWC
+/// kernel's output converted to NCHW, bit for bit, for f16 and int8 problems of each kernel path.
+#[test]
+fn nchw_through_nhwc_equals_the_nhwc_kernel_converted() {
+    let Some(cuda) = device() else { return };
+    for (i, (problem, input, out)) in [
+        ((2, 64, 9, 11, 96, 3, 1, 1, 1, 1), DType::F16, DType::F16),
+        ((1, 128, 7, 7, 64, 1, 1, 0, 1, 1), DType::F16, DType::F32),
+        ((2, 64, 10, 10, 64, 3, 2, 1, 1, 1), DType::I8, DType::I32),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut kernel = kernel_for(problem, ConvLayout::Nhwc, input, out, false);
+        kernel.bias = false;
+        let s = kernel.shape;
+        let noise = |n: usize, seed: u64| match input {
+            DType::I8 => i8_noise(n, seed),
+            _ => f16_noise(n, seed),
+        };
+        let x_nchw = noise(s.n * s.c * s.h * s.w, 11 + i as u64);
+        let w = noise(s.o * s.kh * s.kw * s.c, 23 + i as u64);
+        let dims = |c: usize, h: usize, w: usize| {
+            Dims::parse(&format!("N={},C={c},H={h},W={w}", s.n)).unwrap()
+        };
+        let (xd, yd) = (dims(s.c, s.h, s.w), dims(s.o, s.oh, s.ow));
+        let nchw = |d: &Dims| parse_format("NCHW").unwrap().shaped(d).unwrap();
+        let nhwc = |d: &Dims| parse_format("NHWC").unwrap().shaped(d).unwrap();
+        let same = |t| layoutkit_core::CastSpec::new(t, t, None).unwrap();
+        let x_nhwc = layoutkit_cpu::convert(&nchw(&xd), &x_nchw, &nhwc(&xd), &same(input)).unwrap();
+        let (y_nhwc, _) = cuda.conv2d_timed(&kernel, &x_nhwc, &w, None, 0, 1).unwrap();
+        let want = layoutkit_cpu::convert(&nhwc(&yd), &y_nhwc, &nchw(&yd), &same(out)).unwrap();
+        let (got, timing) = cuda
+            .conv2d_nchw_via_nhwc_timed(&kernel, &x_nchw, &w, 2, 3)
+            .unwrap();
+        assert_eq!(got, want, "problem {problem:?} {input}");
+        assert_eq!(timing.seconds.len(), 2);
+    }
+}
+
+/// The plan `conv` and the Python package use: NCHW through NHWC where a tensor-core kernel
+/// takes the problem and it has enough FLOP per converted byte, NCHW in place where only the
+/// direct kernel takes it or the work is too little to hide the conversions, never NCHW for
+/// int8.
+#[test]
+fn for_problem_plans_nchw_through_nhwc_for_tensor_core_problems() {
+    let conv = |k: usize| Conv2d {
+        stride: [1, 1],
+        padding: [k / 2, k / 2],
+        dilation: [1, 1],
+        groups: 1,
+    };
+    let d = |s: &str| Dims::parse(s).unwrap();
+    let plan = |c: usize, o: usize, k: usize, x: DType, bias: bool| {
+        ConvKernel::for_problem(
+            &conv(k),
+            &d(&format!("N=1,C={c},H=8,W=8")),
+            "NCHW",
+            x,
+            &d(&format!("O={o},I={c},H={k},W={k}")),
+            x,
+            bias,
+            false,
+            None,
+        )
+        .unwrap()
+    };
+    let big = plan(64, 64, 3, DType::F16, true);
+    assert!(big.flop_per_converted_byte() >= NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE);
+    assert_eq!(big.layout, ConvLayout::Nhwc);
+    let small = plan(64, 64, 1, DType::F16, true);
+    assert!(small.flop_per_converted_byte() < NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE);
+    assert_eq!(small.layout, ConvLayout::Nchw);
+    assert_eq!(plan(3, 64, 3, DType::F16, true).layout, ConvLayout::Nchw);
+    assert_eq!(plan(64, 64, 3, DType::I8, false).layout, ConvLayout::Nhwc);
+    assert_eq!(plan(64, 64, 1, DType::I8, false).layout, ConvLayout::Nhwc);
+    assert_eq!(plan(64, 64, 3, DType::I8, false).out, DType::I32);
+    assert_eq!(plan(64, 64, 3, DType::F32, false).input, DType::F16);
 }

@@ -265,13 +265,25 @@ fn run_cuda(
     layouts: &[String],
     json_out: bool,
 ) -> Result<()> {
-    use layoutkit_cuda::conv::{unsupported_reason, ConvKernel, ConvLayout, ConvShape};
-    let kinds: Vec<ConvLayout> = layouts
+    use layoutkit_cuda::conv::{ConvKernel, ConvLayout, ConvShape};
+    // `NCHW>NHWC`: NCHW activations converted to NHWC, the NHWC kernel, the output converted
+    // back, timed together; `NCHW-planned`: what `conv` runs for NCHW activations (that route
+    // or the NCHW kernel in place, as ConvKernel::for_problem plans it; see layoutkit-cuda's
+    // conv_nchw.rs).
+    let kinds: Vec<(ConvLayout, Route)> = layouts
         .iter()
-        .map(|l| {
-            ConvLayout::from_format(l).with_context(|| {
-                format!("the CUDA kernel reads NHWC, NCHW or NC/32HW32 activations, not `{l}`")
-            })
+        .map(|l| match l.replace(' ', "").as_str() {
+            "NCHW>NHWC" => Ok((ConvLayout::Nhwc, Route::ViaNhwc)),
+            "NCHW-planned" => Ok((ConvLayout::Nchw, Route::Planned)),
+            _ => ConvLayout::from_format(l)
+                .map(|k| (k, Route::Kernel))
+                .with_context(|| {
+                    format!(
+                        "the CUDA kernel reads NHWC, NCHW or NC/32HW32 activations (or \
+                         NCHW>NHWC: NCHW converted through NHWC, NCHW-planned: as `conv` \
+                         plans NCHW), not `{l}`"
+                    )
+                }),
         })
         .collect::<Result<_>>()?;
     let types: Vec<DType> = a
@@ -332,8 +344,13 @@ fn run_cuda(
                     half_noise(l.o * l.k * l.k * l.c, 7 + li as u64, input),
                 )
             };
-            for &layout in &kinds {
-                let kernel = ConvKernel {
+            for &(layout, route) in &kinds {
+                let label = match route {
+                    Route::ViaNhwc => "NCHW>NHWC",
+                    Route::Planned => "NCHW-planned",
+                    Route::Kernel => layout.format(),
+                };
+                let mut kernel = ConvKernel {
                     shape,
                     layout,
                     input,
@@ -344,23 +361,48 @@ fn run_cuda(
                     bias: false,
                     relu: false,
                 };
-                if let Some(why) = unsupported_reason(&kernel) {
-                    if json_out {
-                        rows.push(json!({"layer": l.name, "layout": layout.format(),
-                                         "dtype": input.to_string(), "skipped": why}));
-                    } else {
-                        outln!(
-                            "{:<26} {:<10} {:>5} skipped: {why}",
-                            l.name,
-                            layout.format(),
-                            input.to_string()
-                        );
-                    }
-                    continue;
+                let mut via_nhwc = route == Route::ViaNhwc;
+                if route == Route::Planned {
+                    let planned = ConvKernel::for_problem(
+                        &conv,
+                        &xd,
+                        "NCHW",
+                        input,
+                        &wd,
+                        input,
+                        false,
+                        false,
+                        Some(kernel.out),
+                    )?;
+                    via_nhwc = planned.layout == ConvLayout::Nhwc;
+                    kernel.layout = planned.layout;
                 }
-                eprint!("\r{} {} {input} ...        ", l.name, layout.format());
-                let path = gpu.conv_path(&kernel)?;
-                let (_, t) = gpu.conv2d_timed(&kernel, &x, &w, None, a.repeats, 10)?;
+                // Problems the tensor-core kernels do not take (the stem's C = 3, groups) run
+                // in the direct kernel where it takes them, as `conv` runs them.
+                let path = match gpu.conv_path(&kernel) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        let why = e.to_string();
+                        if json_out {
+                            rows.push(json!({"layer": l.name, "layout": label,
+                                         "dtype": input.to_string(), "skipped": why}));
+                        } else {
+                            outln!(
+                                "{:<26} {:<10} {:>5} skipped: {why}",
+                                l.name,
+                                label,
+                                input.to_string()
+                            );
+                        }
+                        continue;
+                    }
+                };
+                eprint!("\r{} {label} {input} ...        ", l.name);
+                let (_, t) = if via_nhwc {
+                    gpu.conv2d_nchw_via_nhwc_timed(&kernel, &x, &w, a.repeats, 10)?
+                } else {
+                    gpu.conv2d_timed(&kernel, &x, &w, None, a.repeats, 10)?
+                };
                 let median = t.median();
                 let e = input.size_bytes();
                 let moved = ((a.batch * l.hw * l.hw * l.c + l.o * l.k * l.k * l.c) * e
@@ -371,15 +413,16 @@ fn run_cuda(
                 eprint!("\r");
                 if json_out {
                     rows.push(json!({
-                        "layer": l.name, "layout": layout.format(), "dtype": input.to_string(),
+                        "layer": l.name, "layout": label, "dtype": input.to_string(),
                         "flop": flop, "median_s": median, "tflops": tflops, "mib_moved": moved,
                         "device": "cuda", "kernel": path.to_string(),
+                        "route": if via_nhwc { "via NHWC" } else { "in place" },
                     }));
                 } else {
                     outln!(
                         "{:<26} {:<10} {:>5} {:>10.2} {:>9.4} {:>10.1} {:>9.1}  {path}",
                         l.name,
-                        layout.format(),
+                        label,
                         input.to_string(),
                         flop / 1e9,
                         median * 1e3,
@@ -395,6 +438,17 @@ fn run_cuda(
         crate::json::print(&json!({ "batch": a.batch, "device": gpu.name(), "results": rows }));
     }
     Ok(())
+}
+
+/// How a CUDA row reads its activations (see `run_cuda`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Route {
+    /// The kernel reads the layout itself.
+    Kernel,
+    /// NCHW converted to NHWC and back around the NHWC kernel.
+    ViaNhwc,
+    /// NCHW as `conv` plans it.
+    Planned,
 }
 
 /// Deterministic bytes (int8 values over their whole range).
