@@ -194,3 +194,49 @@ def test_the_gil_is_released_while_converting():
     for t in threads:
         t.join()
     assert len(ran_meanwhile) == 200
+
+
+def test_repeated_numpy_calls_take_the_small_array_path_and_stay_exact():
+    """The second call with the same shape, strides and type goes through one native call
+    (`Conversion.run_numpy`); results equal the first call's and numpy's for fresh data, for a
+    strided view with the same shape and for read-only inputs; big-endian arrays are refused."""
+    from layoutkit import _convert
+    rng = np.random.default_rng(9)
+    for _ in range(3):
+        x = rng.standard_normal((4, 16, 4, 4)).astype(np.float32)
+        np.testing.assert_array_equal(lk.convert(x, "NCHW", "NHWC"), x.transpose(0, 2, 3, 1))
+    assert any(k[0] == "NCHW" and k[2] == (4, 16, 4, 4) for k in _convert._numpy_plans)
+    big = rng.standard_normal((8, 16, 4, 4)).astype(np.float32)
+    view = big[::2]  # same shape, other strides: another plan
+    np.testing.assert_array_equal(lk.convert(view, "NCHW", "NHWC"), view.transpose(0, 2, 3, 1))
+    ro = x.copy()
+    ro.setflags(write=False)
+    np.testing.assert_array_equal(lk.convert(ro, "NCHW", "NHWC"), x.transpose(0, 2, 3, 1))
+    be = x.astype(">f4")  # other byte order: refused, on every call, not read as garbage
+    for _ in range(2):
+        with pytest.raises(ValueError, match="byte order"):
+            lk.convert(be, "NCHW", "NHWC")
+    h = x.astype(np.float16)
+    for _ in range(2):
+        np.testing.assert_array_equal(lk.convert(h, "NCHW", "kHWC8", dtype="f32"),
+                                      lk.convert(h.astype(np.float32), "NCHW", "kHWC8"))
+
+
+def test_run_numpy_refuses_arrays_the_plan_was_not_made_for():
+    from layoutkit import _native
+    x = np.zeros((2, 3, 4, 5), np.float32)
+    plan = _native.prepare("NCHW", "NHWC", [2, 3, 4, 5], [60, 20, 5, 1], "f32")
+    good = np.empty((2, 4, 5, 3), np.float32)
+    assert plan.run_numpy(x, good, 1)
+    for bad_x, bad_y in [
+        (np.zeros((2, 3, 4, 6), np.float32), good),              # other shape
+        (np.zeros((2, 3, 4, 5), np.float64), good),              # other type
+        (np.zeros((2, 3, 5, 4), np.float32).transpose(0, 1, 3, 2), good),  # other strides
+        (x, np.empty((2, 4, 5, 3), np.float16)),                 # output type
+        (x, np.empty((2, 5, 4, 3), np.float32).transpose(0, 2, 1, 3)),  # output not row-major
+        (x, x),                                                  # output overlaps input
+    ]:
+        assert not plan.run_numpy(bad_x, bad_y, 1)
+    frozen = np.empty((2, 4, 5, 3), np.float32)
+    frozen.setflags(write=False)
+    assert not plan.run_numpy(x, frozen, 1)

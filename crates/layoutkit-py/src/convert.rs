@@ -11,6 +11,7 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use crate::arrays::read_numpy;
 use crate::layouts::{dims_dict, parse_dtype};
 use crate::{cuda_error, dims_arg, value_error};
 
@@ -54,6 +55,9 @@ pub struct Conversion {
     cast: CastSpec,
     src_bytes: usize,
     dst_bytes: usize,
+    /// The source array's shape and strides (elements) the plan was made for.
+    src_shape: Vec<usize>,
+    src_strides: Vec<isize>,
     /// Kernels per CUDA ordinal, compiled on first use there.
     on_device: Mutex<HashMap<usize, Arc<DeviceConversion>>>,
 }
@@ -104,12 +108,46 @@ pub fn prepare(
         dst_bytes: dst_shaped.bytes(dst_dtype).map_err(value_error)?,
         plan,
         cast,
+        src_shape: shape,
+        src_strides: strides,
         on_device: Mutex::new(HashMap::new()),
     })
 }
 
 #[pymethods]
 impl Conversion {
+    /// The small-array path for numpy: converts the numpy array `x` into the numpy array `y`
+    /// (fresh, row-major, of the output's shape and type) reading both through their
+    /// `__array_struct__`, on up to `threads` threads. Returns `False`, touching nothing, when
+    /// either array is not what this plan was made for (shape, strides, element type; `y`
+    /// writable, row-major, of `dst_bytes`, apart from `x`): the package then takes the
+    /// general path, which explains what is wrong.
+    fn run_numpy(
+        &self,
+        py: Python<'_>,
+        x: &Bound<'_, PyAny>,
+        y: &Bound<'_, PyAny>,
+        threads: usize,
+    ) -> PyResult<bool> {
+        let (Some(xa), Some(ya)) = (read_numpy(x), read_numpy(y)) else {
+            return Ok(false);
+        };
+        let fits = xa.shape == self.src_shape
+            && xa.strides == self.src_strides
+            && xa.dtype == self.cast.src.name()
+            && ya.dtype == self.cast.dst.name()
+            && !ya.readonly
+            && ya.row_major()
+            && ya.bytes() == self.dst_bytes;
+        let apart =
+            xa.address + self.src_bytes <= ya.address || ya.address + self.dst_bytes <= xa.address;
+        if !fits || !apart {
+            return Ok(false);
+        }
+        self.run_cpu(py, xa.address, ya.address, self.dst_bytes, threads)?;
+        Ok(true)
+    }
+
     /// The shape of the destination array.
     #[getter]
     fn out_shape(&self) -> Vec<usize> {

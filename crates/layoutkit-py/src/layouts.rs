@@ -29,7 +29,16 @@ pub(crate) fn parse_dtype(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
     let text: String = if let Ok(s) = obj.cast::<PyString>() {
         s.to_string()
     } else if let Ok(name) = obj.getattr("name").and_then(|n| n.extract::<String>()) {
-        // numpy dtypes (ml_dtypes' bfloat16 included)
+        // numpy dtypes (ml_dtypes' bfloat16 included). Their name does not say the byte
+        // order: elements in the other order would be read as garbage.
+        if let Ok(false) = obj.getattr("isnative").and_then(|n| n.extract::<bool>()) {
+            let text = obj.str()?.to_string();
+            return Err(value_error(format!(
+                "element type {text} is not in this machine's byte order; layoutkit reads and \
+                 writes native-order elements (x.astype(x.dtype.newbyteorder(\"=\")) makes a \
+                 native copy)"
+            )));
+        }
         name
     } else if let Ok(name) = obj.getattr("__name__").and_then(|n| n.extract::<String>()) {
         // numpy scalar types (np.float32)

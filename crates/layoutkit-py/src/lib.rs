@@ -7,6 +7,7 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
+mod arrays;
 mod conv;
 mod conv_cuda;
 mod convert;
@@ -56,6 +57,7 @@ pub(crate) fn dims_arg(obj: &Bound<'_, PyAny>) -> PyResult<layoutkit_core::Dims>
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(arrays::array_struct, m)?)?;
     m.add_function(wrap_pyfunction!(layouts::formats, m)?)?;
     m.add_function(wrap_pyfunction!(layouts::dtype_name, m)?)?;
     m.add_class::<layouts::Layout>()?;

@@ -52,6 +52,10 @@ def dtype_name(dtype) -> str:
 
 
 def _numpy(x: np.ndarray, back=None) -> ArrayInfo:
+    fast = _native.array_struct(x)  # numpy's C-level interface: one attribute, no dictionary
+    if fast is not None:
+        address, shape, strides, dtype, readonly = fast
+        return ArrayInfo("numpy", x, address, shape, strides, dtype, None, readonly, back)
     address, readonly = x.__array_interface__["data"]
     itemsize = x.itemsize
     strides = x.strides
