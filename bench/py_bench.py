@@ -7,8 +7,9 @@
   median of the per-round averages.
 * CUDA, small tensor (1x64x56x56 f16): the whole Python call (host time, synchronised) against
   `x.contiguous(memory_format=torch.channels_last)`.
-* CPU, numpy 64 MiB: GB/s (bytes read + written); a 4 KiB array's call against numpy's
-  `np.ascontiguousarray(x.transpose(...))`.
+* CPU, numpy 64 MiB: GB/s (bytes read + written), and with --layoutkit PATH against `layoutkit
+  bench` of the same conversion on the same machine (the two alternate, 3 rounds, medians); a
+  4 KiB array's call against numpy's `np.ascontiguousarray(x.transpose(...))`.
 
 Writes a JSON document to stdout (or --out FILE) with every raw number.
 """
@@ -117,13 +118,33 @@ def cuda_small(torch):
             "ratio": a / b, "raw": {"layoutkit": a_raw, "torch": b_raw}}
 
 
-def cpu_rows():
+def cli_bench_gbps(exe, threads):
+    """`layoutkit bench` of the 64 MiB row: the engine alone, same machine."""
+    import subprocess
+    out = subprocess.run([exe, "--json", "bench", "--from", "NCHW", "--to", "NHWC", "--dims",
+                          "N=16,C=256,H=64,W=64", "--threads", str(threads), "--repeats", "10"],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out)["gbps"]
+
+
+def cpu_rows(exe=None):
     rows = []
     x = np.random.default_rng(0).standard_normal((16, 256, 64, 64)).astype(np.float32)  # 64 MiB
     for threads in (1, 2):
-        t, raw = host_time(lambda: lk.convert(x, "NCHW", "NHWC", threads=threads), 5)
-        rows.append({"conversion": "NCHW->NHWC f32 64 MiB", "threads": threads, "gbps": 2 * x.nbytes / t / 1e9,
-                     "raw_s": raw})
+        py, cli, raws = [], [], []
+        for _ in range(3):
+            t, raw = host_time(lambda: lk.convert(x, "NCHW", "NHWC", threads=threads), 5)
+            py.append(2 * x.nbytes / t / 1e9)
+            raws.append(raw)
+            if exe:
+                cli.append(cli_bench_gbps(exe, threads))
+        row = {"conversion": "NCHW->NHWC f32 64 MiB", "threads": threads, "gbps": statistics.median(py),
+               "gbps_rounds": py, "raw_s": raws}
+        if cli:
+            row["layoutkit_bench_gbps"] = statistics.median(cli)
+            row["layoutkit_bench_rounds"] = cli
+            row["python_over_bench"] = row["gbps"] / row["layoutkit_bench_gbps"]
+        rows.append(row)
     small = np.random.default_rng(0).standard_normal((4, 16, 4, 4)).astype(np.float32)  # 4 KiB
     a, a_raw = host_time(lambda: lk.convert(small, "NCHW", "NHWC"), 20000)
     b, b_raw = host_time(lambda: np.ascontiguousarray(small.transpose(0, 2, 3, 1)), 20000)
@@ -136,8 +157,9 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", help="write the JSON here too")
     p.add_argument("--skip-cuda", action="store_true")
+    p.add_argument("--layoutkit", help="the layoutkit binary (release build) to compare the CPU row with")
     a = p.parse_args()
-    doc = {"cpu": cpu_name(), "layoutkit": lk.__version__, "cpu_rows": cpu_rows()}
+    doc = {"cpu": cpu_name(), "layoutkit": lk.__version__, "cpu_rows": cpu_rows(a.layoutkit)}
     if not a.skip_cuda:
         try:
             import torch
