@@ -159,14 +159,17 @@ pub struct ConvCommand {
 pub enum ConvSubcommand {
     /// Time the fast convolution per layer and activation layout: TFLOP/s and bytes moved.
     #[command(after_help = "\
-Layers: the distinct convolutions of ResNet-50 (224 x 224 input) at --batch. Each layer runs
-with its activations and output in each of --layouts (the filter is packed once per layer,
-outside the timing, as an engine keeps packed weights); FLOP = 2 x MACs; `MiB moved` is the activations, filter and output
+Layers: the distinct convolutions of ResNet-50 and/or VGG-16 (--net; 224 x 224 input) at
+--batch. Each layer runs with its activations and output in each of --layouts (the filter is
+packed once per layer, outside the timing, as an engine keeps packed weights; the output is
+allocated in every timed call, as PyTorch does); FLOP = 2 x MACs; `MiB moved` is the activations, filter and output
 in that layout (padding included), read or written once. The median of --repeats timed runs
 after a warm-up is reported.
 
 Examples:
   layoutkit conv bench --batch 1
+  layoutkit conv bench --net vgg16 --threads 2 --kernels avx2 --json
+  layoutkit conv bench --layouts NCHW,NHWC,NCHW8c,NCHW16c --with-conversions
   layoutkit conv bench --batch 8 --layouts NHWC,NCHW16c --threads 16 --json
   layoutkit conv bench --device cuda --filter 3x3          # tensor cores, f16, 3 layouts
   layoutkit conv bench --device cuda --layouts NC/32HW32 --types f16,i8")]
@@ -205,6 +208,34 @@ pub struct ConvBenchArgs {
     /// layer (name, c, hw, o, k, stride, padding).
     #[arg(long)]
     pub list: bool,
+    /// Which network's layers: resnet50, vgg16 or all.
+    #[arg(long, default_value = "resnet50")]
+    pub net: String,
+    /// CPU engine: blocked (the register-blocked kernels) or fast (the implicit-GEMM path).
+    #[arg(long, value_enum, default_value = "blocked")]
+    pub engine: CpuConvEngine,
+    /// CPU kernel build for --engine blocked: auto (the best this CPU has, or
+    /// LAYOUTKIT_CPU_KERNELS), avx512, avx2 or portable.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub kernels: KernelBuild,
+    /// CPU: also time each layout with its conversions in and out (activations arriving and
+    /// leaving in NCHW), the cost of keeping that layout for one layer only.
+    #[arg(long)]
+    pub with_conversions: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum CpuConvEngine {
+    Blocked,
+    Fast,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum KernelBuild {
+    Auto,
+    Avx512,
+    Avx2,
+    Portable,
 }
 
 #[derive(Args, Debug)]

@@ -24,7 +24,7 @@ use layoutkit_core::{parse_format, CastSpec, DType, ShapedLayout};
 use rayon::prelude::*;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::conv_fast::{activation, channel_block};
+use crate::conv_fast::{channel_block, Activation};
 use crate::conv_reference::check_problem;
 use crate::{convert, convert_fast, Epilogue, Error, TensorRef};
 use microkernel::{Run, Shape, TileFn};
@@ -207,6 +207,27 @@ fn pool(threads: usize) -> Result<Arc<rayon::ThreadPool>, Error> {
     Ok(p)
 }
 
+/// Scratch buffers reused across calls (a padded input copy, an output in the tiles' layout),
+/// so a call does not pay for fresh pages.
+static SCRATCH: Mutex<Vec<Vec<f32>>> = Mutex::new(Vec::new());
+
+/// A buffer from [`SCRATCH`] (any length, stale contents).
+fn take_scratch() -> Vec<f32> {
+    SCRATCH
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .pop()
+        .unwrap_or_default()
+}
+
+/// Returns a buffer to [`SCRATCH`] (at most four kept).
+fn give_scratch(v: Vec<f32>) {
+    let mut s = SCRATCH.lock().unwrap_or_else(|e| e.into_inner());
+    if s.len() < 4 && v.capacity() > 0 {
+        s.push(v);
+    }
+}
+
 /// The convolution of [`crate::conv2d_reference`] with the blocked kernels, falling back to
 /// [`crate::conv2d_fast`] for what they do not cover ([`conv2d_blocked_unsupported`]).
 ///
@@ -239,6 +260,26 @@ pub fn conv2d_blocked(
         return Ok(out.to_vec());
     }
     convert(&y32, &out, y, &CastSpec::new(DType::F32, y_dtype, None)?)
+}
+
+/// The addressing of a layout in the `N, C/x, H, W, x` family (see [`channel_block`]), from
+/// the family's closed form: `offset = ((n * ceil(C/x) + c/x) * H + h) * W * x + w * x + c % x`.
+/// (The same numbers as core's forward map, without a map call per channel.)
+fn activation(layout: &ShapedLayout) -> Activation {
+    let x = channel_block(layout).unwrap_or(1).max(1);
+    let e = |l: char| {
+        layoutkit_core::Axis::from_letter(l)
+            .and_then(|a| layout.extent(a))
+            .unwrap_or(1)
+    };
+    let (c, h, w) = (e('C'), e('H'), e('W'));
+    let plane = h * w * x;
+    Activation {
+        sn: c.div_ceil(x) * plane,
+        sh: w * x,
+        sw: x,
+        chan: (0..c).map(|ci| (ci / x) * plane + ci % x).collect(),
+    }
 }
 
 /// Output addressing: `n * sn + h * sh + w * sw + vec[group][vector]`.
@@ -344,6 +385,7 @@ pub fn conv2d_blocked_into(
         conv,
         lanes,
         pool.as_deref(),
+        take_scratch(),
     );
     // Output: y in place, or an NCHW<lanes>c buffer converted afterwards.
     let direct = out_map(y, groups, og, lanes);
@@ -351,8 +393,8 @@ pub fn conv2d_blocked_into(
         Some(_) => None,
         None => Some(parse_format(&format!("NCHW{lanes}c"))?.shaped(&out_dims)?),
     };
-    let map = match (&direct, &internal) {
-        (Some(_), _) => out_map(y, groups, og, lanes),
+    let map = match (direct, &internal) {
+        (Some(m), _) => Some(m),
         (None, Some(l)) => {
             let a = activation(l);
             let vectors = o.div_ceil(lanes);
@@ -366,8 +408,13 @@ pub fn conv2d_blocked_into(
         _ => None,
     }
     .ok_or_else(|| Error::Unsupported("no output addressing".into()))?;
+    // Every element of the internal output is written by a tile (padded lanes included).
     let mut scratch: Vec<f32> = match &internal {
-        Some(l) => vec![0f32; l.elements()],
+        Some(l) => {
+            let mut v = take_scratch();
+            v.resize(l.elements(), 0.0);
+            v
+        }
         None => Vec::new(),
     };
     // SAFETY: `out` holds f32 values (checked length); an unaligned buffer is refused.
@@ -533,6 +580,10 @@ pub fn conv2d_blocked_into(
         // SAFETY: every bit pattern is a valid byte.
         let (_, bytes, _) = unsafe { scratch.align_to::<u8>() };
         convert_fast(&plan, bytes, out, &CastSpec::identity(DType::F32), threads)?;
+    }
+    give_scratch(scratch);
+    if let std::borrow::Cow::Owned(v) = input.data {
+        give_scratch(v);
     }
     Ok(())
 }

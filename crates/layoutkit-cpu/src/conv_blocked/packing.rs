@@ -126,12 +126,15 @@ pub(crate) fn reads_in_place(src: &Source<'_>, conv: &Conv2d) -> bool {
 
 /// The activations the tiles read: `src` in place, or (see [`reads_in_place`]) a copy in
 /// `N, C/b, H + 2 * pad, W + 2 * pad, b` with `b = lanes` (NHWC when `C < lanes`, so a
-/// 3-channel first layer is not padded to 16 channels) and zero borders, copied by `pool`.
+/// 3-channel first layer is not padded to 16 channels) and zero borders, copied by `pool`
+/// into `scratch` (a buffer reused across calls: every element the tiles read is written
+/// here, borders included, so its old contents do not matter).
 pub(crate) fn prepare_input<'a>(
     src: Source<'a>,
     conv: &Conv2d,
     lanes: usize,
     pool: Option<&rayon::ThreadPool>,
+    mut scratch: Vec<f32>,
 ) -> Input<'a> {
     if reads_in_place(&src, conv) {
         return Input {
@@ -148,12 +151,25 @@ pub(crate) fn prepare_input<'a>(
     let ncb = c.div_ceil(blk);
     let (hp, wp) = (h + 2 * ph, w + 2 * pw);
     let plane = hp * wp * blk;
-    let mut data = vec![0f32; n * ncb * plane];
+    scratch.resize(n * ncb * plane, 0.0);
+    let mut data = scratch;
     let fill = |(i, dst): (usize, &mut [f32])| {
         let (ni, cb) = (i / ncb, i % ncb);
         let c0 = cb * blk;
         let count = blk.min(c - c0);
         let contiguous = (1..count).all(|l| src.chan[c0 + l] == src.chan[c0] + l);
+        // Zero borders: the top and bottom padding rows, the left and right padding columns,
+        // and the lanes past C.
+        dst[..ph * wp * blk].fill(0.0);
+        dst[(ph + h) * wp * blk..].fill(0.0);
+        for hi in 0..h {
+            let line = &mut dst[(hi + ph) * wp * blk..][..wp * blk];
+            line[..pw * blk].fill(0.0);
+            line[(pw + w) * blk..].fill(0.0);
+            if count < blk {
+                line.fill(0.0);
+            }
+        }
         for hi in 0..h {
             let drow = &mut dst[((hi + ph) * wp + pw) * blk..][..w * blk];
             let sbase = ni * src.sn + hi * src.sh;
