@@ -112,7 +112,8 @@ def main():
         print(f"geomean {100 * geo:.0f}%, worst {100 * min(ratios):.0f}%")
     doc = {"date": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()), "net": args.net, "batch": args.batch, "threads": args.threads, "engine": engine,
            "torch": torch.__version__, "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
-           "onednn_max_cpu_isa": os.environ.get("ONEDNN_MAX_CPU_ISA"), "kernels": args.kernels, "repeats": args.repeats, "rounds": args.rounds,
+           "onednn_max_cpu_isa": os.environ.get("ONEDNN_MAX_CPU_ISA"),
+           "mkl_enable_instructions": os.environ.get("MKL_ENABLE_INSTRUCTIONS"), "kernels": args.kernels, "repeats": args.repeats, "rounds": args.rounds,
            "rows": rows}
     if args.json_out:
         with open(args.json_out, "w") as f:

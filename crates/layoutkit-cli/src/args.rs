@@ -110,8 +110,10 @@ X.npy holds the activations (axes N, C, H, W) as the physical array of --input-f
 filter (axes O, I, H, W with I = C / groups) as the physical array of --filter-format. Y.npy gets
 the output (N, C = O, H, W) as the physical array of --output-format, padding filled with 0.
 Dims follow from the arrays' shapes; pass --input-dims/--filter-dims for padded layouts.
---engine fast (the default for f32 NCHW, NHWC and NCHW<x>c activations) is an implicit GEMM
-with f32 sums on all cores; --engine reference sums exactly in f64 and rounds once to
+--engine blocked (the default for f32 NCHW, NHWC and NCHW<x>c activations) runs the
+register-blocked kernels (AVX-512, AVX2 or portable, chosen at run time; grouped convolutions
+without whole vectors of output channels per group, depthwise among them, go to the fast
+engine); --engine fast is the implicit GEMM; both sum in f32 on all cores; --engine reference sums exactly in f64 and rounds once to
 --output-dtype (default: the input's float type, or i32 for i8/u8 inputs, whose sums are then
 exact), for any layouts and types.
 
@@ -285,8 +287,9 @@ pub struct ConvArgs {
     /// Element type of the output.
     #[arg(long)]
     pub output_dtype: Option<String>,
-    /// fast: implicit GEMM on f32 NCHW / NHWC / NCHW8c-style blocked activations (f32 sums); reference:
-    /// exact f64 sums, any layouts and types; auto: fast where it applies, else reference.
+    /// blocked: register-blocked kernels on f32 NCHW / NHWC / NCHW8c-style activations (f32
+    /// sums); fast: implicit GEMM on the same; reference: exact f64 sums, any layouts and
+    /// types; auto: blocked where it applies, else reference.
     #[arg(long, value_enum, default_value = "auto")]
     pub engine: ConvEngine,
     /// CPU threads for the fast engine (default: all cores).
@@ -305,6 +308,7 @@ pub struct ConvArgs {
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub enum ConvEngine {
     Auto,
+    Blocked,
     Fast,
     Reference,
 }
