@@ -147,8 +147,8 @@ impl Simd for Portable {
     unsafe fn fma(a: Self, b: Self, c: Self) -> Self {
         // Separate multiply and add: `mul_add` is a library call where FMA is not guaranteed.
         let mut r = c.0;
-        for i in 0..8 {
-            r[i] += a.0[i] * b.0[i];
+        for ((r, a), b) in r.iter_mut().zip(a.0).zip(b.0) {
+            *r += a * b;
         }
         Portable(r)
     }

@@ -186,7 +186,8 @@ fn f32s(bytes: &[u8]) -> std::borrow::Cow<'_, [f32]> {
 /// A rayon pool of `threads` threads, built once per count (building one per call would cost
 /// more than a small layer).
 fn pool(threads: usize) -> Result<Arc<rayon::ThreadPool>, Error> {
-    static POOLS: OnceLock<Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>>> = OnceLock::new();
+    type Pools = Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>>;
+    static POOLS: OnceLock<Pools> = OnceLock::new();
     let mut pools = POOLS
         .get_or_init(Default::default)
         .lock()
