@@ -9,6 +9,9 @@
 //! chosen at run time ([`ConvKernels`]). The reduction is split into chunks whose filter panel
 //! fits a quarter of the L2 cache (sizes from sysfs), partial sums kept in the output.
 //!
+//! A call's padded input copy and output buffer (when it needs them) are kept for the next call
+//! (up to four buffers of at most 256 MiB each), so repeated calls do not pay for fresh pages.
+//!
 //! Not covered (callers fall back to [`crate::conv2d_fast`], as [`conv2d_blocked`] does):
 //! grouped convolutions whose output channels per group are not a multiple of the vector width
 //! (depthwise among them), activations that are not f32 or not in the `N, C/x, H, W, x` family.
@@ -221,10 +224,14 @@ fn take_scratch() -> Vec<f32> {
         .unwrap_or_default()
 }
 
-/// Returns a buffer to [`SCRATCH`] (at most four kept).
+/// The largest buffer [`SCRATCH`] keeps (bytes): a process keeps at most four of these after
+/// its convolutions return.
+const SCRATCH_KEEP_BYTES: usize = 256 << 20;
+
+/// Returns a buffer to [`SCRATCH`] (at most four kept, none over [`SCRATCH_KEEP_BYTES`]).
 fn give_scratch(v: Vec<f32>) {
     let mut s = SCRATCH.lock().unwrap_or_else(|e| e.into_inner());
-    if s.len() < 4 && v.capacity() > 0 {
+    if s.len() < 4 && v.capacity() > 0 && v.capacity() * 4 <= SCRATCH_KEEP_BYTES {
         s.push(v);
     }
 }
