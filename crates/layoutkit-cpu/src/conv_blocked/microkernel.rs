@@ -121,6 +121,8 @@ macro_rules! tile_table {
              $entry::<$p, 2> as crate::conv_blocked::microkernel::TileFn]),*]
     };
 }
+// The x86 builds use the table macro from their own module.
+#[cfg(target_arch = "x86_64")]
 pub(crate) use tile_table;
 
 /// Eight lanes in plain Rust: the build every target has (compilers vectorise the fixed-size
