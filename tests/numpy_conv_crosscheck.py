@@ -5,7 +5,7 @@ here independently (zero-pad, strided/dilated slices, einsum per filter tap, in 
 Random problems cover stride, padding, dilation, groups (depthwise included), odd channel counts,
 bias and ReLU, activations and outputs in NCHW / NHWC, filters in OIHW, and i8 operands (whose
 i32 output must be exact). Float outputs must equal numpy's float64 result rounded once to the
-output type (the reference engine); the fast engine (f32 implicit GEMM) must be within 1e-5 of
+output type (the reference engine); the fast engine (f32 implicit GEMM) and the blocked engine must be within 1e-5 of
 numpy in relative norm.
 
 Usage: numpy_conv_crosscheck.py PATH/TO/layoutkit
@@ -103,19 +103,20 @@ def main():
                 raise SystemExit(f"case {case}: layoutkit conv differs from numpy "
                                  f"({got.dtype} {got.shape} vs {want.dtype} {want.shape})\n{' '.join(cmd)}")
             if not integer:
-                run(cmd + ["--engine", "fast", "--threads", "2"])
-                fast = np.load(path("y.npy")).astype(np.float64)
-                if y_format == "NHWC":
-                    fast = fast.transpose(0, 3, 1, 2)
-                ref64 = want.astype(np.float64)
-                rel = np.linalg.norm(fast - ref64) / max(np.linalg.norm(ref64), 1e-30)
-                if rel > 1e-5:
-                    raise SystemExit(f"case {case}: the fast engine is {rel:.2e} from numpy\n{' '.join(cmd)}")
+                for engine in ("fast", "blocked"):
+                    run(cmd + ["--engine", engine, "--threads", "2"])
+                    fast = np.load(path("y.npy")).astype(np.float64)
+                    if y_format == "NHWC":
+                        fast = fast.transpose(0, 3, 1, 2)
+                    ref64 = want.astype(np.float64)
+                    rel = np.linalg.norm(fast - ref64) / max(np.linalg.norm(ref64), 1e-30)
+                    if rel > 1e-5:
+                        raise SystemExit(f"case {case}: the {engine} engine is {rel:.2e} from numpy\n{' '.join(cmd)}")
                 checked_fast += 1
             checked += 1
     print(f"numpy conv cross-check: {checked} convolutions (stride, padding, dilation, groups, "
           "depthwise, bias, ReLU, i8 -> i32) equal to numpy's float64 result rounded once; "
-          f"{checked_fast} with the fast engine within 1e-5")
+          f"{checked_fast} with the fast and the blocked engines within 1e-5")
 
 
 if __name__ == "__main__":

@@ -112,8 +112,10 @@ X.npy holds the activations (axes N, C, H, W) as the physical array of --input-f
 filter (axes O, I, H, W with I = C / groups) as the physical array of --filter-format. Y.npy gets
 the output (N, C = O, H, W) as the physical array of --output-format, padding filled with 0.
 Dims follow from the arrays' shapes; pass --input-dims/--filter-dims for padded layouts.
---engine fast (the default for f32 NCHW, NHWC and NCHW<x>c activations) is an implicit GEMM
-with f32 sums on all cores; --engine reference sums exactly in f64 and rounds once to
+--engine blocked (the default for f32 NCHW, NHWC and NCHW<x>c activations) runs the
+register-blocked kernels (AVX-512, AVX2 or portable, chosen at run time; grouped convolutions
+without whole vectors of output channels per group, depthwise among them, go to the fast
+engine); --engine fast is the implicit GEMM; both sum in f32 on all cores; --engine reference sums exactly in f64 and rounds once to
 --output-dtype (default: the input's float type, or i32 for i8/u8 inputs, whose sums are then
 exact), for any layouts and types.
 
@@ -278,14 +280,17 @@ pub struct ConvCommand {
 pub enum ConvSubcommand {
     /// Time the fast convolution per layer and activation layout: TFLOP/s and bytes moved.
     #[command(after_help = "\
-Layers: the distinct convolutions of ResNet-50 (224 x 224 input) at --batch. Each layer runs
-with its activations and output in each of --layouts (the filter is packed once per layer,
-outside the timing, as an engine keeps packed weights); FLOP = 2 x MACs; `MiB moved` is the activations, filter and output
+Layers: the distinct convolutions of ResNet-50 and/or VGG-16 (--net; 224 x 224 input) at
+--batch. Each layer runs with its activations and output in each of --layouts (the filter is
+packed once per layer, outside the timing, as an engine keeps packed weights; the output
+buffer is allocated once per layout, as an engine plans its activation memory); FLOP = 2 x MACs; `MiB moved` is the activations, filter and output
 in that layout (padding included), read or written once. The median of --repeats timed runs
 after a warm-up is reported.
 
 Examples:
   layoutkit conv bench --batch 1
+  layoutkit conv bench --net vgg16 --threads 2 --kernels avx2 --json
+  layoutkit conv bench --layouts NCHW,NHWC,NCHW8c,NCHW16c --with-conversions
   layoutkit conv bench --batch 8 --layouts NHWC,NCHW16c --threads 16 --json
   layoutkit conv bench --device cuda --filter 3x3          # tensor cores, f16, 3 layouts
   layoutkit conv bench --device cuda --layouts NC/32HW32 --types f16,i8")]
@@ -325,6 +330,34 @@ pub struct ConvBenchArgs {
     /// layer (name, c, hw, o, k, stride, padding).
     #[arg(long)]
     pub list: bool,
+    /// Which network's layers: resnet50, vgg16 or all.
+    #[arg(long, default_value = "resnet50")]
+    pub net: String,
+    /// CPU engine: blocked (the register-blocked kernels) or fast (the implicit-GEMM path).
+    #[arg(long, value_enum, default_value = "blocked")]
+    pub engine: CpuConvEngine,
+    /// CPU kernel build for --engine blocked: auto (the best this CPU has, or
+    /// LAYOUTKIT_CPU_KERNELS), avx512, avx2 or portable.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub kernels: KernelBuild,
+    /// CPU: also time each layout with its conversions in and out (activations arriving and
+    /// leaving in NCHW), the cost of keeping that layout for one layer only.
+    #[arg(long)]
+    pub with_conversions: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum CpuConvEngine {
+    Blocked,
+    Fast,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum KernelBuild {
+    Auto,
+    Avx512,
+    Avx2,
+    Portable,
 }
 
 #[derive(Args, Debug)]
@@ -374,8 +407,9 @@ pub struct ConvArgs {
     /// Element type of the output.
     #[arg(long)]
     pub output_dtype: Option<String>,
-    /// fast: implicit GEMM on f32 NCHW / NHWC / NCHW8c-style blocked activations (f32 sums); reference:
-    /// exact f64 sums, any layouts and types; auto: fast where it applies, else reference.
+    /// blocked: register-blocked kernels on f32 NCHW / NHWC / NCHW8c-style activations (f32
+    /// sums); fast: implicit GEMM on the same; reference: exact f64 sums, any layouts and
+    /// types; auto: blocked where it applies, else reference.
     #[arg(long, value_enum, default_value = "auto")]
     pub engine: ConvEngine,
     /// CPU threads for the fast engine (default: all cores).
@@ -394,6 +428,7 @@ pub struct ConvArgs {
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub enum ConvEngine {
     Auto,
+    Blocked,
     Fast,
     Reference,
 }

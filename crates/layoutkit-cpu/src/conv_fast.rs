@@ -21,15 +21,15 @@ const PT: usize = 4;
 
 /// How channel `c` of an activation in the `N, C/x, H, W, x` family is addressed:
 /// `offset = n * sn + h * sh + w * sw + chan[c]`.
-struct Activation {
-    sn: usize,
-    sh: usize,
-    sw: usize,
-    chan: Vec<usize>,
+pub(crate) struct Activation {
+    pub(crate) sn: usize,
+    pub(crate) sh: usize,
+    pub(crate) sw: usize,
+    pub(crate) chan: Vec<usize>,
 }
 
 /// The channel block `x` of a layout in the family, or None for other layouts.
-fn channel_block(layout: &ShapedLayout) -> Option<usize> {
+pub(crate) fn channel_block(layout: &ShapedLayout) -> Option<usize> {
     let c = layout.extent(layoutkit_core::Axis::from_letter('C')?)?;
     match layout.layout().to_string().as_str() {
         "NCHW" => Some(1),
@@ -46,7 +46,7 @@ fn channel_block(layout: &ShapedLayout) -> Option<usize> {
 
 /// The addressing of `x` from core's forward map. In the family only C is blocked, so the
 /// offset is linear in n, h and w, and channels need one table.
-fn activation(x: &ShapedLayout) -> Activation {
+pub(crate) fn activation(x: &ShapedLayout) -> Activation {
     let at = |n: usize, c: usize, h: usize, w: usize| {
         let coord: Vec<usize> = x
             .axes()

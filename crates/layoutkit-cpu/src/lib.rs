@@ -12,6 +12,8 @@
 //! * [`convert`]: plans and runs in one call, allocating the destination.
 //! * [`conv2d_reference`]: the reference 2-D convolution (f64, any operand layouts).
 //! * [`conv2d_fast`]: implicit-GEMM convolution on f32 NCHW / NHWC / `NCHW<x>c` activations.
+//! * [`conv2d_blocked`]: the register-blocked convolution (AVX-512 / AVX2 / portable tiles,
+//!   filters packed once into [`BlockedFilter`] panels), falling back to [`conv2d_fast`].
 //!
 //! ```
 //! use layoutkit_core::{parse_format, CastSpec, DType, Dims};
@@ -32,6 +34,8 @@
 mod readme_examples {}
 
 #[allow(unsafe_code)]
+mod conv_blocked;
+#[allow(unsafe_code)]
 mod conv_fast;
 mod conv_reference;
 mod error;
@@ -41,6 +45,9 @@ mod planned;
 mod reference;
 mod winograd;
 
+pub use conv_blocked::{
+    conv2d_blocked, conv2d_blocked_into, conv2d_blocked_unsupported, BlockedFilter, ConvKernels,
+};
 pub use conv_fast::{conv2d_fast, conv2d_fast_packed, conv2d_fast_supports, PackedFilter};
 pub use conv_reference::{conv2d_reference, Epilogue, TensorRef};
 pub use error::Error;

@@ -5,7 +5,10 @@ use anyhow::{bail, Context, Result};
 use layoutkit_core::cast::Scalar;
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::{npy, parse_format, CastSpec, DType, Dims, ShapedLayout};
-use layoutkit_cpu::{conv2d_fast, conv2d_fast_supports, conv2d_reference, Epilogue, TensorRef};
+use layoutkit_cpu::{
+    conv2d_blocked, conv2d_fast, conv2d_fast_supports, conv2d_reference, ConvKernels, Epilogue,
+    TensorRef,
+};
 use serde_json::json;
 
 use super::list;
@@ -103,10 +106,10 @@ pub fn run(a: &ConvArgs, json_out: bool) -> Result<()> {
         dtype: w_dtype,
         data: &w_data,
     };
-    let fast = match a.engine {
-        ConvEngine::Reference => false,
-        ConvEngine::Fast => true,
-        ConvEngine::Auto => conv2d_fast_supports(&xr),
+    let engine = match a.engine {
+        ConvEngine::Auto if conv2d_fast_supports(&xr) => ConvEngine::Blocked,
+        ConvEngine::Auto => ConvEngine::Reference,
+        e => e,
     };
     let threads = a
         .threads
@@ -115,7 +118,20 @@ pub fn run(a: &ConvArgs, json_out: bool) -> Result<()> {
     let start = Instant::now();
     let (out, engine) = match a.device {
         Device::Cuda => (conv_cuda(&conv, xr, wr, &epilogue, &y, y_dtype)?, "cuda"),
-        Device::Cpu if fast => (
+        Device::Cpu if engine == ConvEngine::Blocked => (
+            conv2d_blocked(
+                &conv,
+                xr,
+                wr,
+                &epilogue,
+                &y,
+                y_dtype,
+                threads,
+                ConvKernels::Auto,
+            )?,
+            "blocked",
+        ),
+        Device::Cpu if engine == ConvEngine::Fast => (
             conv2d_fast(&conv, xr, wr, &epilogue, &y, y_dtype, threads)?,
             "fast",
         ),

@@ -1,99 +1,16 @@
-//! `layoutkit conv bench`: the fast convolution per ResNet-50 layer and activation layout.
-
-use std::time::Instant;
+//! `layoutkit conv bench`: the convolutions per layer (ResNet-50, VGG-16) and activation layout;
+//! the CPU side is in `conv_bench_cpu`.
 
 use anyhow::{bail, Context, Result};
-use layoutkit_core::conv::Conv2d;
-use layoutkit_core::{parse_format, DType, Dims};
-use layoutkit_cpu::{conv2d_fast_packed, conv2d_fast_supports, Epilogue, PackedFilter, TensorRef};
+use layoutkit_core::DType;
 use serde_json::json;
 
 use crate::args::{ConvBenchArgs, Device};
 
-/// One convolution layer: name, input channels, input size, output channels, kernel, stride,
-/// padding.
-struct Layer {
-    name: &'static str,
-    c: usize,
-    hw: usize,
-    o: usize,
-    k: usize,
-    stride: usize,
-    pad: usize,
-}
-
-impl Layer {
-    /// The layer's parameters.
-    fn conv(&self) -> Conv2d {
-        Conv2d {
-            stride: [self.stride; 2],
-            padding: [self.pad; 2],
-            ..Conv2d::default()
-        }
-    }
-
-    /// Input and filter dims at batch `n`.
-    fn dims(&self, n: usize) -> Result<(Dims, Dims)> {
-        Ok((
-            Dims::parse(&format!("N={n},C={},H={},W={}", self.c, self.hw, self.hw))?,
-            Dims::parse(&format!(
-                "O={},I={},H={},W={}",
-                self.o, self.c, self.k, self.k
-            ))?,
-        ))
-    }
-}
-
-const fn layer(
-    name: &'static str,
-    c: usize,
-    hw: usize,
-    o: usize,
-    k: usize,
-    stride: usize,
-    pad: usize,
-) -> Layer {
-    Layer {
-        name,
-        c,
-        hw,
-        o,
-        k,
-        stride,
-        pad,
-    }
-}
-
-/// The distinct convolutions of ResNet-50 v1.5 (stride on the 3x3 of each stage's first
-/// block, as torchvision builds it) for a 224 x 224 input.
-const RESNET50: &[Layer] = &[
-    layer("conv1 7x7/2 3->64 @224", 3, 224, 64, 7, 2, 3),
-    layer("l1 1x1 64->64 @56", 64, 56, 64, 1, 1, 0),
-    layer("l1 3x3 64->64 @56", 64, 56, 64, 3, 1, 1),
-    layer("l1 1x1 64->256 @56", 64, 56, 256, 1, 1, 0),
-    layer("l1 1x1 256->64 @56", 256, 56, 64, 1, 1, 0),
-    layer("l2 1x1 256->128 @56", 256, 56, 128, 1, 1, 0),
-    layer("l2 3x3/2 128->128 @56", 128, 56, 128, 3, 2, 1),
-    layer("l2 1x1/2 256->512 @56", 256, 56, 512, 1, 2, 0),
-    layer("l2 1x1 128->512 @28", 128, 28, 512, 1, 1, 0),
-    layer("l2 1x1 512->128 @28", 512, 28, 128, 1, 1, 0),
-    layer("l2 3x3 128->128 @28", 128, 28, 128, 3, 1, 1),
-    layer("l3 1x1 512->256 @28", 512, 28, 256, 1, 1, 0),
-    layer("l3 3x3/2 256->256 @28", 256, 28, 256, 3, 2, 1),
-    layer("l3 1x1/2 512->1024 @28", 512, 28, 1024, 1, 2, 0),
-    layer("l3 1x1 256->1024 @14", 256, 14, 1024, 1, 1, 0),
-    layer("l3 1x1 1024->256 @14", 1024, 14, 256, 1, 1, 0),
-    layer("l3 3x3 256->256 @14", 256, 14, 256, 3, 1, 1),
-    layer("l4 1x1 1024->512 @14", 1024, 14, 512, 1, 1, 0),
-    layer("l4 3x3/2 512->512 @14", 512, 14, 512, 3, 2, 1),
-    layer("l4 1x1/2 1024->2048 @14", 1024, 14, 2048, 1, 2, 0),
-    layer("l4 1x1 512->2048 @7", 512, 7, 2048, 1, 1, 0),
-    layer("l4 1x1 2048->512 @7", 2048, 7, 512, 1, 1, 0),
-    layer("l4 3x3 512->512 @7", 512, 7, 512, 3, 1, 1),
-];
+use super::conv_layers::{network, Layer};
 
 /// Deterministic values in [-1, 1) as f32 bytes.
-fn noise(n: usize, seed: u64) -> Vec<u8> {
+pub(super) fn noise(n: usize, seed: u64) -> Vec<u8> {
     let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     (0..n)
         .flat_map(|_| {
@@ -116,7 +33,7 @@ pub fn run(a: &ConvBenchArgs, json_out: bool) -> Result<()> {
     let default_layouts = if a.device == Device::Cuda {
         "NHWC,NCHW,NC/32HW32"
     } else {
-        "NCHW,NHWC,NCHW8c"
+        "NCHW,NHWC,NCHW8c,NCHW16c"
     };
     let layouts: Vec<String> = a
         .layouts
@@ -125,8 +42,8 @@ pub fn run(a: &ConvBenchArgs, json_out: bool) -> Result<()> {
         .split(',')
         .map(|s| s.trim().to_string())
         .collect();
-    let layers: Vec<&Layer> = RESNET50
-        .iter()
+    let layers: Vec<&Layer> = network(&a.net)?
+        .into_iter()
         .filter(|l| a.filter.as_deref().is_none_or(|f| l.name.contains(f)))
         .collect();
     if layers.is_empty() {
@@ -171,90 +88,7 @@ pub fn run(a: &ConvBenchArgs, json_out: bool) -> Result<()> {
     if a.types != "f16" {
         bail!("--types is for --device cuda (the CPU engine computes in f32)");
     }
-    let mut rows = Vec::new();
-    if !json_out {
-        outln!(
-            "{:<26} {:<8} {:>10} {:>9} {:>10} {:>9}",
-            "layer",
-            "layout",
-            "GFLOP",
-            "ms",
-            "GFLOP/s",
-            "MiB moved"
-        );
-    }
-    for (li, l) in layers.iter().enumerate() {
-        let conv = l.conv();
-        let (xd, wd) = l.dims(a.batch)?;
-        let yd = conv.output_dims(&xd, &wd)?;
-        let flop = 2.0 * conv.macs(&xd, &wd)? as f64;
-        let ws = parse_format("OIHW")?.shaped(&wd)?;
-        let wb = noise(ws.elements(), 7 + li as u64);
-        // Packed once per layer, outside the timing (an engine keeps packed weights).
-        let packed = PackedFilter::new(
-            TensorRef {
-                layout: &ws,
-                dtype: DType::F32,
-                data: &wb,
-            },
-            1,
-        )?;
-        for name in &layouts {
-            eprint!("\r{} {name} ...        ", l.name);
-            let xs = parse_format(name)?.shaped(&xd)?;
-            let ys = parse_format(name)?.shaped(&yd)?;
-            let xb = noise(xs.elements(), li as u64);
-            let xr = TensorRef {
-                layout: &xs,
-                dtype: DType::F32,
-                data: &xb,
-            };
-            if !conv2d_fast_supports(&xr) {
-                bail!("{name}: the fast convolution takes NCHW, NHWC or NCHW<x>c");
-            }
-            let ep = Epilogue::default();
-            let mut times = Vec::new();
-            for rep in 0..=a.repeats {
-                let t = Instant::now();
-                let out = conv2d_fast_packed(&conv, xr, &packed, &ep, &ys, DType::F32, threads)?;
-                let s = t.elapsed().as_secs_f64();
-                std::hint::black_box(&out);
-                if rep > 0 {
-                    times.push(s);
-                }
-            }
-            times.sort_by(f64::total_cmp);
-            let median = times[times.len() / 2];
-            let moved = (xs.bytes(DType::F32)? + ws.bytes(DType::F32)? + ys.bytes(DType::F32)?)
-                as f64
-                / (1 << 20) as f64;
-            let gflops = flop / median / 1e9;
-            if json_out {
-                rows.push(json!({
-                    "layer": l.name, "layout": xs.layout().to_string(), "input_dims": crate::json::dims(&xd),
-                    "filter_dims": crate::json::dims(&wd), "stride": l.stride, "padding": l.pad,
-                    "flop": flop, "median_s": median, "gflops": gflops, "mib_moved": moved,
-                    "threads": threads, "device": "cpu", "engine": "fast",
-                }));
-            } else {
-                eprint!("\r");
-                outln!(
-                    "{:<26} {:<8} {:>10.2} {:>9.3} {:>10.1} {:>9.1}",
-                    l.name,
-                    name,
-                    flop / 1e9,
-                    median * 1e3,
-                    gflops,
-                    moved
-                );
-            }
-        }
-    }
-    eprint!("\r{:40}\r", "");
-    if json_out {
-        crate::json::print(&json!({ "batch": a.batch, "threads": threads, "results": rows }));
-    }
-    Ok(())
+    super::conv_bench_cpu::run(a, &layers, &layouts, threads, json_out)
 }
 
 /// The tensor-core kernel per layer, activation layout and input type (f16 with f16 output,

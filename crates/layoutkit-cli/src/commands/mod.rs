@@ -3,6 +3,8 @@
 pub mod bench;
 pub mod conv;
 pub mod conv_bench;
+mod conv_bench_cpu;
+pub mod conv_layers;
 pub mod convert;
 pub mod describe;
 pub mod features;

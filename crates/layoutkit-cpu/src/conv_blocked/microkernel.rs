@@ -1,0 +1,183 @@
+//! The register-blocked tile: `P` output pixels by `B` vectors of output channels, all
+//! accumulators in registers for the whole reduction over taps and input channels. Per input
+//! channel it loads `B` weight vectors, broadcasts `P` input values and issues `P * B` FMAs, so
+//! the loads stay well under the FMA count (the kernel is bound by the FMA units, not by L1).
+//!
+//! The body is written once, generic over a [`Simd`] vector type; each instruction set gets an
+//! entry compiled with its `#[target_feature]`, into which the generic body is inlined.
+
+/// The vector operations the tile needs (all `unsafe`: pointers must be valid for `LANES`
+/// floats, and the instruction set must be present, which the caller checks at run time).
+pub(crate) trait Simd: Copy {
+    const LANES: usize;
+    unsafe fn zero() -> Self;
+    unsafe fn load(p: *const f32) -> Self;
+    unsafe fn splat(v: f32) -> Self;
+    /// `a * b + c`.
+    unsafe fn fma(a: Self, b: Self, c: Self) -> Self;
+    /// `max(0, a)` keeping NaN, as the reference does (`a < 0 ? 0 : a`).
+    unsafe fn relu(a: Self) -> Self;
+    unsafe fn store(p: *mut f32, v: Self);
+}
+
+/// A run of input channels whose addresses step by one stride (`Shape::sc`): in `NCHW<x>c`,
+/// the channels of one block; in NHWC or NCHW, all of them.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Run {
+    /// Offset of the run's first channel from the pixel's address, in floats.
+    pub x_off: usize,
+    /// Its channel index within the group (the filter panel's row).
+    pub chan: usize,
+    pub count: usize,
+}
+
+/// What all tiles of one work item share.
+pub(crate) struct Shape<'a> {
+    /// Per filter tap: offset of the tap's input pixel from the output pixel's base, and the
+    /// offset of the tap's rows in the filter panel (floats).
+    pub taps: &'a [(usize, usize)],
+    /// The channel runs of this reduction chunk.
+    pub runs: &'a [Run],
+    /// Stride between the channels of a run.
+    pub sc: usize,
+    /// Input stride between neighbouring output pixels.
+    pub psx: usize,
+    /// Output stride between neighbouring pixels, and between the tile's channel vectors.
+    pub psy: usize,
+    pub yb: usize,
+    /// Floats per filter panel row (`B_MAX * LANES`).
+    pub row: usize,
+    /// `B * LANES` bias values for the tile's channels (used when `first`).
+    pub bias: *const f32,
+    /// First chunk of the reduction: start from the bias; else from the partial sums in `y`.
+    pub first: bool,
+    /// Last chunk with a fused ReLU.
+    pub relu: bool,
+}
+
+/// One tile: input at the first output pixel's base, filter panel, output at the first pixel.
+///
+/// # Safety
+/// Every address the shape implies from `x`, `w` and `y` must be in bounds (the caller's
+/// geometry guarantees it), and `S`'s instruction set must be present.
+#[inline(always)]
+pub(crate) unsafe fn tile<S: Simd, const P: usize, const B: usize>(
+    x: *const f32,
+    w: *const f32,
+    y: *mut f32,
+    s: &Shape<'_>,
+) {
+    let mut acc = [[S::zero(); B]; P];
+    if s.first {
+        let mut bv = [S::zero(); B];
+        for (b, v) in bv.iter_mut().enumerate() {
+            *v = S::load(s.bias.add(b * S::LANES));
+        }
+        for a in acc.iter_mut() {
+            *a = bv;
+        }
+    } else {
+        for (p, a) in acc.iter_mut().enumerate() {
+            for (b, v) in a.iter_mut().enumerate() {
+                *v = S::load(y.add(p * s.psy + b * s.yb));
+            }
+        }
+    }
+    for &(xo, wo) in s.taps {
+        for run in s.runs {
+            let mut xp = x.add(xo + run.x_off);
+            let mut wp = w.add(wo + run.chan * s.row);
+            for _ in 0..run.count {
+                let mut wv = [S::zero(); B];
+                for (b, v) in wv.iter_mut().enumerate() {
+                    *v = S::load(wp.add(b * S::LANES));
+                }
+                for (p, a) in acc.iter_mut().enumerate() {
+                    let xv = S::splat(*xp.add(p * s.psx));
+                    for b in 0..B {
+                        a[b] = S::fma(xv, wv[b], a[b]);
+                    }
+                }
+                xp = xp.add(s.sc);
+                wp = wp.add(s.row);
+            }
+        }
+    }
+    for (p, a) in acc.iter().enumerate() {
+        for (b, &v) in a.iter().enumerate() {
+            let v = if s.relu { S::relu(v) } else { v };
+            S::store(y.add(p * s.psy + b * s.yb), v);
+        }
+    }
+}
+
+/// A tile entry for one instruction set and tile size.
+pub(crate) type TileFn = unsafe fn(*const f32, *const f32, *mut f32, &Shape<'_>);
+
+/// The table `[P - 1][B - 1]` of an instruction set's entries, `P` in `1..=$p`, `B` in 1..=2.
+macro_rules! tile_table {
+    ($entry:ident, $($p:literal)*) => {
+        [$([$entry::<$p, 1> as crate::conv_blocked::microkernel::TileFn,
+             $entry::<$p, 2> as crate::conv_blocked::microkernel::TileFn]),*]
+    };
+}
+// The x86 builds use the table macro from their own module.
+#[cfg(target_arch = "x86_64")]
+pub(crate) use tile_table;
+
+/// Eight lanes in plain Rust: the build every target has (compilers vectorise the fixed-size
+/// lane loops: SSE2 on x86-64, NEON on aarch64).
+#[derive(Clone, Copy)]
+pub(crate) struct Portable([f32; 8]);
+
+impl Simd for Portable {
+    const LANES: usize = 8;
+    #[inline(always)]
+    unsafe fn zero() -> Self {
+        Portable([0.0; 8])
+    }
+    #[inline(always)]
+    unsafe fn load(p: *const f32) -> Self {
+        // SAFETY: the caller guarantees 8 readable floats at `p`.
+        Portable(unsafe { std::ptr::read_unaligned(p as *const [f32; 8]) })
+    }
+    #[inline(always)]
+    unsafe fn splat(v: f32) -> Self {
+        Portable([v; 8])
+    }
+    #[inline(always)]
+    unsafe fn fma(a: Self, b: Self, c: Self) -> Self {
+        // Separate multiply and add: `mul_add` is a library call where FMA is not guaranteed.
+        let mut r = c.0;
+        for ((r, a), b) in r.iter_mut().zip(a.0).zip(b.0) {
+            *r += a * b;
+        }
+        Portable(r)
+    }
+    #[inline(always)]
+    unsafe fn relu(a: Self) -> Self {
+        Portable(a.0.map(|v| if v < 0.0 { 0.0 } else { v }))
+    }
+    #[inline(always)]
+    unsafe fn store(p: *mut f32, v: Self) {
+        // SAFETY: the caller guarantees 8 writable floats at `p`.
+        unsafe { std::ptr::write_unaligned(p as *mut [f32; 8], v.0) }
+    }
+}
+
+/// The portable entry.
+///
+/// # Safety
+/// As [`tile`].
+pub(crate) unsafe fn tile_portable<const P: usize, const B: usize>(
+    x: *const f32,
+    w: *const f32,
+    y: *mut f32,
+    s: &Shape<'_>,
+) {
+    // SAFETY: forwarded contract.
+    unsafe { tile::<Portable, P, B>(x, w, y, s) }
+}
+
+/// Portable tiles: up to 4 pixels by 2 vectors of 8 channels.
+pub(crate) static PORTABLE: [[TileFn; 2]; 4] = tile_table!(tile_portable, 1 2 3 4);

@@ -1,0 +1,463 @@
+//! The register-blocked convolution: f32 activations in NCHW, NHWC or `NCHW<x>c`, filters
+//! packed once into tile panels (the `OIHW<2v>o`-style blocks of oneDNN, `v` the vector width),
+//! output written straight into `NCHW<x>c` (x a multiple of `v`) or NHWC, threads over
+//! (output-channel pair, row band) items, bias and ReLU fused into the tile's store.
+//!
+//! Each tile keeps `P` output pixels by two vectors of output channels in registers for the
+//! whole reduction (taps times input channels), see [`microkernel`]. Builds: AVX-512F (16
+//! lanes, P <= 12), AVX2 + FMA (8 lanes, P <= 6), portable (8 lanes, P <= 4; the aarch64 path),
+//! chosen at run time ([`ConvKernels`]). The reduction is split into chunks whose filter panel
+//! fits a quarter of the L2 cache (sizes from sysfs), partial sums kept in the output.
+//!
+//! A call's padded input copy and output buffer (when it needs them) are kept for the next call
+//! (up to four buffers of at most 256 MiB each), so repeated calls do not pay for fresh pages.
+//!
+//! Not covered (callers fall back to [`crate::conv2d_fast`], as [`conv2d_blocked`] does):
+//! grouped convolutions whose output channels per group are not a multiple of the vector width
+//! (depthwise among them), activations that are not f32 or not in the `N, C/x, H, W, x` family.
+
+mod microkernel;
+#[cfg(target_arch = "x86_64")]
+mod microkernel_x86;
+mod packing;
+mod runtime;
+
+use layoutkit_core::conv::Conv2d;
+use layoutkit_core::plan::ConversionPlan;
+use layoutkit_core::{parse_format, CastSpec, DType, ShapedLayout};
+use rayon::prelude::*;
+
+use crate::conv_fast::{channel_block, Activation};
+use crate::conv_reference::check_problem;
+use crate::{convert, convert_fast, Epilogue, Error, TensorRef};
+use microkernel::{Run, Shape};
+use packing::{pack_filter, prepare_input, Blocks, Source};
+pub use runtime::ConvKernels;
+use runtime::{f32s, give_scratch, pool, take_scratch};
+
+/// A filter packed once for [`conv2d_blocked_into`]: panels for one kernel build and group
+/// count (an inference engine keeps them with the weights).
+#[derive(Clone, Debug)]
+pub struct BlockedFilter {
+    oihw: ShapedLayout,
+    groups: usize,
+    kernels: ConvKernels,
+    panels: Vec<f32>,
+}
+
+impl BlockedFilter {
+    /// Packs `w` (axes O, I, H, W; any layout and element type) for `groups` groups and the
+    /// build `kernels` resolves to. Errors when O is not a multiple of `groups`, the buffer
+    /// does not match its layout, or the CPU lacks the build.
+    pub fn new(
+        w: TensorRef<'_>,
+        groups: usize,
+        kernels: ConvKernels,
+    ) -> Result<BlockedFilter, Error> {
+        let kernels = kernels.resolve()?;
+        let oihw = parse_format("OIHW")?.shaped(&w.layout.dims())?;
+        let [o, cg, kh, kw] = [0, 1, 2, 3].map(|i| oihw.extents()[i]);
+        if groups == 0 || o % groups != 0 {
+            return Err(Error::Unsupported(format!(
+                "a filter with O = {o} cannot be split into {groups} groups"
+            )));
+        }
+        let cast = CastSpec::new(w.dtype, DType::F32, None)?;
+        let wv = f32s(&convert(w.layout, w.data, &oihw, &cast)?).into_owned();
+        let lanes = kernels.table().0;
+        let panels = pack_filter(&wv, groups, o / groups, cg, kh * kw, lanes);
+        Ok(BlockedFilter {
+            oihw,
+            groups,
+            kernels,
+            panels,
+        })
+    }
+
+    /// The build the panels were packed for.
+    pub fn kernels(&self) -> ConvKernels {
+        self.kernels
+    }
+}
+
+/// Why [`conv2d_blocked_into`] does not take these operands, or None when it does (see the
+/// module doc for what it covers).
+pub fn conv2d_blocked_unsupported(x: &TensorRef<'_>, w: &BlockedFilter) -> Option<String> {
+    if x.dtype != DType::F32 || x.layout.axes().len() != 4 || channel_block(x.layout).is_none() {
+        return Some(format!(
+            "the blocked convolution takes f32 activations in NCHW, NHWC or NCHW<x>c, not {} {}",
+            x.dtype,
+            x.layout.layout()
+        ));
+    }
+    let og = w.oihw.extents()[0] / w.groups;
+    let lanes = w.kernels.table().0;
+    (w.groups > 1 && og % lanes != 0).then(|| {
+        format!(
+            "grouped convolutions need output channels per group ({og}) in whole vectors of {lanes}"
+        )
+    })
+}
+
+/// The convolution of [`crate::conv2d_reference`] with the blocked kernels, falling back to
+/// [`crate::conv2d_fast`] for what they do not cover ([`conv2d_blocked_unsupported`]).
+///
+/// Contract: as [`crate::conv2d_fast`] (same checks; f32 sums, `||out - ref|| / ||ref||`
+/// within 1e-5 in the tests; the result does not depend on `threads`).
+#[allow(clippy::too_many_arguments)]
+pub fn conv2d_blocked(
+    conv: &Conv2d,
+    x: TensorRef<'_>,
+    w: TensorRef<'_>,
+    epilogue: &Epilogue<'_>,
+    y: &ShapedLayout,
+    y_dtype: DType,
+    threads: usize,
+    kernels: ConvKernels,
+) -> Result<Vec<u8>, Error> {
+    check_problem(conv, x.layout, w.layout, epilogue, y)?;
+    let packed = BlockedFilter::new(w, conv.groups, kernels)?;
+    if conv2d_blocked_unsupported(&x, &packed).is_some() {
+        return crate::conv2d_fast(conv, x, w, epilogue, y, y_dtype, threads);
+    }
+    let y32 = if y_dtype == DType::F32 {
+        y.clone()
+    } else {
+        parse_format("NCHW")?.shaped(&y.dims())?
+    };
+    let mut out = crate::AlignedBuf::zeroed(y32.bytes(DType::F32)?);
+    conv2d_blocked_into(conv, x, &packed, epilogue, &y32, &mut out, threads)?;
+    if y_dtype == DType::F32 {
+        return Ok(out.to_vec());
+    }
+    convert(&y32, &out, y, &CastSpec::new(DType::F32, y_dtype, None)?)
+}
+
+/// The addressing of a layout in the `N, C/x, H, W, x` family (see [`channel_block`]), from
+/// the family's closed form: `offset = ((n * ceil(C/x) + c/x) * H + h) * W * x + w * x + c % x`.
+/// (The same numbers as core's forward map, without a map call per channel.)
+fn activation(layout: &ShapedLayout) -> Activation {
+    let x = channel_block(layout).unwrap_or(1).max(1);
+    let e = |l: char| {
+        layoutkit_core::Axis::from_letter(l)
+            .and_then(|a| layout.extent(a))
+            .unwrap_or(1)
+    };
+    let (c, h, w) = (e('C'), e('H'), e('W'));
+    let plane = h * w * x;
+    Activation {
+        sn: c.div_ceil(x) * plane,
+        sh: w * x,
+        sw: x,
+        chan: (0..c).map(|ci| (ci / x) * plane + ci % x).collect(),
+    }
+}
+
+/// Output addressing: `n * sn + h * sh + w * sw + vec[group][vector]`.
+struct OutMap {
+    sn: usize,
+    sh: usize,
+    sw: usize,
+    vec: Vec<usize>,
+}
+
+/// Where the tiles store: `y` itself when each vector of `lanes` output channels is
+/// contiguous there and no vector runs past O, else None (an `NCHW<lanes>c` buffer then).
+fn out_map(y: &ShapedLayout, groups: usize, og: usize, lanes: usize) -> Option<OutMap> {
+    let a = activation(y);
+    if og % lanes != 0 || channel_block(y).is_none() {
+        return None;
+    }
+    let vectors = og / lanes;
+    let mut vec = Vec::with_capacity(groups * vectors);
+    for g in 0..groups {
+        for v in 0..vectors {
+            let c0 = g * og + v * lanes;
+            if (1..lanes).any(|l| a.chan[c0 + l] != a.chan[c0] + l) {
+                return None;
+            }
+            vec.push(a.chan[c0]);
+        }
+    }
+    Some(OutMap {
+        sn: a.sn,
+        sh: a.sh,
+        sw: a.sw,
+        vec,
+    })
+}
+
+/// A pointer the work items share; each writes its own output region.
+#[derive(Clone, Copy)]
+struct Shared(*mut f32);
+// SAFETY: items write disjoint (channel pair, row band) regions; see `conv2d_blocked_into`.
+unsafe impl Send for Shared {}
+// SAFETY: as above.
+unsafe impl Sync for Shared {}
+
+impl Shared {
+    /// The pointer (a method, so closures capture the whole `Shared`).
+    fn get(self) -> *mut f32 {
+        self.0
+    }
+}
+
+/// [`conv2d_blocked`] without the fallback, into `out` (f32 in layout `y`, all bytes
+/// written), with a filter packed by [`BlockedFilter::new`] for `conv.groups` groups.
+///
+/// Errors as [`crate::conv2d_fast`], and when [`conv2d_blocked_unsupported`] names a reason.
+pub fn conv2d_blocked_into(
+    conv: &Conv2d,
+    x: TensorRef<'_>,
+    w: &BlockedFilter,
+    epilogue: &Epilogue<'_>,
+    y: &ShapedLayout,
+    out: &mut [u8],
+    threads: usize,
+) -> Result<(), Error> {
+    let out_dims = check_problem(conv, x.layout, &w.oihw, epilogue, y)?;
+    if w.groups != conv.groups {
+        return Err(Error::Unsupported(format!(
+            "the filter was packed for {} groups, the convolution has {}",
+            w.groups, conv.groups
+        )));
+    }
+    if let Some(why) = conv2d_blocked_unsupported(&x, w) {
+        return Err(Error::Unsupported(why));
+    }
+    crate::check_buffers(x.layout, x.data, y, out, &CastSpec::identity(DType::F32))?;
+    let pool = if threads > 1 {
+        Some(pool(threads)?)
+    } else {
+        None
+    };
+    let (lanes, table) = w.kernels.table();
+    let [n, o, oh, ow] = [0, 1, 2, 3].map(|i| out_dims.entries()[i].1);
+    let [_, cg, kh, kw] = [0, 1, 2, 3].map(|i| w.oihw.extents()[i]);
+    let (groups, og) = (conv.groups, o / conv.groups);
+    let xd = x.layout.dims();
+    // Extents by axis letter (`dims()` lists them in the layout's order).
+    let dim = |i: usize| {
+        layoutkit_core::Axis::from_letter(['N', 'C', 'H', 'W'][i])
+            .and_then(|a| xd.get(a))
+            .unwrap_or(0)
+    };
+    let xa = activation(x.layout);
+    let xv = f32s(x.data);
+    let input = prepare_input(
+        Source {
+            data: &xv,
+            sn: xa.sn,
+            sh: xa.sh,
+            sw: xa.sw,
+            chan: xa.chan,
+            dims: [dim(0), dim(1), dim(2), dim(3)],
+        },
+        conv,
+        lanes,
+        pool.as_deref(),
+        take_scratch(),
+    );
+    // Output: y in place, or an NCHW<lanes>c buffer converted afterwards.
+    let direct = out_map(y, groups, og, lanes);
+    let internal = match direct {
+        Some(_) => None,
+        None => Some(parse_format(&format!("NCHW{lanes}c"))?.shaped(&out_dims)?),
+    };
+    let map = match (direct, &internal) {
+        (Some(m), _) => Some(m),
+        (None, Some(l)) => {
+            let a = activation(l);
+            let vectors = o.div_ceil(lanes);
+            Some(OutMap {
+                sn: a.sn,
+                sh: a.sh,
+                sw: a.sw,
+                vec: (0..vectors).map(|v| v * lanes * oh * ow).collect(),
+            })
+        }
+        _ => None,
+    }
+    .ok_or_else(|| Error::Unsupported("no output addressing".into()))?;
+    // Every element of the internal output is written by a tile (padded lanes included).
+    let mut scratch: Vec<f32> = match &internal {
+        Some(l) => {
+            let mut v = take_scratch();
+            v.resize(l.elements(), 0.0);
+            v
+        }
+        None => Vec::new(),
+    };
+    // SAFETY: `out` holds f32 values (checked length); an unaligned buffer is refused.
+    let (head, out32, tail) = unsafe { out.align_to_mut::<f32>() };
+    let yptr = match &internal {
+        Some(_) => Shared(scratch.as_mut_ptr()),
+        None if head.is_empty() && tail.is_empty() => Shared(out32.as_mut_ptr()),
+        None => {
+            return Err(Error::Unsupported(
+                "the output buffer is not aligned to 4 bytes".into(),
+            ))
+        }
+    };
+
+    // Geometry in the prepared input: padding is applied there (or was 0), so every tap of
+    // every output pixel lies inside it.
+    let [st, sw] = conv.stride;
+    let [dh, dw] = conv.dilation;
+    let taps: Vec<(usize, usize)> = (0..kh * kw)
+        .map(|t| {
+            let (r, s) = (t / kw, t % kw);
+            (r * dh * input.sh + s * dw * input.sw, t * cg * 2 * lanes)
+        })
+        .collect();
+    // 1x1, stride 1: the output rows are one run of pixels when both sides store rows
+    // back to back, so tiles span row ends.
+    let flat = kh == 1 && kw == 1 && conv.stride == [1, 1] && {
+        input.sh == dim(3) * input.sw && map.sh == ow * map.sw
+    };
+    let p_max = table.len();
+    // Rows: (input offset, output offset, pixels).
+    let mut rows: Vec<(usize, usize, usize)> = Vec::new();
+    for ni in 0..n {
+        if flat {
+            let total = oh * ow;
+            let chunk = 8 * p_max;
+            for start in (0..total).step_by(chunk) {
+                rows.push((
+                    ni * input.sn + start * input.sw,
+                    ni * map.sn + start * map.sw,
+                    chunk.min(total - start),
+                ));
+            }
+        } else {
+            for r in 0..oh {
+                rows.push((
+                    ni * input.sn + r * st * input.sh,
+                    ni * map.sn + r * map.sh,
+                    ow,
+                ));
+            }
+        }
+    }
+    let blocks = Blocks::new(og, lanes);
+    let row = 2 * lanes;
+    // Reduction chunks: a filter panel chunk fits a quarter of L2.
+    let (_, l2) = packing::cache_sizes();
+    let kc = ((l2 / 4) / (taps.len() * row * 4) / lanes * lanes).max(lanes);
+    let chunks: Vec<(usize, usize)> = (0..cg)
+        .step_by(kc)
+        .map(|k0| (k0, (k0 + kc).min(cg)))
+        .collect();
+    // Channel runs per (group, chunk): channels whose addresses step by `sc`.
+    let sc = if input.chan.len() > 1 {
+        input.chan[1] - input.chan[0]
+    } else {
+        1
+    };
+    let runs: Vec<Vec<Vec<Run>>> = (0..groups)
+        .map(|g| {
+            chunks
+                .iter()
+                .map(|&(k0, k1)| {
+                    let mut v: Vec<Run> = Vec::new();
+                    for c in k0..k1 {
+                        let off = input.chan[g * cg + c];
+                        match v.last_mut() {
+                            Some(r) if off == r.x_off + r.count * sc => r.count += 1,
+                            _ => v.push(Run {
+                                x_off: off,
+                                chan: c,
+                                count: 1,
+                            }),
+                        }
+                    }
+                    v
+                })
+                .collect()
+        })
+        .collect();
+    let mut bias = vec![0f32; groups * blocks.pairs * row];
+    if let Some(b) = epilogue.bias {
+        for g in 0..groups {
+            for l in 0..og {
+                bias[(g * blocks.pairs + l / row) * row + l % row] = b[g * og + l] as f32;
+            }
+        }
+    }
+    // Work items: (group, pair, row band); bands small enough for 8 items per thread.
+    let per_group = blocks.pairs * groups;
+    let target = 8 * threads.max(1);
+    let band = (rows.len() * per_group)
+        .div_ceil(target)
+        .clamp(1, rows.len().max(1));
+    let bands = rows.len().div_ceil(band);
+    let items = per_group * bands;
+    let panel = taps.len() * cg * row;
+    let xs: &[f32] = &input.data;
+    let work = |item: usize| {
+        let (gp, bi) = (item / bands, item % bands);
+        let (g, j) = (gp / blocks.pairs, gp % blocks.pairs);
+        let b = blocks.in_pair(j);
+        let wp = w.panels[(g * blocks.pairs + j) * panel..].as_ptr();
+        let v0 = g * blocks.vectors + 2 * j;
+        let yb = if b == 2 {
+            map.vec[v0 + 1] - map.vec[v0]
+        } else {
+            0
+        };
+        for (ci, _) in chunks.iter().enumerate() {
+            let shape = Shape {
+                taps: &taps,
+                runs: &runs[g][ci],
+                sc,
+                psx: sw * input.sw,
+                psy: map.sw,
+                yb,
+                row,
+                bias: bias[(g * blocks.pairs + j) * row..].as_ptr(),
+                first: ci == 0,
+                relu: epilogue.relu && ci + 1 == chunks.len(),
+            };
+            for &(xr, yr, len) in &rows[bi * band..((bi + 1) * band).min(rows.len())] {
+                let tiles = len.div_ceil(p_max);
+                let (base, extra) = (len / tiles, len % tiles);
+                let mut start = 0;
+                for t in 0..tiles {
+                    let p = base + usize::from(t < extra);
+                    // SAFETY: the tile's pixels, taps and channels lie inside the prepared
+                    // input (output extents follow from it), its vectors inside the output
+                    // (direct: whole vectors of real channels; else the padded scratch), and
+                    // the panel holds taps * cg rows for this pair. Items touch disjoint
+                    // output regions. The table's build was resolved against this CPU.
+                    unsafe {
+                        table[p - 1][b - 1](
+                            xs.as_ptr().add(xr + start * shape.psx),
+                            wp,
+                            yptr.get().add(yr + start * map.sw + map.vec[v0]),
+                            &shape,
+                        );
+                    }
+                    start += p;
+                }
+            }
+        }
+    };
+    match &pool {
+        Some(p) => p.install(|| (0..items).into_par_iter().for_each(work)),
+        None => (0..items).for_each(work),
+    }
+    if let Some(l) = &internal {
+        let plan = ConversionPlan::new(l, y)?;
+        // SAFETY: every bit pattern is a valid byte.
+        let (_, bytes, _) = unsafe { scratch.align_to::<u8>() };
+        convert_fast(&plan, bytes, out, &CastSpec::identity(DType::F32), threads)?;
+    }
+    give_scratch(scratch);
+    if let std::borrow::Cow::Owned(v) = input.data {
+        give_scratch(v);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,216 @@
+//! What the blocked convolution prepares before its tiles run: the filter as register-tile
+//! panels (packed once), the activations as the tiles read them (in place where the layout
+//! allows, else one padded blocked copy), and the cache sizes that set the reduction chunks.
+
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use layoutkit_core::conv::Conv2d;
+use rayon::prelude::*;
+
+/// Per-core data cache sizes in bytes: `(L1d, L2)`, read once from Linux's sysfs
+/// (`/sys/devices/system/cpu/cpu0/cache/index*/`); 32 KiB and 256 KiB (small, so chunks stay
+/// safe) where sysfs does not say.
+pub(crate) fn cache_sizes() -> (usize, usize) {
+    #[cfg(test)]
+    if let Some(l2) = tests::SMALL_L2.with(|c| c.get()) {
+        return (32 << 10, l2);
+    }
+    static SIZES: OnceLock<(usize, usize)> = OnceLock::new();
+    *SIZES.get_or_init(|| {
+        let (mut l1, mut l2) = (None, None);
+        for i in 0..8 {
+            let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{i}");
+            let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).ok();
+            let (Some(level), Some(kind), Some(size)) = (read("level"), read("type"), read("size"))
+            else {
+                continue;
+            };
+            let size = size.trim();
+            let bytes = match size.strip_suffix('K') {
+                Some(k) => k.parse::<usize>().ok().map(|v| v * 1024),
+                None => match size.strip_suffix('M') {
+                    Some(m) => m.parse::<usize>().ok().map(|v| v << 20),
+                    None => size.parse().ok(),
+                },
+            };
+            match (level.trim(), kind.trim()) {
+                ("1", "Data") | ("1", "Unified") => l1 = bytes,
+                ("2", _) => l2 = bytes,
+                _ => {}
+            }
+        }
+        (l1.unwrap_or(32 << 10), l2.unwrap_or(256 << 10))
+    })
+}
+
+/// Output channels of one group in vectors of `lanes`, and those vectors in pairs (one pair
+/// per register tile; the last holds one vector when the count is odd).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Blocks {
+    pub vectors: usize,
+    pub pairs: usize,
+}
+
+impl Blocks {
+    pub(crate) fn new(og: usize, lanes: usize) -> Blocks {
+        let vectors = og.div_ceil(lanes);
+        Blocks {
+            vectors,
+            pairs: vectors.div_ceil(2),
+        }
+    }
+    /// Vectors in pair `j` (1 or 2).
+    pub(crate) fn in_pair(&self, j: usize) -> usize {
+        2.min(self.vectors - 2 * j)
+    }
+}
+
+/// The filter (`wv`, plain OIHW f32) as panels `[group][pair][tap][c][2 * lanes]`: a panel
+/// row holds the weights of one input channel for the pair's output channels, zero past the
+/// group's end, so a tile reads one row per input channel.
+pub(crate) fn pack_filter(
+    wv: &[f32],
+    groups: usize,
+    og: usize,
+    cg: usize,
+    taps: usize,
+    lanes: usize,
+) -> Vec<f32> {
+    let b = Blocks::new(og, lanes);
+    let row = 2 * lanes;
+    let panel = taps * cg * row;
+    let mut p = vec![0f32; groups * b.pairs * panel];
+    for g in 0..groups {
+        for j in 0..b.pairs {
+            let base = (g * b.pairs + j) * panel;
+            for t in 0..taps {
+                for c in 0..cg {
+                    for l in 0..row.min(og - (2 * j * lanes).min(og)) {
+                        let o = g * og + 2 * j * lanes + l;
+                        p[base + (t * cg + c) * row + l] = wv[(o * cg + c) * taps + t];
+                    }
+                }
+            }
+        }
+    }
+    p
+}
+
+/// Activations as the tiles read them: `offset = n * sn + h * sh + w * sw + chan[c]`, with
+/// the convolution's zero padding already applied (or none to apply).
+pub(crate) struct Input<'a> {
+    pub data: Cow<'a, [f32]>,
+    pub sn: usize,
+    pub sh: usize,
+    pub sw: usize,
+    pub chan: Vec<usize>,
+}
+
+/// The source activations: addressing as in [`Input`], extents `n, c, h, w`.
+pub(crate) struct Source<'a> {
+    pub data: &'a [f32],
+    pub sn: usize,
+    pub sh: usize,
+    pub sw: usize,
+    pub chan: Vec<usize>,
+    pub dims: [usize; 4],
+}
+
+/// Whether the tiles read `src` in place: no padding to apply, and the channels of a pixel
+/// step by one (NHWC, `NCHW<x>c` with `x >= 2`). NCHW (channels a plane apart) is copied:
+/// each broadcast would touch its own cache line.
+pub(crate) fn reads_in_place(src: &Source<'_>, conv: &Conv2d) -> bool {
+    conv.padding == [0, 0] && (src.dims[1] < 2 || src.chan[1] == src.chan[0] + 1)
+}
+
+/// The activations the tiles read: `src` in place, or (see [`reads_in_place`]) a copy in
+/// `N, C/b, H + 2 * pad, W + 2 * pad, b` with `b = lanes` (NHWC when `C < lanes`, so a
+/// 3-channel first layer is not padded to 16 channels) and zero borders, copied by `pool`
+/// into `scratch` (a buffer reused across calls: every element the tiles read is written
+/// here, borders included, so its old contents do not matter).
+pub(crate) fn prepare_input<'a>(
+    src: Source<'a>,
+    conv: &Conv2d,
+    lanes: usize,
+    pool: Option<&rayon::ThreadPool>,
+    mut scratch: Vec<f32>,
+) -> Input<'a> {
+    if reads_in_place(&src, conv) {
+        return Input {
+            data: Cow::Borrowed(src.data),
+            sn: src.sn,
+            sh: src.sh,
+            sw: src.sw,
+            chan: src.chan,
+        };
+    }
+    let [n, c, h, w] = src.dims;
+    let [ph, pw] = conv.padding;
+    let blk = if c >= lanes { lanes } else { c.max(1) };
+    let ncb = c.div_ceil(blk);
+    let (hp, wp) = (h + 2 * ph, w + 2 * pw);
+    let plane = hp * wp * blk;
+    scratch.resize(n * ncb * plane, 0.0);
+    let mut data = scratch;
+    let fill = |(i, dst): (usize, &mut [f32])| {
+        let (ni, cb) = (i / ncb, i % ncb);
+        let c0 = cb * blk;
+        let count = blk.min(c - c0);
+        let contiguous = (1..count).all(|l| src.chan[c0 + l] == src.chan[c0] + l);
+        // Zero borders: the top and bottom padding rows, the left and right padding columns,
+        // and the lanes past C.
+        dst[..ph * wp * blk].fill(0.0);
+        dst[(ph + h) * wp * blk..].fill(0.0);
+        for hi in 0..h {
+            let line = &mut dst[(hi + ph) * wp * blk..][..wp * blk];
+            line[..pw * blk].fill(0.0);
+            line[(pw + w) * blk..].fill(0.0);
+            if count < blk {
+                line.fill(0.0);
+            }
+        }
+        for hi in 0..h {
+            let drow = &mut dst[((hi + ph) * wp + pw) * blk..][..w * blk];
+            let sbase = ni * src.sn + hi * src.sh;
+            if contiguous && src.sw == blk && count == blk {
+                let s = sbase + src.chan[c0];
+                drow.copy_from_slice(&src.data[s..s + w * blk]);
+            } else if contiguous {
+                for wi in 0..w {
+                    let s = sbase + wi * src.sw + src.chan[c0];
+                    drow[wi * blk..wi * blk + count].copy_from_slice(&src.data[s..s + count]);
+                }
+            } else {
+                for l in 0..count {
+                    let s = sbase + src.chan[c0 + l];
+                    for wi in 0..w {
+                        drow[wi * blk + l] = src.data[s + wi * src.sw];
+                    }
+                }
+            }
+        }
+    };
+    match pool {
+        Some(p) => p.install(|| data.par_chunks_mut(plane.max(1)).enumerate().for_each(fill)),
+        None => data.chunks_mut(plane.max(1)).enumerate().for_each(fill),
+    }
+    Input {
+        data: Cow::Owned(data),
+        sn: ncb * plane,
+        sh: wp * blk,
+        sw: blk,
+        chan: (0..c).map(|ci| (ci / blk) * plane + ci % blk).collect(),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::cell::Cell;
+
+    thread_local! {
+        /// An L2 size that replaces the machine's on this thread, so unit tests reach the
+        /// chunked reduction with small channel counts.
+        pub(crate) static SMALL_L2: Cell<Option<usize>> = const { Cell::new(None) };
+    }
+}

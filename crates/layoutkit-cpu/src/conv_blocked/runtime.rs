@@ -1,0 +1,149 @@
+//! What the blocked convolution needs from the machine and the process: the kernel build
+//! (chosen at run time), thread pools and scratch buffers kept between calls, and f32 views of
+//! byte buffers.
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use super::microkernel::{self, TileFn};
+#[cfg(target_arch = "x86_64")]
+use super::microkernel_x86;
+use crate::Error;
+
+/// Which build of the tile runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConvKernels {
+    /// The best the CPU has, unless the environment variable `LAYOUTKIT_CPU_KERNELS` says
+    /// `avx2` (the AVX2 build on an AVX-512 CPU, as the conversion engine reads it) or
+    /// `portable`.
+    Auto,
+    Avx512,
+    Avx2,
+    Portable,
+}
+
+impl ConvKernels {
+    /// The concrete build `self` means on this CPU. Errors when the CPU lacks its
+    /// instructions.
+    ///
+    /// ```
+    /// use layoutkit_cpu::ConvKernels;
+    /// assert_eq!(ConvKernels::Portable.resolve().unwrap(), ConvKernels::Portable);
+    /// assert_ne!(ConvKernels::Auto.resolve().unwrap(), ConvKernels::Auto);
+    /// ```
+    pub fn resolve(self) -> Result<ConvKernels, Error> {
+        let has = |k: ConvKernels| -> bool {
+            #[cfg(target_arch = "x86_64")]
+            {
+                use std::arch::is_x86_feature_detected as f;
+                match k {
+                    ConvKernels::Avx512 => f!("avx512f"),
+                    ConvKernels::Avx2 => f!("avx2") && f!("fma"),
+                    _ => true,
+                }
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            {
+                matches!(k, ConvKernels::Portable)
+            }
+        };
+        match self {
+            ConvKernels::Auto => {
+                let env = std::env::var("LAYOUTKIT_CPU_KERNELS").unwrap_or_default();
+                let order: &[ConvKernels] = match env.as_str() {
+                    "portable" => &[ConvKernels::Portable],
+                    "avx2" => &[ConvKernels::Avx2, ConvKernels::Portable],
+                    _ => &[
+                        ConvKernels::Avx512,
+                        ConvKernels::Avx2,
+                        ConvKernels::Portable,
+                    ],
+                };
+                Ok(order
+                    .iter()
+                    .copied()
+                    .find(|&k| has(k))
+                    .unwrap_or(ConvKernels::Portable))
+            }
+            k if has(k) => Ok(k),
+            k => Err(Error::Unsupported(format!(
+                "this CPU cannot run the {k:?} convolution kernels"
+            ))),
+        }
+    }
+
+    /// Vector lanes and the tile table of a resolved build.
+    pub(super) fn table(self) -> (usize, &'static [[TileFn; 2]]) {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            ConvKernels::Avx512 => (16, &microkernel_x86::AVX512),
+            #[cfg(target_arch = "x86_64")]
+            ConvKernels::Avx2 => (8, &microkernel_x86::AVX2),
+            _ => (8, &microkernel::PORTABLE),
+        }
+    }
+}
+
+/// `bytes` as f32 values: in place when aligned, else copied.
+pub(super) fn f32s(bytes: &[u8]) -> std::borrow::Cow<'_, [f32]> {
+    // SAFETY: every bit pattern is a valid f32; `align_to` only reinterprets the aligned middle.
+    let (head, mid, tail) = unsafe { bytes.align_to::<f32>() };
+    if head.is_empty() && tail.is_empty() {
+        return std::borrow::Cow::Borrowed(mid);
+    }
+    std::borrow::Cow::Owned(
+        bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect(),
+    )
+}
+
+/// A rayon pool of `threads` threads, built once per count (building one per call would cost
+/// more than a small layer).
+pub(super) fn pool(threads: usize) -> Result<Arc<rayon::ThreadPool>, Error> {
+    type Pools = Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>>;
+    static POOLS: OnceLock<Pools> = OnceLock::new();
+    let mut pools = POOLS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some((_, p)) = pools.iter().find(|(t, _)| *t == threads) {
+        return Ok(p.clone());
+    }
+    let p = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .map_err(|e| Error::Threads {
+                threads,
+                reason: e.to_string(),
+            })?,
+    );
+    pools.push((threads, p.clone()));
+    Ok(p)
+}
+
+/// Scratch buffers reused across calls (a padded input copy, an output in the tiles' layout),
+/// so a call does not pay for fresh pages.
+static SCRATCH: Mutex<Vec<Vec<f32>>> = Mutex::new(Vec::new());
+
+/// A buffer from [`SCRATCH`] (any length, stale contents).
+pub(super) fn take_scratch() -> Vec<f32> {
+    SCRATCH
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .pop()
+        .unwrap_or_default()
+}
+
+/// The largest buffer [`SCRATCH`] keeps (bytes): a process keeps at most four of these after
+/// its convolutions return.
+const SCRATCH_KEEP_BYTES: usize = 256 << 20;
+
+/// Returns a buffer to [`SCRATCH`] (at most four kept, none over [`SCRATCH_KEEP_BYTES`]).
+pub(super) fn give_scratch(v: Vec<f32>) {
+    let mut s = SCRATCH.lock().unwrap_or_else(|e| e.into_inner());
+    if s.len() < 4 && v.capacity() > 0 && v.capacity() * 4 <= SCRATCH_KEEP_BYTES {
+        s.push(v);
+    }
+}

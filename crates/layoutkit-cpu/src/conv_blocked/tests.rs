@@ -1,0 +1,75 @@
+//! Unit tests that need the module's insides: the chunked reduction (a small L2 forces
+//! several chunks) against the reference, on every build this CPU runs.
+
+use layoutkit_core::conv::Conv2d;
+use layoutkit_core::{parse_format, DType, Dims};
+
+use super::packing::tests::SMALL_L2;
+use super::*;
+
+fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .flat_map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0).to_le_bytes()
+        })
+        .collect()
+}
+
+fn values(b: &[u8]) -> Vec<f64> {
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64)
+        .collect()
+}
+
+#[test]
+fn chunked_reductions_match_the_reference() {
+    // Any L2 gives chunks of at least one vector; 1 byte gives exactly one vector per chunk.
+    SMALL_L2.with(|c| c.set(Some(1)));
+    let builds = [
+        ConvKernels::Avx512,
+        ConvKernels::Avx2,
+        ConvKernels::Portable,
+    ];
+    for kernels in builds.into_iter().filter(|k| k.resolve().is_ok()) {
+        for (layout, pad, relu) in [("NCHW16c", 1, true), ("NHWC", 0, false), ("NCHW", 1, true)] {
+            let conv = Conv2d {
+                padding: [pad, pad],
+                ..Conv2d::default()
+            };
+            let xd = Dims::parse("N=1,C=40,H=5,W=7").unwrap();
+            let wd = Dims::parse("O=24,I=40,H=3,W=3").unwrap();
+            let yd = conv.output_dims(&xd, &wd).unwrap();
+            let xs = parse_format(layout).unwrap().shaped(&xd).unwrap();
+            let ws = parse_format("OIHW").unwrap().shaped(&wd).unwrap();
+            let ys = parse_format(layout).unwrap().shaped(&yd).unwrap();
+            let xb = noise(xs.elements(), 1);
+            let wb = noise(ws.elements(), 2);
+            let bias: Vec<f64> = (0..24).map(|i| i as f64 * 0.1 - 1.0).collect();
+            let ep = Epilogue {
+                bias: Some(&bias),
+                relu,
+            };
+            let x = TensorRef {
+                layout: &xs,
+                dtype: DType::F32,
+                data: &xb,
+            };
+            let w = TensorRef {
+                layout: &ws,
+                dtype: DType::F32,
+                data: &wb,
+            };
+            let want = values(&crate::conv2d_reference(&conv, x, w, &ep, &ys, DType::F32).unwrap());
+            let got =
+                values(&conv2d_blocked(&conv, x, w, &ep, &ys, DType::F32, 1, kernels).unwrap());
+            let err: f64 = got.iter().zip(&want).map(|(a, b)| (a - b) * (a - b)).sum();
+            let norm: f64 = want.iter().map(|b| b * b).sum();
+            assert!(err.sqrt() <= 1e-5 * norm.sqrt(), "{kernels:?} {layout}");
+        }
+    }
+    SMALL_L2.with(|c| c.set(None));
+}
