@@ -11,8 +11,8 @@ alone: GPU time too), in NHWC, NCHW read in place, and NCHW through NHWC (our co
 input, the NHWC kernel, our conversion of the output, timed together), and NCHW as `conv` plans
 it (one of those two routes). Medians of --repeats.
 
-The layers come from `layoutkit conv bench --list --json` (every network it lists), so both
-tools time the same layers. FLOP = 2 x MACs.
+The layers come from `layoutkit conv bench --list --json --net NET` (ResNet-50, VGG-16 or both),
+so both tools time the same layers. FLOP = 2 x MACs.
 
 Usage:
     bench/torch_conv_bench.py PATH/TO/layoutkit [--batches 1,8,32,64] [--repeats 20]
@@ -58,8 +58,8 @@ def graph_timed(fn, repeats, launches=10):
     return times[len(times) // 2]
 
 
-def ours_for_batch(exe, batch, repeats, filt):
-    cmd = [exe, "conv", "bench", "--device", "cuda", "--batch", str(batch), "--repeats", str(repeats),
+def ours_for_batch(exe, batch, repeats, filt, net):
+    cmd = [exe, "conv", "bench", "--device", "cuda", "--net", net, "--batch", str(batch), "--repeats", str(repeats),
            "--layouts", "NHWC,NCHW,NCHW>NHWC,NCHW-planned", "--types", "f16", "--json"]
     if filt:
         cmd += ["--filter", filt]
@@ -78,9 +78,10 @@ def main():
     ap.add_argument("--batches", default="1,8,32,64")
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--filter", default=None)
+    ap.add_argument("--net", default="all", help="resnet50, vgg16 or all (as `conv bench --net`)")
     ap.add_argument("--json", default=None, help="write every measurement here")
     args = ap.parse_args()
-    cmd = [args.layoutkit, "conv", "bench", "--list", "--json"]
+    cmd = [args.layoutkit, "conv", "bench", "--list", "--json", "--net", args.net]
     if args.filter:
         cmd += ["--filter", args.filter]
     layers = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)["layers"]
@@ -90,7 +91,7 @@ def main():
           f"{torch.backends.cudnn.version()}; f16, TFLOP/s (GPU time only on both sides)\n")
     everything = []
     for batch in [int(b) for b in args.batches.split(",")]:
-        ours = ours_for_batch(args.layoutkit, batch, args.repeats, args.filter)
+        ours = ours_for_batch(args.layoutkit, batch, args.repeats, args.filter, args.net)
         print(f"### batch {batch}\n")
         print("| layer | cuDNN NCHW | cuDNN NHWC | cuDNN best | ours NHWC | ours NCHW in place "
               "| ours NCHW via NHWC | ours NCHW as planned (route) | ours / cuDNN best "
