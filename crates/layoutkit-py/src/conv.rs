@@ -3,7 +3,9 @@
 
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::{parse_format, view, DType, ShapedLayout};
-use layoutkit_cpu::{conv2d_fast, conv2d_fast_supports, conv2d_reference, Epilogue, TensorRef};
+use layoutkit_cpu::{
+    conv2d_blocked, conv2d_fast_supports, conv2d_reference, ConvKernels, Epilogue, TensorRef,
+};
 use pyo3::prelude::*;
 
 use crate::layouts::parse_dtype;
@@ -196,8 +198,19 @@ pub fn conv2d_cpu(
             bias: bias.as_deref(),
             relu,
         };
+        // As `layoutkit conv` chooses: the register-blocked engine (which hands what it does
+        // not cover to the implicit GEMM) for f32 NCHW/NHWC/NCHW<x>c, else the reference.
         let out = if conv2d_fast_supports(&xr) && !xs.is_strided() && !ws.is_strided() {
-            conv2d_fast(&conv, xr, wr, &epilogue, &ys, yt, threads.max(1))
+            conv2d_blocked(
+                &conv,
+                xr,
+                wr,
+                &epilogue,
+                &ys,
+                yt,
+                threads.max(1),
+                ConvKernels::Auto,
+            )
         } else {
             conv2d_reference(&conv, xr, wr, &epilogue, &ys, yt)
         }

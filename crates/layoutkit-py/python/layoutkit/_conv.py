@@ -38,8 +38,9 @@ def conv2d(x: Any, w: Any, *, bias: Any = None, stride: IntPair = 1, padding: In
     one value per output channel; `relu` clamps the result at 0.
 
     CPU arrays (numpy, or CPU tensors through DLPack): f32 NCHW/NHWC/NCHW<x>c activations run
-    the implicit-GEMM engine on `threads` threads, everything else the f64 reference; the GIL
-    is released.
+    the register-blocked engine (AVX-512, AVX2+FMA or portable, chosen at run time; groups it
+    does not cover go to the implicit GEMM) on `threads` threads, everything else the f64
+    reference; the GIL is released.
 
     CUDA tensors (torch, cupy, or jax through them): layoutkit's tensor-core kernels (warpgroup
     MMA on Hopper, `mma.sync` elsewhere, a direct kernel for groups and odd channel counts) in
