@@ -279,3 +279,41 @@ fn pack_outputs_follow_links_fill_fifos_and_report_full_disks() {
     assert!(err.starts_with("error: cannot write /dev/full"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+/// `-o -` writes the packed (or restored) file to standard output and the report to standard
+/// error; a sharded checkpoint cannot go to standard output.
+#[test]
+fn pack_and_unpack_to_standard_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m.safetensors");
+    model(&m);
+    let m = m.to_str().unwrap();
+    let file = dir.path().join("p.safetensors");
+    let args = ["--target", "cudnn-nhwc", "--rule", "dw.weight=depthwise"];
+    let out = layoutkit(&[&["pack", m, "-o", file.to_str().unwrap()][..], &args].concat());
+    assert!(out.status.success());
+    let piped = layoutkit(&[&["pack", m, "-o", "-"][..], &args].concat());
+    assert!(
+        piped.status.success(),
+        "{}",
+        String::from_utf8_lossy(&piped.stderr)
+    );
+    assert_eq!(piped.stdout, std::fs::read(&file).unwrap());
+    let err = String::from_utf8_lossy(&piped.stderr);
+    assert!(err.contains("-> standard output: 4 tensors"), "{err}");
+    let json = layoutkit(&[&["--json", "pack", m, "-o", "-"][..], &args].concat());
+    assert_eq!(json.stdout, std::fs::read(&file).unwrap());
+    assert!(String::from_utf8_lossy(&json.stderr).contains("\"profile\""));
+    let restored = layoutkit(&["unpack", file.to_str().unwrap(), "-o", "-"]);
+    assert!(restored.status.success());
+    assert_eq!(restored.stdout, std::fs::read(&m).unwrap());
+    let index = dir.path().join("m.safetensors.index.json");
+    std::fs::write(
+        &index,
+        r#"{"metadata": {}, "weight_map": {"conv.weight": "m.safetensors"}}"#,
+    )
+    .unwrap();
+    let sharded = layoutkit(&[&["pack", index.to_str().unwrap(), "-o", "-"][..], &args].concat());
+    assert_eq!(sharded.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&sharded.stderr).contains("folder"));
+}

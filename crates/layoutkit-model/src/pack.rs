@@ -415,6 +415,13 @@ pub fn pack_model(model: &Path, output: &Path, opts: &PackOptions) -> Result<Pac
             seconds: start.elapsed().as_secs_f64(),
         });
     }
+    if output.as_os_str() == "-" && !opts.dry_run {
+        return Err(Error::Options(
+            "a sharded checkpoint packs into a folder (one file per shard and an index); \
+             `-` (standard output) cannot hold it"
+                .into(),
+        ));
+    }
     let index = Index::read(model)?;
     let sources = index
         .shards

@@ -248,6 +248,13 @@ pub fn unpack_model(packed: &Path, output: &Path, opts: &UnpackOptions) -> Resul
             seconds: start.elapsed().as_secs_f64(),
         });
     };
+    if output.as_os_str() == "-" {
+        return Err(Error::Options(
+            "a packed checkpoint unpacks into a folder (one file per shard and an index); `-` \
+             (standard output) cannot hold it"
+                .into(),
+        ));
+    }
     let index = Index::read(&index_path)?;
     std::fs::create_dir_all(output).map_err(|source| Error::Write {
         path: output.to_path_buf(),

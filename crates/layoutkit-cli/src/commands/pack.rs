@@ -43,39 +43,53 @@ pub fn run(a: &PackArgs, json_out: bool) -> Result<()> {
         bar.finish();
     }
     let report = report?;
+    // With `-o -` the packed file is standard output: the report goes to standard error.
+    let to_stdout = !a.dry_run && crate::files::is_stdio(&output);
     if json_out {
-        crate::json::print(&report.to_json(a.dry_run));
+        let doc = report.to_json(a.dry_run);
+        if to_stdout {
+            crate::json::eprint(&doc);
+        } else {
+            crate::json::print(&doc);
+        }
         return Ok(());
     }
     if a.dry_run {
         print_table(&report);
         return Ok(());
     }
+    let say = |line: String| {
+        if to_stdout {
+            eprintln!("{line}");
+        } else {
+            outln!("{line}");
+        }
+    };
     for s in &report.shards {
         let out = s
             .output
             .as_ref()
-            .map(|p| p.display().to_string())
+            .map(|p| crate::files::output_name(p))
             .unwrap_or_default();
-        outln!(
+        say(format!(
             "{} -> {}: {} tensors, {} -> {} bytes",
             s.input.display(),
             out,
             s.tensors.len(),
             s.bytes_read,
             s.bytes_written
-        );
+        ));
     }
     if let Some(index) = &report.index {
-        outln!("index {}", index.display());
+        say(format!("index {}", index.display()));
     }
     let read: u64 = report.shards.iter().map(|s| s.bytes_read).sum();
-    outln!(
+    say(format!(
         "packed for {} in {:.3} s ({:.0} MiB/s read)",
         report.profile,
         report.seconds,
         read as f64 / (1 << 20) as f64 / report.seconds.max(1e-9)
-    );
+    ));
     Ok(())
 }
 
@@ -193,12 +207,27 @@ pub fn run_unpack(a: &UnpackArgs, json_out: bool) -> Result<()> {
         sync: !a.no_sync,
     };
     let report = unpack_model(&a.packed, &a.output, &opts)?;
+    // With `-o -` the restored file is standard output: the report goes to standard error.
+    let to_stdout = crate::files::is_stdio(&a.output);
     if json_out {
-        crate::json::print(&report.to_json());
+        if to_stdout {
+            crate::json::eprint(&report.to_json());
+        } else {
+            crate::json::print(&report.to_json());
+        }
         return Ok(());
     }
     for (i, o, n) in &report.files {
-        outln!("{} -> {}: {n} tensors restored", i.display(), o.display());
+        let line = format!(
+            "{} -> {}: {n} tensors restored",
+            i.display(),
+            crate::files::output_name(o)
+        );
+        if to_stdout {
+            eprintln!("{line}");
+        } else {
+            outln!("{line}");
+        }
     }
     if let Some(index) = &report.index {
         outln!("index {}", index.display());
