@@ -306,7 +306,7 @@ fn pack_and_unpack_to_standard_output() {
     assert!(String::from_utf8_lossy(&json.stderr).contains("\"profile\""));
     let restored = layoutkit(&["unpack", file.to_str().unwrap(), "-o", "-"]);
     assert!(restored.status.success());
-    assert_eq!(restored.stdout, std::fs::read(&m).unwrap());
+    assert_eq!(restored.stdout, std::fs::read(m).unwrap());
     let index = dir.path().join("m.safetensors.index.json");
     std::fs::write(
         &index,
