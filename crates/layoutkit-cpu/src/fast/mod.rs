@@ -12,6 +12,7 @@
 mod buffer;
 mod cast_tiles;
 mod casts;
+mod interleave;
 mod items;
 mod shape;
 mod tiles;

@@ -235,6 +235,9 @@ impl Job<'_> {
     /// A tile of rows a fixed distance apart (see [`StridedTile`]).
     fn tile_strided(&self, t: StridedTile, unit: usize, scratch: &mut Scratch) {
         let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
+        if self.tile_few_rows(&t, unit, scratch) {
+            return;
+        }
         let (na, nb) = (t.na, t.nb);
         let fused = self.fused.filter(|_| unit == 1 && t.pad == 0);
         if !((self.cast.is_identity() || fused.is_some()) && t.s_row >= 0 && t.d_row >= 0) {
@@ -661,16 +664,16 @@ const BAND_AHEAD_BYTES: usize = 256 << 10;
 /// A tile of rows a fixed distance apart: source rows `s_first + b * s_row` for `b < nb`,
 /// destination rows `d_first + a * d_row` for `a < na` (elements), each destination row
 /// followed by `pad` fill elements.
-struct StridedTile {
-    s_first: isize,
-    s_row: isize,
-    d_first: isize,
-    d_row: isize,
-    na: usize,
-    nb: usize,
-    pad: usize,
+pub(super) struct StridedTile {
+    pub(super) s_first: isize,
+    pub(super) s_row: isize,
+    pub(super) d_first: isize,
+    pub(super) d_row: isize,
+    pub(super) na: usize,
+    pub(super) nb: usize,
+    pub(super) pad: usize,
     /// Source lines to ask for while the tile runs ([`transpose::Ahead`]).
-    ahead: (*const u8, usize),
+    pub(super) ahead: (*const u8, usize),
 }
 
 /// Source rows from a table, destination rows strided (a scratch tile).
