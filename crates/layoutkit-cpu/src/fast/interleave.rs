@@ -9,6 +9,8 @@
 //!
 //! Elements are `[u8; E]` (alignment 1), so sources at any byte offset are fine.
 
+use layoutkit_core::plan::LoopDim;
+
 /// The most rows (channels) these kernels take.
 pub(super) const MAX_ROWS: usize = 4;
 
@@ -187,6 +189,42 @@ unsafe fn kernel<const E: usize, const C: usize>(
 }
 
 impl super::Job<'_> {
+    /// The tile shape `(ta, tb)` for a tile plane that [`Self::tile_few_rows`] runs (one
+    /// source-contiguous loop, no padding, 2..=[`MAX_ROWS`] rows packed into pixels on one
+    /// side): as many pixels as fill the scratch tile, so each tile moves tens of KiB in long
+    /// runs (the transposes' shapes, made for 8 or 16 rows, gave 3-row tiles of 256 pixels).
+    /// `None` for other planes.
+    pub(super) fn few_rows_shape(
+        &self,
+        a_loops: &[LoopDim],
+        b: LoopDim,
+        unit: usize,
+        pad: usize,
+    ) -> Option<(usize, usize)> {
+        let [a] = a_loops else { return None };
+        let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
+        let wide = unit * ss.max(ds);
+        let pixels = |rows: usize| (super::SCRATCH_BYTES / (rows * wide)).max(1);
+        if pad > 0 || b.src_stride < 0 || a.dst_stride < 0 {
+            return None;
+        }
+        let e_ok = |e: usize| matches!(e, 1 | 2 | 4 | 8);
+        if (2..=MAX_ROWS).contains(&b.extent)
+            && a.dst_stride as usize == b.extent * unit
+            && e_ok(unit * ss)
+        {
+            // Channels as source rows, pixels as destination rows.
+            return Some((pixels(b.extent).min(a.extent), b.extent));
+        }
+        if (2..=MAX_ROWS).contains(&a.extent)
+            && b.src_stride as usize == a.extent * unit
+            && e_ok(unit * ds)
+        {
+            return Some((a.extent, pixels(a.extent).min(b.extent)));
+        }
+        None
+    }
+
     /// Runs tile `t` (units of `unit` elements) with the kernels above when one side has
     /// 2..=[`MAX_ROWS`] rows packed into pixels: `nb` source rows into destination rows
     /// `nb` units long back to back ([`interleave`]), or `na` units per source row, rows back

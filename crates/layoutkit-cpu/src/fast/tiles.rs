@@ -43,6 +43,9 @@ impl Job<'_> {
                 TILE_BYTES
             },
         );
+        if let Some((a, b)) = self.few_rows_shape(a_loops, b, unit, pad) {
+            (ta, tb) = (a, b);
+        }
         if pad > 0 {
             // The whole padded run in one tile: its last `pad` rows read the fill line.
             tb = b.extent;
