@@ -17,6 +17,11 @@ const PAIRS: &[(&str, &str)] = &[
     ("NCHW", "NWHC"),
     ("NHWC", "NCWH"),
     ("NCHW", "kHWC8"),
+    ("kHWC8", "NCHW"),
+    ("NCHW", "NCHW8c"),
+    ("NCHW8c", "NCHW"),
+    ("NCHW", "NC/32HW32"),
+    ("NC/32HW32", "NCHW"),
     ("NHWC", "mace:in_out_channel"),
     ("mace:in_out_channel", "NHWC"),
 ];

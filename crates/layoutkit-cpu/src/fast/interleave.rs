@@ -203,34 +203,35 @@ impl super::Job<'_> {
     ) -> Option<(usize, usize)> {
         let [a] = a_loops else { return None };
         let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
-        let wide = unit * ss.max(ds);
-        let pixels = |rows: usize| (super::SCRATCH_BYTES / (rows * wide)).max(1);
+        let identity = self.cast.is_identity();
+        // Room in the scratch tile for a tile in both types (casts, strided pixels).
+        let pixels = |rows: usize| (super::SCRATCH_BYTES / (rows * unit * (ss + ds))).max(1);
         if pad > 0 || b.src_stride < 0 || a.dst_stride < 0 {
             return None;
         }
         let e_ok = |e: usize| matches!(e, 1 | 2 | 4 | 8);
-        if (2..=MAX_ROWS).contains(&b.extent)
-            && a.dst_stride as usize == b.extent * unit
-            && e_ok(unit * ss)
-        {
+        // Pixels back to back, or (casts) apart.
+        let fits = |stride: isize, rows: usize| {
+            stride as usize == rows * unit || (!identity && stride as usize > rows * unit)
+        };
+        if (2..=MAX_ROWS).contains(&b.extent) && fits(a.dst_stride, b.extent) && e_ok(unit * ss) {
             // Channels as source rows, pixels as destination rows.
             return Some((pixels(b.extent).min(a.extent), b.extent));
         }
-        if (2..=MAX_ROWS).contains(&a.extent)
-            && b.src_stride as usize == a.extent * unit
-            && e_ok(unit * ds)
-        {
+        if (2..=MAX_ROWS).contains(&a.extent) && fits(b.src_stride, a.extent) && e_ok(unit * ds) {
             return Some((a.extent, pixels(a.extent).min(b.extent)));
         }
         None
     }
 
     /// Runs tile `t` (units of `unit` elements) with the kernels above when one side has
-    /// 2..=[`MAX_ROWS`] rows packed into pixels: `nb` source rows into destination rows
-    /// `nb` units long back to back ([`interleave`]), or `na` units per source row, rows back
-    /// to back, into `na` destination rows ([`deinterleave`]). A cast goes through the scratch
-    /// tile: interleaved in the source type then cast as one run, or cast as one run then
-    /// split. Returns false (nothing written) for other tiles.
+    /// 2..=[`MAX_ROWS`] rows and the other side's rows are pixels: `nb` source rows into
+    /// destination rows of `nb` units ([`interleave`]), or source rows of `na` units into `na`
+    /// destination rows ([`deinterleave`]). Pixels back to back are read or written in place;
+    /// pixels further apart (a blocked layout's padded records, such as NCHW32c's with 3
+    /// channels) only in casts, through the scratch tile, where the alternative was one kernel
+    /// call per element. A cast runs as one contiguous run in the scratch tile between the
+    /// (de)interleaving and the pixels' move. Returns false (nothing written) for other tiles.
     pub(super) fn tile_few_rows(
         &self,
         t: &super::tiles::StridedTile,
@@ -242,19 +243,23 @@ impl super::Job<'_> {
         if t.pad > 0 || t.s_first < 0 || t.d_first < 0 || t.s_row < 0 || t.d_row < 0 {
             return false;
         }
+        let identity = self.cast.is_identity();
         let (s_row, d_row) = (t.s_row as usize, t.d_row as usize);
-        let interleaving = (2..=MAX_ROWS).contains(&nb) && d_row == nb * unit && s_row >= na * unit;
-        let splitting = (2..=MAX_ROWS).contains(&na) && s_row == na * unit && d_row >= nb * unit;
-        let (rows, pixels) = match (interleaving, splitting) {
-            (true, _) => (nb, na),
-            (false, true) => (na, nb),
+        let few = |r: usize| (2..=MAX_ROWS).contains(&r);
+        let interleaving = few(nb) && d_row >= nb * unit && s_row >= na * unit;
+        let splitting = !interleaving && few(na) && s_row >= na * unit && d_row >= nb * unit;
+        let (rows, pixels, px_stride) = match (interleaving, splitting) {
+            (true, _) => (nb, na, d_row),
+            (_, true) => (na, nb, s_row),
             _ => return false,
         };
+        let packed = px_stride == rows * unit;
         let (se, de) = (unit * ss, unit * ds);
         let e = if interleaving { se } else { de };
-        let scratch_bytes = pixels * rows * se.max(de);
+        let n = pixels * rows * unit;
         if !matches!(e, 1 | 2 | 4 | 8)
-            || (!self.cast.is_identity() && scratch_bytes > super::SCRATCH_BYTES)
+            || (!packed && identity)
+            || (!(packed && identity) && n * (ss + ds) > super::SCRATCH_BYTES)
         {
             return false;
         }
@@ -262,11 +267,11 @@ impl super::Job<'_> {
         let (s_end, d_end) = if interleaving {
             (
                 t.s_first as usize + (nb - 1) * s_row + na * unit,
-                t.d_first as usize + na * nb * unit,
+                t.d_first as usize + (na - 1) * d_row + nb * unit,
             )
         } else {
             (
-                t.s_first as usize + nb * na * unit,
+                t.s_first as usize + (nb - 1) * s_row + na * unit,
                 t.d_first as usize + (na - 1) * d_row + nb * unit,
             )
         };
@@ -276,8 +281,7 @@ impl super::Job<'_> {
         );
         let src = self.src.as_ptr().wrapping_add(t.s_first as usize * ss);
         let dst = self.dst.ptr.wrapping_add(t.d_first as usize * ds);
-        let n = pixels * rows * unit;
-        if self.cast.is_identity() {
+        if packed && identity {
             // SAFETY: the tile's rows are inside the buffers (asserted); the destination
             // belongs to this item; destination rows do not overlap (d_row >= nb * unit).
             return unsafe {
@@ -291,26 +295,44 @@ impl super::Job<'_> {
         let buf = scratch
             .stream_buf
             .get_or_insert_with(|| super::AlignedBuf::zeroed(super::SCRATCH_BYTES));
-        let tmp = buf.as_mut_ptr();
+        // Two scratch ranges: the source type's `n` elements, then the destination type's.
+        let (a, b) = buf.split_at_mut(n * ss);
+        let b = &mut b[..n * ds];
+        let (px_s, px_d) = (rows * se, rows * de);
         if interleaving {
             // SAFETY: as above; the scratch holds `n` source elements (checked).
-            if !unsafe { interleave(src, s_row * ss, tmp, pixels, rows, e) } {
-                return false;
+            unsafe { interleave(src, s_row * ss, a.as_mut_ptr(), pixels, rows, e) };
+            if packed {
+                // SAFETY: the destination range of the tile is inside the buffer (asserted)
+                // and belongs to this item.
+                let out = unsafe { std::slice::from_raw_parts_mut(dst, n * ds) };
+                (self.run)(a, out, n, &self.cast);
+                return true;
             }
-            // SAFETY: the destination range of the tile is inside the buffer (asserted) and
-            // belongs to this item.
-            let out = unsafe { std::slice::from_raw_parts_mut(dst, n * ds) };
-            (self.run)(&buf[..n * ss], out, n, &self.cast);
+            (self.run)(a, b, n, &self.cast);
+            for (p, px) in b.chunks_exact(px_d).enumerate() {
+                // SAFETY: pixel `p` of the tile, inside the buffer (asserted), this item's.
+                let out = unsafe { std::slice::from_raw_parts_mut(dst.add(p * d_row * ds), px_d) };
+                super::copy_few(out, px);
+            }
         } else {
-            (self.run)(
-                &self.src[t.s_first as usize * ss..s_end * ss],
-                &mut buf[..n * ds],
-                n,
-                &self.cast,
-            );
+            if packed {
+                (self.run)(
+                    &self.src[t.s_first as usize * ss..s_end * ss],
+                    b,
+                    n,
+                    &self.cast,
+                );
+            } else {
+                for (p, px) in a.chunks_exact_mut(px_s).enumerate() {
+                    let at = (t.s_first as usize + p * s_row) * ss;
+                    super::copy_few(px, &self.src[at..at + px_s]);
+                }
+                (self.run)(a, b, n, &self.cast);
+            }
             // SAFETY: the scratch holds the cast pixels; the destination rows are inside the
             // buffer (asserted), belong to this item and do not overlap.
-            unsafe { deinterleave(buf.as_ptr(), dst, d_row * ds, pixels, rows, e) };
+            unsafe { deinterleave(b.as_ptr(), dst, d_row * ds, pixels, rows, e) };
         }
         true
     }

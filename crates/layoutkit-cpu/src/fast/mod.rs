@@ -251,6 +251,17 @@ impl Job<'_> {
             }
             Kind::Fill => {
                 let (o, l) = (k[0], k[1]);
+                if l.dst_stride == 1 && l.extent <= MAX_TILE_A {
+                    // Runs of fill (a blocked layout's padded channels after a cast): each a
+                    // copy of the fill line, not element by element (f32 -> f16 NCHW ->
+                    // NCHW32c with 3 channels writes 29 fill elements per pixel).
+                    let line = &self.fill_line[..l.extent * ds];
+                    for i in 0..o.extent {
+                        let at = (d0 as isize + i as isize * o.dst_stride) as usize * ds;
+                        copy_few(&mut dst[at..at + line.len()], line);
+                    }
+                    return;
+                }
                 match ds {
                     1 => fill_plane::<1>(dst, d0, o, l, &self.fill),
                     2 => fill_plane::<2>(dst, d0, o, l, &self.fill),
