@@ -110,3 +110,34 @@ fn single_images_split_along_planes_equal_the_reference() {
         }
     }
 }
+
+/// Pixels of many channels whose rows are not whole lines (NHWC with C = 250 f32: 1000 bytes),
+/// which tiles of whole rows move through the scratch tile: the same bytes as the reference,
+/// for sources at odd offsets and every thread count.
+#[test]
+fn whole_row_tiles_equal_the_reference() {
+    for (c, t) in [
+        (250, DType::F32),
+        (250, DType::F16),
+        (70, DType::F32),
+        (300, DType::U8),
+    ] {
+        for (from, to) in [("NCHW", "NHWC"), ("NCHW", "NWHC")] {
+            let dims = Dims::parse(&format!("N=2,C={c},H=9,W=37")).unwrap();
+            let src = parse_format(from).unwrap().shaped(&dims).unwrap();
+            let dst = parse_format(to).unwrap().shaped(&dims).unwrap();
+            let cast = CastSpec::identity(t);
+            let data = noise_bytes(src.bytes(t).unwrap(), 11);
+            let mut want = vec![0u8; dst.bytes(t).unwrap()];
+            convert_reference(&src, &data, &dst, &mut want, &cast).unwrap();
+            let plan = ConversionPlan::new(&src, &dst).unwrap();
+            for (threads, offset) in [(1, 0), (2, 4), (3, 1), (4, 16)] {
+                let mut buf = layoutkit_cpu::AlignedBuf::zeroed(data.len() + offset);
+                buf[offset..].copy_from_slice(&data);
+                let mut got = vec![0xA5u8; want.len()];
+                convert_fast(&plan, &buf[offset..], &mut got, &cast, threads).unwrap();
+                assert!(got == want, "{from} -> {to} C={c} {t} threads {threads}");
+            }
+        }
+    }
+}

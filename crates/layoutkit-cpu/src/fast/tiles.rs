@@ -46,6 +46,23 @@ impl Job<'_> {
         if let Some((a, b)) = self.few_rows_shape(a_loops, b, unit, pad) {
             (ta, tb) = (a, b);
         }
+        // Destination rows (pixels of many channels) back to back but not whole lines, such
+        // as NHWC's with C = 250 f32 (1000 bytes): tiles of whole rows, so each tile's
+        // destination is one range, transposed in the scratch tile and streamed out whole
+        // (`tile_strided`); cut into segments, the rows' lines were written partly by two
+        // tiles with ordinary stores, each line read before it was written.
+        let d_row_bytes = inner_a.dst_stride.unsigned_abs() * ds;
+        if self.cast.is_identity()
+            && unit == 1
+            && pad == 0
+            && a_loops.len() == 1
+            && inner_a.dst_stride as usize == b.extent
+            && d_row_bytes % 64 != 0
+            && (WHOLE_ROWS_MIN_BYTES..=SCRATCH_BYTES / 64).contains(&d_row_bytes)
+        {
+            tb = b.extent;
+            ta = (SCRATCH_BYTES / d_row_bytes).clamp(1, MAX_TILE_A);
+        }
         if pad > 0 {
             // The whole padded run in one tile: its last `pad` rows read the fill line.
             tb = b.extent;
@@ -277,7 +294,7 @@ impl Job<'_> {
         // copy -> 47-59% over six alternating runs). Rows under a line are left to the kernels'
         // packed stores (kHWC8 measured slower through the scratch).
         let through_scratch = fused.is_none()
-            && unit > 1
+            && (unit > 1 || row >= WHOLE_ROWS_MIN_BYTES)
             && row >= 64
             && t.d_row as usize == (nb + t.pad) * unit
             && (dst as usize % 64 != 0 || row % 64 != 0)
@@ -659,6 +676,11 @@ impl PeriodicRows {
         }
     }
 }
+
+/// The shortest destination rows of single elements that whole-row tiles go through the
+/// scratch tile for (shorter rows of elements are the few-channel kernels' or the packed
+/// stores').
+const WHOLE_ROWS_MIN_BYTES: usize = 256;
 
 /// The largest band of source rows whose tiles ask for the next band (a quarter of the L2
 /// cache of the machine measured: the band being read and the next stay in it).
