@@ -257,24 +257,18 @@ impl super::Job<'_> {
         let (se, de) = (unit * ss, unit * ds);
         let e = if interleaving { se } else { de };
         let n = pixels * rows * unit;
-        if !matches!(e, 1 | 2 | 4 | 8)
-            || (!packed && identity)
-            || (!(packed && identity) && n * (ss + ds) > super::SCRATCH_BYTES)
-        {
+        // Identity tiles only in place; the others through both scratch ranges.
+        let fits = if identity {
+            packed
+        } else {
+            n * (ss + ds) <= super::SCRATCH_BYTES
+        };
+        if !matches!(e, 1 | 2 | 4 | 8) || !fits {
             return false;
         }
         // Bounds: the first and last elements of the tile inside the buffers.
-        let (s_end, d_end) = if interleaving {
-            (
-                t.s_first as usize + (nb - 1) * s_row + na * unit,
-                t.d_first as usize + (na - 1) * d_row + nb * unit,
-            )
-        } else {
-            (
-                t.s_first as usize + (nb - 1) * s_row + na * unit,
-                t.d_first as usize + (na - 1) * d_row + nb * unit,
-            )
-        };
+        let s_end = t.s_first as usize + (nb - 1) * s_row + na * unit;
+        let d_end = t.d_first as usize + (na - 1) * d_row + nb * unit;
         assert!(
             s_end * ss <= self.src.len() && d_end * ds <= self.dst.len,
             "a tile lies outside its buffer (plan and buffers disagree)"
@@ -342,6 +336,9 @@ impl super::Job<'_> {
 mod tests {
     use super::*;
 
+    /// One build of [`kernel`].
+    type Build = unsafe fn(*const u8, usize, *mut u8, usize, Dir);
+
     /// Every build of both kernels (baseline, AVX2, AVX-512 where the CPU has it) against the
     /// definition, for every element size and row count, pixel counts around vector widths,
     /// sources and destinations at odd byte offsets.
@@ -367,8 +364,7 @@ mod tests {
                         }
                     })
                     .collect();
-                let mut builds: Vec<unsafe fn(*const u8, usize, *mut u8, usize, Dir)> =
-                    vec![kernel::<E, C>];
+                let mut builds: Vec<Build> = vec![kernel::<E, C>];
                 #[cfg(target_arch = "x86_64")]
                 {
                     if crate::fast::transpose::avx2_builds() {
