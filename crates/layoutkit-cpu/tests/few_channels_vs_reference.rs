@@ -111,7 +111,8 @@ fn single_images_split_along_planes_equal_the_reference() {
     }
 }
 
-/// Pixels of many channels whose rows are not whole lines (NHWC with C = 250 f32: 1000 bytes),
+/// Pixels of many channels whose rows are not whole lines (NHWC with C = 250 f32: 1000 bytes;
+/// C = 24 f32: 96 bytes),
 /// which tiles of whole rows move through the scratch tile: the same bytes as the reference,
 /// for sources at odd offsets and every thread count.
 #[test]

@@ -47,7 +47,9 @@ impl Job<'_> {
             (ta, tb) = (a, b);
         }
         // Destination rows (pixels of many channels) back to back but not whole lines, such
-        // as NHWC's with C = 250 f32 (1000 bytes): tiles of whole rows, so each tile's
+        // as NHWC's with C = 250 f32 (1000 bytes) or C = 24 f32 (96 bytes; measured, one
+        // thread, same run: 72-80% of the copy -> 142-147%; 48-byte rows got slower, 75 ->
+        // 46%, and stay with the kernels' stores): tiles of whole rows, so each tile's
         // destination is one range, transposed in the scratch tile and streamed out whole
         // (`tile_strided`); cut into segments, the rows' lines were written partly by two
         // tiles with ordinary stores, each line read before it was written.
@@ -678,9 +680,10 @@ impl PeriodicRows {
 }
 
 /// The shortest destination rows of single elements that whole-row tiles go through the
-/// scratch tile for (shorter rows of elements are the few-channel kernels' or the packed
-/// stores').
-const WHOLE_ROWS_MIN_BYTES: usize = 256;
+/// scratch tile for (shorter rows are the few-channel kernels' or the packed stores'), and,
+/// with `SCRATCH_BYTES / 64`, the longest (longer rows leave tiles too few pixels long:
+/// f32 NHWC with C = 1000 measured slower with 16-pixel tiles).
+const WHOLE_ROWS_MIN_BYTES: usize = 64;
 
 /// The largest band of source rows whose tiles ask for the next band (a quarter of the L2
 /// cache of the machine measured: the band being read and the next stay in it).
