@@ -8,7 +8,9 @@ PyTorch does each conversion as one `copy_` (its strided copy/cast kernel, which
 `contiguous(memory_format=channels_last)` and `permute(...).contiguous()` run) from a view of the
 source into a view of a preallocated destination: for NCHW -> NHWC a channels_last tensor, for
 the blocked layouts (NCHW32c, kHWC8, OIHW16i16o) the padded physical tensor viewed in logical
-order (padding zeroed once at allocation). MACE images have no PyTorch form and are left out. f32 -> i8 is `.to(torch.int8)` (truncation, where layoutkit
+order (padding zeroed once at allocation; a partial last block of NCHW32c in a second copy_).
+MACE images, and filters whose O or I is not a multiple of 16, have no single-view PyTorch
+form and are left out. f32 -> i8 is `.to(torch.int8)` (truncation, where layoutkit
 rounds and saturates: the same bytes moved). Bandwidth counts bytes read + written; times are
 medians after one warm-up.
 
@@ -56,23 +58,18 @@ def make(row):
     up = lambda v, m: -(-v // m) * m
     if "O" in d:
         o, i, h, w = d["O"], d["I"], d["H"], d["W"]
-        op, ip = up(o, 16), up(i, 16)
-        blocked = lambda t: t.view(op // 16, 16, ip // 16, 16, h, w).permute(
-            0, 2, 4, 5, 3, 1)
+        if o % 16 or i % 16:
+            return None  # padded filter blocks: no single view
         if (frm, to) == ("OIHW", "OIHW16i16o"):
             x = src((o, i, h, w))
-            y = torch.zeros((op // 16, ip // 16, h, w, 16, 16), dtype=dt)
-            # y viewed as logical (O, I, H, W)
-            yv = y.permute(0, 5, 1, 4, 2, 3).reshape(op, ip, h, w)[:o, :i]
-            return run(x, x, y, yv)
+            y = torch.empty((o // 16, i // 16, h, w, 16, 16), dtype=dt)
+            return x, y, lambda: y.permute(0, 5, 1, 4, 2, 3).copy_(
+                x.view(o // 16, 16, i // 16, 16, h, w))
         if (frm, to) == ("OIHW16i16o", "OIHW"):
-            x = src((op // 16, ip // 16, h, w, 16, 16))
-            xv = x.permute(0, 5, 1, 4, 2, 3)[:, :, :, :, :, :]
-            xv = xv.reshape(op, ip, h, w) if xv.is_contiguous() else None
-            if xv is None:
-                return None
+            x = src((o // 16, i // 16, h, w, 16, 16))
             y = torch.empty((o, i, h, w), dtype=dt)
-            return run(x, xv[:o, :i], y, y)
+            return x, y, lambda: y.view(o // 16, 16, i // 16, 16, h, w).copy_(
+                x.permute(0, 5, 1, 4, 2, 3))
         return None
     n, c, h, w = d["N"], d["C"], d["H"], d["W"]
     if (frm, to) == ("NCHW", "NHWC"):
@@ -83,17 +80,30 @@ def make(row):
         x = src((n, h, w, c))
         y = torch.empty((n, c, h, w), dtype=dt)
         return run(x, x.permute(0, 3, 1, 2), y, y)
+    full, r = divmod(c, 32)
     if (frm, to) == ("NCHW", "NCHW32c"):
+        # Whole blocks in one copy_, the partial last block in a second.
         x = src((n, c, h, w))
-        cp = up(c, 32)
-        y = torch.zeros((n, cp // 32, h, w, 32), dtype=dt)
-        return run(x, x, y, y.permute(0, 1, 4, 2, 3).reshape(n, cp, h, w)[:, :c]
-                   if cp == 32 else y.permute(0, 1, 4, 2, 3).flatten(1, 2)[:, :c])
+        y = torch.zeros((n, up(c, 32) // 32, h, w, 32), dtype=dt)
+        y5 = y.permute(0, 1, 4, 2, 3)
+
+        def f():
+            if full:
+                y5[:, :full].copy_(x[:, :full * 32].view(n, full, 32, h, w))
+            if r:
+                y5[:, full, :r].copy_(x[:, full * 32:])
+        return x, y, f
     if (frm, to) == ("NCHW32c", "NCHW"):
-        cp = up(c, 32)
-        x = src((n, cp // 32, h, w, 32))
+        x = src((n, up(c, 32) // 32, h, w, 32))
+        x5 = x.permute(0, 1, 4, 2, 3)
         y = torch.empty((n, c, h, w), dtype=dt)
-        return run(x, x.permute(0, 1, 4, 2, 3).flatten(1, 2)[:, :c], y, y)
+
+        def f():
+            if full:
+                y[:, :full * 32].view(n, full, 32, h, w).copy_(x5[:, :full])
+            if r:
+                y[:, full * 32:].copy_(x5[:, full, :r])
+        return x, y, f
     if (frm, to) == ("NCHW", "kHWC8"):
         x = src((n, c, h, w))
         y = torch.zeros((n, h, w, up(c, 8)), dtype=dt)
