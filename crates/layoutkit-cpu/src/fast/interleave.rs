@@ -364,6 +364,7 @@ mod tests {
                         }
                     })
                     .collect();
+                #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
                 let mut builds: Vec<Build> = vec![kernel::<E, C>];
                 #[cfg(target_arch = "x86_64")]
                 {
