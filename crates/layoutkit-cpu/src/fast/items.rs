@@ -126,13 +126,10 @@ pub(super) fn split(
     } else {
         Kind::Strided
     };
-    // Padding after units is written by the strided kernel; after a tile's
+    // Padding after units (or single elements) is written by the strided kernel; after a tile's
     // destination-contiguous loop, by fill rows of a tile holding the whole padded run.
     let padded_tile = pad > 0 && unit == 1 && kind == Kind::Tile;
-    if pad > 0
-        && !(unit > 1 && kind == Kind::Strided)
-        && !(padded_tile && (inner.extent + pad) * size <= 512)
-    {
+    if pad > 0 && kind != Kind::Strided && !(padded_tile && (inner.extent + pad) * size <= 512) {
         return false;
     }
     // A fill needs two loops for its kernel.
