@@ -152,7 +152,8 @@ def main():
         moved = x.numel() * x.element_size() + y.numel() * y.element_size()
         ca = torch.ones(moved // 2, dtype=torch.uint8)
         cb = torch.empty_like(ca)
-        repeats = max(10, min(500, (4 << 20) // max(1, row["tensor_bytes"])))
+        # As the sweep does with --repeats 5.
+        repeats = max(5, min(500, (4 << 20) // max(1, row["tensor_bytes"])))
         t, c = timed(f, lambda: cb.copy_(ca), repeats)
         r = {
             "from": row["from"], "to": row["to"], "dims": row["dims"],
