@@ -532,3 +532,41 @@ fn conv_bench_rejects_types_and_layouts_it_cannot_run() {
         "reads NHWC, NCHW or NC/32HW32",
     );
 }
+
+/// `bench --sweep --list` prints the rows a filter keeps and times nothing; a one-row sweep
+/// with `--json` has its row, the size class summary and the per-call overhead (the figures
+/// themselves are not checked: they depend on the machine).
+#[test]
+fn bench_sweep_lists_filters_and_reports_json() {
+    let out = layoutkit(&[
+        "bench",
+        "--sweep",
+        "--list",
+        "--sweep-filter",
+        "NCHW->NHWC f16 C=3,",
+    ]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(!lines.is_empty());
+    assert!(lines
+        .iter()
+        .all(|l| l.starts_with("NCHW->NHWC ") && (l.contains(" f16 ") || l.contains(">f16 "))));
+    assert!(lines.iter().all(|l| l.contains("C=3,")));
+    let v = json(&[
+        "bench",
+        "--sweep",
+        "--json",
+        "--repeats",
+        "1",
+        "--sweep-filter",
+        "NCHW->NHWC f32>f16 N=2,C=3,H=64,W=64",
+    ]);
+    let rows = v["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["size_class"], "<1MiB");
+    assert!(rows[0]["ratio_to_copy"].as_f64().unwrap() > 0.0);
+    assert_eq!(v["classes"][0]["size_class"], "<1MiB");
+    assert!(v["call_overhead_s"].as_f64().unwrap() > 0.0);
+    assert_bad_input(&["bench", "--sweep", "--from", "NCHW"], "");
+}

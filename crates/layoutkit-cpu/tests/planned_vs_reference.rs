@@ -220,12 +220,13 @@ fn fast_engine_on_larger_transposes_and_casts() {
         ("OIHW", "OIHW16i16o", "O=33,I=18,H=3,W=3"),
         ("NHWC", "mace:in_out_channel", "N=2,H=9,W=17,C=10"),
         ("NCHW", "NCHW", "N=3,C=5,H=64,W=65"),
-        // Larger than one work item (2^16 elements), so regions are split across threads.
+        // Larger than one work item (2^16 elements) and than the smallest conversion run on
+        // several threads (2^17), so regions are split across threads.
         ("NCHW", "NHWC", "N=2,C=67,H=41,W=43"),
         ("NCHW", "kHWC8", "N=4,C=3,H=130,W=131"),
-        ("NHWC", "mace:in_out_channel", "N=3,H=41,W=45,C=10"),
-        ("NCHW", "NCHW", "N=1,C=1,H=300,W=301"),
-        ("OIHW", "OIHW4i16o4i", "O=70,I=66,H=3,W=5"),
+        ("NHWC", "mace:in_out_channel", "N=8,H=41,W=45,C=10"),
+        ("NCHW", "NCHW", "N=1,C=1,H=450,W=301"),
+        ("OIHW", "OIHW4i16o4i", "O=140,I=66,H=3,W=5"),
         // Rows of whole cache lines, so the streaming kernels of every element size run.
         ("NCHW", "NHWC", "N=2,C=128,H=16,W=40"),
         ("NHWC", "NCHW", "N=2,C=96,H=8,W=128"),

@@ -22,27 +22,31 @@ const STANDARD: &[(&str, &str, &str)] = &[
     ("NHWC", "mace:in_out_channel", "N=16,H=96,W=96,C=250"),
 ];
 
-struct Row {
-    from: String,
-    to: String,
-    dims: String,
-    dtype: DType,
-    to_dtype: DType,
-    bytes_moved: usize,
-    median_s: f64,
-    copy_median_s: f64,
-    threads: usize,
-    device: String,
+pub(crate) struct Row {
+    pub(crate) from: String,
+    pub(crate) to: String,
+    pub(crate) dims: String,
+    pub(crate) dtype: DType,
+    pub(crate) to_dtype: DType,
+    pub(crate) bytes_moved: usize,
+    pub(crate) median_s: f64,
+    pub(crate) copy_median_s: f64,
+    pub(crate) threads: usize,
+    pub(crate) device: String,
 }
 
 impl Row {
-    fn gbps(&self) -> f64 {
+    pub(crate) fn gbps(&self) -> f64 {
         self.bytes_moved as f64 / self.median_s / 1e9
     }
-    fn copy_gbps(&self) -> f64 {
+    pub(crate) fn copy_gbps(&self) -> f64 {
         self.bytes_moved as f64 / self.copy_median_s / 1e9
     }
-    fn json(&self) -> Value {
+    /// The conversion's bandwidth over the copy's.
+    pub(crate) fn ratio(&self) -> f64 {
+        self.copy_median_s / self.median_s
+    }
+    pub(crate) fn json(&self) -> Value {
         json!({
             "from": self.from, "to": self.to, "dims": self.dims,
             "dtype": self.dtype.name(), "to_dtype": self.to_dtype.name(),
@@ -55,6 +59,9 @@ impl Row {
 }
 
 pub fn run(a: &BenchArgs, json_out: bool) -> Result<()> {
+    if a.sweep {
+        return super::bench_sweep::run(a, json_out);
+    }
     if a.threads == 0 {
         bail!("--threads must be at least 1");
     }
@@ -176,17 +183,18 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// How a conversion is timed.
 #[derive(Clone, Copy)]
-struct Timing {
+pub(crate) struct Timing {
     /// Timed repetitions after one warm-up.
-    repeats: usize,
+    pub(crate) repeats: usize,
     /// CPU threads for the conversion and the copy.
-    threads: usize,
+    pub(crate) threads: usize,
     /// Source bytes past a 64-byte boundary.
-    src_offset: usize,
+    pub(crate) src_offset: usize,
 }
 
+/// Times one conversion (and the copy of as many bytes, alternately) on the device asked for.
 #[allow(clippy::too_many_arguments)]
-fn bench_one(
+pub(crate) fn bench_one(
     from: &str,
     to: &str,
     dims: &str,

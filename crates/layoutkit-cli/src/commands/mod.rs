@@ -1,6 +1,7 @@
 //! One module per subcommand; shared argument parsing here.
 
 pub mod bench;
+pub mod bench_sweep;
 pub mod conv;
 pub mod conv_bench;
 mod conv_bench_cpu;

@@ -126,13 +126,10 @@ pub(super) fn split(
     } else {
         Kind::Strided
     };
-    // Padding after units is written by the strided kernel; after a tile's
+    // Padding after units (or single elements) is written by the strided kernel; after a tile's
     // destination-contiguous loop, by fill rows of a tile holding the whole padded run.
     let padded_tile = pad > 0 && unit == 1 && kind == Kind::Tile;
-    if pad > 0
-        && !(unit > 1 && kind == Kind::Strided)
-        && !(padded_tile && (inner.extent + pad) * size <= 512)
-    {
+    if pad > 0 && kind != Kind::Strided && !(padded_tile && (inner.extent + pad) * size <= 512) {
         return false;
     }
     // A fill needs two loops for its kernel.
@@ -157,7 +154,20 @@ pub(super) fn split(
     // Loops are chunked outermost first. A tile's destination-contiguous loop is chunked
     // before its source-contiguous ones (which stay whole, so tiles stay wide): it moves in
     // front of them here, and back to the end in each item.
-    let last = if kind == Kind::Tile && !padded_tile {
+    // A tile whose loops outside its source-contiguous one give too few items (one image of
+    // a few channels: NCHW -> NHWC N=1,C=3 was one item, one thread busy) is chunked along
+    // that loop instead, in whole lines of units where it is long enough.
+    let outside = || -> usize { dims[..n - 1 - a_loops].iter().map(|d| d.extent).product() };
+    let along_a = kind == Kind::Tile
+        && !padded_tile
+        && a_loops == 1
+        && tail == 0
+        && outside() * dims[n - 1].extent.div_ceil(16) < target
+        && dims[n - 2].extent >= 2 * MIN_ITEM_ELEMENTS / dims[n - 1].extent.max(1);
+    let reorder = kind == Kind::Tile && !padded_tile && !along_a;
+    let last = if along_a {
+        n - 2
+    } else if reorder {
         let b = dims.pop().expect("a tile has two loops");
         dims.insert(n - 1 - a_loops, b);
         n - 1 - a_loops
@@ -173,9 +183,13 @@ pub(super) fn split(
     }
     let pieces_k = target.div_ceil(before).clamp(1, dims[k].extent);
     let mut chunk = dims[k].extent.div_ceil(pieces_k);
-    if kind == Kind::Tile && !padded_tile && k == last {
+    if reorder && k == last {
         // Whole tile rows: a multiple of 16 destination-contiguous units.
         chunk = chunk.next_multiple_of(16).min(dims[k].extent);
+    }
+    if along_a && k == last {
+        // Chunks of whole source lines.
+        chunk = chunk.next_multiple_of(64).min(dims[k].extent);
     }
     let mut start = vec![0usize; k + 1];
     loop {
@@ -194,7 +208,7 @@ pub(super) fn split(
             it.dst_offset = (it.dst_offset as isize + start[j] as isize * d.dst_stride) as usize;
         }
         it.dims[0].extent = chunk.min(dims[k].extent - start[k]);
-        if kind == Kind::Tile && !padded_tile {
+        if reorder {
             let b = it.dims.remove(last - k);
             it.dims.push(b);
         }

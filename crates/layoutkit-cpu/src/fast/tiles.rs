@@ -43,6 +43,28 @@ impl Job<'_> {
                 TILE_BYTES
             },
         );
+        if let Some((a, b)) = self.few_rows_shape(a_loops, b, unit, pad) {
+            (ta, tb) = (a, b);
+        }
+        // Destination rows (pixels of many channels) back to back but not whole lines, such
+        // as NHWC's with C = 250 f32 (1000 bytes) or C = 24 f32 (96 bytes; measured, one
+        // thread, same run: 72-80% of the copy -> 142-147%; 48-byte rows got slower, 75 ->
+        // 46%, and stay with the kernels' stores): tiles of whole rows, so each tile's
+        // destination is one range, transposed in the scratch tile and streamed out whole
+        // (`tile_strided`); cut into segments, the rows' lines were written partly by two
+        // tiles with ordinary stores, each line read before it was written.
+        let d_row_bytes = inner_a.dst_stride.unsigned_abs() * ds;
+        if self.cast.is_identity()
+            && unit == 1
+            && pad == 0
+            && a_loops.len() == 1
+            && inner_a.dst_stride as usize == b.extent
+            && d_row_bytes % 64 != 0
+            && (WHOLE_ROWS_MIN_BYTES..=SCRATCH_BYTES / 64).contains(&d_row_bytes)
+        {
+            tb = b.extent;
+            ta = (SCRATCH_BYTES / d_row_bytes).clamp(1, MAX_TILE_A);
+        }
         if pad > 0 {
             // The whole padded run in one tile: its last `pad` rows read the fill line.
             tb = b.extent;
@@ -235,6 +257,9 @@ impl Job<'_> {
     /// A tile of rows a fixed distance apart (see [`StridedTile`]).
     fn tile_strided(&self, t: StridedTile, unit: usize, scratch: &mut Scratch) {
         let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
+        if self.tile_few_rows(&t, unit, scratch) {
+            return;
+        }
         let (na, nb) = (t.na, t.nb);
         let fused = self.fused.filter(|_| unit == 1 && t.pad == 0);
         if !((self.cast.is_identity() || fused.is_some()) && t.s_row >= 0 && t.d_row >= 0) {
@@ -271,7 +296,7 @@ impl Job<'_> {
         // copy -> 47-59% over six alternating runs). Rows under a line are left to the kernels'
         // packed stores (kHWC8 measured slower through the scratch).
         let through_scratch = fused.is_none()
-            && unit > 1
+            && (unit > 1 || row >= WHOLE_ROWS_MIN_BYTES)
             && row >= 64
             && t.d_row as usize == (nb + t.pad) * unit
             && (dst as usize % 64 != 0 || row % 64 != 0)
@@ -654,6 +679,12 @@ impl PeriodicRows {
     }
 }
 
+/// The shortest destination rows of single elements that whole-row tiles go through the
+/// scratch tile for (shorter rows are the few-channel kernels' or the packed stores'), and,
+/// with `SCRATCH_BYTES / 64`, the longest (longer rows leave tiles too few pixels long:
+/// f32 NHWC with C = 1000 measured slower with 16-pixel tiles).
+const WHOLE_ROWS_MIN_BYTES: usize = 64;
+
 /// The largest band of source rows whose tiles ask for the next band (a quarter of the L2
 /// cache of the machine measured: the band being read and the next stay in it).
 const BAND_AHEAD_BYTES: usize = 256 << 10;
@@ -661,16 +692,16 @@ const BAND_AHEAD_BYTES: usize = 256 << 10;
 /// A tile of rows a fixed distance apart: source rows `s_first + b * s_row` for `b < nb`,
 /// destination rows `d_first + a * d_row` for `a < na` (elements), each destination row
 /// followed by `pad` fill elements.
-struct StridedTile {
-    s_first: isize,
-    s_row: isize,
-    d_first: isize,
-    d_row: isize,
-    na: usize,
-    nb: usize,
-    pad: usize,
+pub(super) struct StridedTile {
+    pub(super) s_first: isize,
+    pub(super) s_row: isize,
+    pub(super) d_first: isize,
+    pub(super) d_row: isize,
+    pub(super) na: usize,
+    pub(super) nb: usize,
+    pub(super) pad: usize,
     /// Source lines to ask for while the tile runs ([`transpose::Ahead`]).
-    ahead: (*const u8, usize),
+    pub(super) ahead: (*const u8, usize),
 }
 
 /// Source rows from a table, destination rows strided (a scratch tile).

@@ -447,6 +447,28 @@ fn avx512() -> bool {
     })
 }
 
+/// Whether kernels built for AVX-512 (F, BW, VL, VBMI) run: as [`avx512`], and the CPU has
+/// BW and VBMI too.
+#[cfg(target_arch = "x86_64")]
+pub(super) fn avx512_builds() -> bool {
+    use std::sync::OnceLock;
+    static HAS: OnceLock<bool> = OnceLock::new();
+    avx512()
+        && *HAS.get_or_init(|| {
+            std::arch::is_x86_feature_detected!("avx512bw")
+                && std::arch::is_x86_feature_detected!("avx512vbmi")
+                && std::arch::is_x86_feature_detected!("bmi2")
+        })
+}
+
+/// Whether kernels built for AVX2 run (the CPU has AVX2 and BMI2).
+#[cfg(target_arch = "x86_64")]
+pub(super) fn avx2_builds() -> bool {
+    use std::sync::OnceLock;
+    static HAS: OnceLock<bool> = OnceLock::new();
+    avx2() && *HAS.get_or_init(|| std::arch::is_x86_feature_detected!("bmi2"))
+}
+
 #[cfg(target_arch = "x86_64")]
 pub(super) mod x86;
 

@@ -1,0 +1,227 @@
+//! Contiguous runs of small records: `count` records of `data` bytes back to back in the
+//! source, each written as a record of `data` bytes plus fill up to `out` bytes back to back in
+//! the destination (one channel into kHWC8's or NCHW32c's padded records, 1-3 channels into a
+//! MACE image's 4 lanes). The strided kernel moved these one record at a time with a prefetch
+//! and two short copies each (f16 NCHW -> kHWC8 with C = 1: 6% of the copy); here each record
+//! is one whole-record store of a template (fill) with the data over it, sizes fixed at compile
+//! time for the usual records so the compiler emits vector moves.
+
+use layoutkit_core::plan::{LoopDim, Region};
+
+/// Whether `fill` writes, right after each element of `copy`, the rest of a record that the
+/// next element starts after: `copy` has one loop of more than one element (its destination
+/// stride the record), and `fill` the same loop outside a run of `stride - 1` elements
+/// starting one element after each copied one.
+pub(super) fn fills_records(copy: &Region, fill: &Region) -> bool {
+    let long = |d: &&LoopDim| d.extent > 1;
+    let c: Vec<&LoopDim> = copy.dims.iter().filter(long).collect();
+    let Some((run, outer)) = fill.dims.split_last() else {
+        return false;
+    };
+    let f: Vec<&LoopDim> = outer.iter().filter(long).collect();
+    let [c] = c[..] else { return false };
+    let [f] = f[..] else { return false };
+    run.dst_stride == 1
+        && run.extent >= 1
+        && c.dst_stride == 1 + run.extent as isize
+        && f.extent == c.extent
+        && f.dst_stride == c.dst_stride
+        && fill.dst_offset == copy.dst_offset + 1
+}
+
+/// Writes `count` records: `dst[r*out .. r*out + data] = src[r*data ..]`, the rest of each
+/// output record from `fill` (`out - data` bytes of the fill value). Returns false (nothing
+/// written) when no kernel has these sizes.
+///
+/// Contract: `src` holds `count * data` bytes, `dst` `count * out`, `fill` `out - data`.
+pub(super) fn expand(
+    src: &[u8],
+    dst: &mut [u8],
+    count: usize,
+    data: usize,
+    out: usize,
+    fill: &[u8],
+) -> bool {
+    macro_rules! sizes {
+        ($(($d:literal, $o:literal)),*) => {
+            match (data, out) {
+                $(($d, $o) => expand_const::<$d, $o>(src, dst, count, fill),)*
+                _ => return false,
+            }
+        };
+    }
+    sizes!(
+        (1, 4),
+        (1, 8),
+        (1, 16),
+        (1, 32),
+        (2, 4),
+        (2, 8),
+        (3, 4),
+        (2, 16),
+        (2, 32),
+        (2, 64),
+        (4, 8),
+        (4, 16),
+        (4, 32),
+        (4, 64),
+        (4, 128),
+        (6, 8),
+        (8, 16),
+        (12, 16),
+        (8, 32),
+        (16, 32),
+        (24, 32),
+        (12, 32)
+    );
+    true
+}
+
+/// [`expand`] of all records of `src` (`data` bytes each) into `dst` (`out` bytes each), a
+/// scratch-sized piece at a time through `buf`, each piece then streamed to the destination
+/// past the cache: the destination is several times the source, and ordinary stores read each
+/// of its lines before writing it. Returns false (nothing written) when no kernel has these
+/// sizes.
+pub(super) fn expand_streamed(
+    src: &[u8],
+    dst: &mut [u8],
+    (data, out): (usize, usize),
+    fill: &[u8],
+    buf: &mut [u8],
+) -> bool {
+    let count = src.len() / data;
+    let per = (buf.len() / out).max(1);
+    let mut r = 0;
+    while r < count {
+        let m = per.min(count - r);
+        let piece = &mut buf[..m * out];
+        if !expand(&src[r * data..(r + m) * data], piece, m, data, out, fill) {
+            // Sizes without a kernel fail on the first piece, before anything is written.
+            debug_assert_eq!(r, 0);
+            return false;
+        }
+        super::transpose::stream_copy(&mut dst[r * out..(r + m) * out], piece);
+        r += m;
+    }
+    true
+}
+
+#[inline(always)]
+fn expand_const<const D: usize, const O: usize>(
+    src: &[u8],
+    dst: &mut [u8],
+    count: usize,
+    fill: &[u8],
+) {
+    let mut template = [0u8; O];
+    template[D..].copy_from_slice(&fill[..O - D]);
+    let src = &src[..count * D];
+    let dst = &mut dst[..count * O];
+    for (o, s) in dst.chunks_exact_mut(O).zip(src.chunks_exact(D)) {
+        let mut rec = template;
+        rec[..D].copy_from_slice(s);
+        o.copy_from_slice(&rec);
+    }
+}
+
+/// The inverse: `count` records of `stride` bytes back to back in the source, the first `data`
+/// bytes of each written back to back to the destination (kHWC8's or NCHW32c's records of one
+/// channel, a MACE image's lanes, back to planes or pixels). Returns false (nothing written)
+/// when no kernel has these sizes.
+///
+/// Contract: `src` holds `count * stride` bytes (the last record may end after its data:
+/// `(count - 1) * stride + data`), `dst` `count * data`.
+pub(super) fn compact(
+    src: &[u8],
+    dst: &mut [u8],
+    count: usize,
+    data: usize,
+    stride: usize,
+) -> bool {
+    macro_rules! sizes {
+        ($(($d:literal, $o:literal)),*) => {
+            match (data, stride) {
+                $(($d, $o) => compact_const::<$d, $o>(src, dst, count),)*
+                _ => return false,
+            }
+        };
+    }
+    sizes!(
+        (1, 4),
+        (1, 8),
+        (1, 16),
+        (1, 32),
+        (2, 4),
+        (2, 8),
+        (3, 4),
+        (2, 16),
+        (2, 32),
+        (2, 64),
+        (4, 8),
+        (4, 16),
+        (4, 32),
+        (4, 64),
+        (4, 128),
+        (6, 8),
+        (8, 16),
+        (12, 16),
+        (8, 32),
+        (16, 32),
+        (24, 32),
+        (12, 32)
+    );
+    true
+}
+
+#[inline(always)]
+fn compact_const<const D: usize, const S: usize>(src: &[u8], dst: &mut [u8], count: usize) {
+    if count == 0 {
+        return;
+    }
+    let src = &src[..(count - 1) * S + D];
+    let dst = &mut dst[..count * D];
+    for (r, o) in dst.chunks_exact_mut(D).enumerate() {
+        let mut rec = [0u8; D];
+        rec.copy_from_slice(&src[r * S..r * S + D]);
+        o.copy_from_slice(&rec);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Both kernels against their definition, for every size pair they take and counts
+    /// around vector widths.
+    #[test]
+    fn records_match_the_definition() {
+        for (d, o) in [
+            (1, 4),
+            (3, 4),
+            (2, 16),
+            (4, 32),
+            (4, 128),
+            (6, 8),
+            (12, 16),
+            (24, 32),
+        ] {
+            for count in [0, 1, 2, 7, 16, 33] {
+                let src: Vec<u8> = (0..count * o).map(|i| (i * 13 % 251) as u8).collect();
+                let fill: Vec<u8> = (0..o - d).map(|i| 200 + i as u8 % 50).collect();
+                let mut got = vec![0u8; count * o];
+                assert!(expand(&src, &mut got, count, d, o, &fill));
+                for r in 0..count {
+                    assert_eq!(&got[r * o..r * o + d], &src[r * d..r * d + d]);
+                    assert_eq!(&got[r * o + d..r * o + o], &fill[..]);
+                }
+                let mut back = vec![0u8; count * d];
+                assert!(compact(&src, &mut back, count, d, o));
+                for r in 0..count {
+                    assert_eq!(&back[r * d..r * d + d], &src[r * o..r * o + d]);
+                }
+            }
+        }
+        assert!(!expand(&[], &mut [], 0, 5, 7, &[0; 2]));
+        assert!(!compact(&[], &mut [], 0, 5, 7));
+    }
+}

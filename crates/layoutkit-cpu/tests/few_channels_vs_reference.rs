@@ -1,0 +1,144 @@
+//! The fast engine against the reference converter on the shapes the few-channel kernels
+//! (`fast/interleave.rs`) and the work split along image planes serve: 1 to 5 channels
+//! interleaved into pixels and back, single images and small batches, odd extents, every
+//! element size, casts, every thread count 1..=4 and sources at any byte offset. Run a second
+//! time with `LAYOUTKIT_CPU_KERNELS=avx2` on AVX-512 machines for the AVX2 builds.
+
+use layoutkit_core::plan::ConversionPlan;
+use layoutkit_core::{parse_format, CastSpec, DType, Dims, Quantization};
+use layoutkit_cpu::{convert_fast, convert_reference};
+use layoutkit_testkit::noise_bytes;
+use proptest::prelude::*;
+
+/// Conversions whose tiles have a few rows on one side (channels as rows or as pixels).
+const PAIRS: &[(&str, &str)] = &[
+    ("NCHW", "NHWC"),
+    ("NHWC", "NCHW"),
+    ("NCHW", "NWHC"),
+    ("NHWC", "NCWH"),
+    ("NCHW", "kHWC8"),
+    ("kHWC8", "NCHW"),
+    ("NCHW", "NCHW8c"),
+    ("NCHW8c", "NCHW"),
+    ("NCHW", "NC/32HW32"),
+    ("NC/32HW32", "NCHW"),
+    ("NHWC", "mace:in_out_channel"),
+    ("mace:in_out_channel", "NHWC"),
+];
+
+fn arb_cast() -> impl Strategy<Value = CastSpec> {
+    prop_oneof![
+        Just((DType::F32, DType::F32)),
+        Just((DType::F16, DType::F16)),
+        Just((DType::U8, DType::U8)),
+        Just((DType::F64, DType::F64)),
+        Just((DType::F32, DType::F16)),
+        Just((DType::F16, DType::F32)),
+        Just((DType::F32, DType::I8)),
+        Just((DType::U8, DType::F32)),
+    ]
+    .prop_map(|(s, d)| {
+        let quant = (s.is_float() != d.is_float()).then_some(Quantization {
+            scale: 0.37,
+            zero_point: if d == DType::U8 || s == DType::U8 {
+                3
+            } else {
+                -2
+            },
+        });
+        CastSpec::new(s, d, quant).expect("valid cast")
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn few_channel_conversions_equal_the_reference(
+        pair in 0..PAIRS.len(),
+        n in 1usize..4,
+        c in 1usize..6,
+        h in 1usize..40,
+        w in prop_oneof![1usize..40, 250usize..300],
+        cast in arb_cast(),
+        threads in 1usize..5,
+        seed in any::<u64>(),
+        offset in 0usize..64,
+    ) {
+        let (from, to) = PAIRS[pair];
+        let dims = Dims::parse(&format!("N={n},C={c},H={h},W={w}")).unwrap();
+        let src = parse_format(from).unwrap().shaped(&dims).unwrap();
+        let dst = parse_format(to).unwrap().shaped(&dims).unwrap();
+        let data = noise_bytes(src.bytes(cast.src).unwrap(), seed);
+        let mut buf = layoutkit_cpu::AlignedBuf::zeroed(data.len() + offset);
+        buf[offset..].copy_from_slice(&data);
+        let data = &buf[offset..];
+        let mut want = vec![0u8; dst.bytes(cast.dst).unwrap()];
+        convert_reference(&src, data, &dst, &mut want, &cast).unwrap();
+        let plan = ConversionPlan::new(&src, &dst).unwrap();
+        let mut got = vec![0x5Au8; want.len()];
+        convert_fast(&plan, data, &mut got, &cast, threads).unwrap();
+        let diff = got.iter().zip(&want).position(|(a, b)| a != b);
+        prop_assert!(diff.is_none(), "{from} -> {to} {dims:?} {cast:?} threads {threads}: byte {diff:?}");
+    }
+}
+
+/// Whole images large enough to be split into several work items along their planes, on
+/// every thread count: the same bytes as the reference.
+#[test]
+fn single_images_split_along_planes_equal_the_reference() {
+    for (from, to) in [("NCHW", "NHWC"), ("NHWC", "NCHW")] {
+        for (c, t) in [
+            (3, DType::F32),
+            (3, DType::U8),
+            (4, DType::F16),
+            (2, DType::F32),
+        ] {
+            let dims = Dims::parse(&format!("N=1,C={c},H=301,W=517")).unwrap();
+            let src = parse_format(from).unwrap().shaped(&dims).unwrap();
+            let dst = parse_format(to).unwrap().shaped(&dims).unwrap();
+            let cast = CastSpec::identity(t);
+            let data = noise_bytes(src.bytes(t).unwrap(), 7);
+            let mut want = vec![0u8; dst.bytes(t).unwrap()];
+            convert_reference(&src, &data, &dst, &mut want, &cast).unwrap();
+            let plan = ConversionPlan::new(&src, &dst).unwrap();
+            for threads in 1..=4 {
+                let mut got = vec![0xA5u8; want.len()];
+                convert_fast(&plan, &data[..], &mut got, &cast, threads).unwrap();
+                assert!(got == want, "{from} -> {to} C={c} {t} threads {threads}");
+            }
+        }
+    }
+}
+
+/// Pixels of many channels whose rows are not whole lines (NHWC with C = 250 f32: 1000 bytes;
+/// C = 24 f32: 96 bytes),
+/// which tiles of whole rows move through the scratch tile: the same bytes as the reference,
+/// for sources at odd offsets and every thread count.
+#[test]
+fn whole_row_tiles_equal_the_reference() {
+    for (c, t) in [
+        (250, DType::F32),
+        (250, DType::F16),
+        (70, DType::F32),
+        (300, DType::U8),
+    ] {
+        for (from, to) in [("NCHW", "NHWC"), ("NCHW", "NWHC")] {
+            let dims = Dims::parse(&format!("N=2,C={c},H=9,W=37")).unwrap();
+            let src = parse_format(from).unwrap().shaped(&dims).unwrap();
+            let dst = parse_format(to).unwrap().shaped(&dims).unwrap();
+            let cast = CastSpec::identity(t);
+            let data = noise_bytes(src.bytes(t).unwrap(), 11);
+            let mut want = vec![0u8; dst.bytes(t).unwrap()];
+            convert_reference(&src, &data, &dst, &mut want, &cast).unwrap();
+            let plan = ConversionPlan::new(&src, &dst).unwrap();
+            for (threads, offset) in [(1, 0), (2, 4), (3, 1), (4, 16)] {
+                let mut buf = layoutkit_cpu::AlignedBuf::zeroed(data.len() + offset);
+                buf[offset..].copy_from_slice(&data);
+                let mut got = vec![0xA5u8; want.len()];
+                convert_fast(&plan, &buf[offset..], &mut got, &cast, threads).unwrap();
+                assert!(got == want, "{from} -> {to} C={c} {t} threads {threads}");
+            }
+        }
+    }
+}
