@@ -154,10 +154,30 @@ def torch_dtype(name: str):
             "i8": torch.int8, "u8": torch.uint8, "i32": torch.int32}[name]
 
 
+ALIGNED_FROM_BYTES = 1 << 16
+
+
+def numpy_empty(shape, dtype) -> np.ndarray:
+    """A new row-major numpy array whose data starts on a 64-byte boundary when it holds
+    ALIGNED_FROM_BYTES or more (numpy's own allocations are 16-byte aligned, and the CPU engine
+    writes whole cache lines with streaming stores only into line-aligned outputs: 3-4x faster
+    on large tensors). Smaller arrays are plain `np.empty` (their call time matters more)."""
+    dtype = np.dtype(dtype)
+    count = 1
+    for n in shape:
+        count *= n
+    nbytes = count * dtype.itemsize
+    if nbytes < ALIGNED_FROM_BYTES:
+        return np.empty(shape, dtype)
+    raw = np.empty(nbytes + 64, np.uint8)
+    start = (-raw.ctypes.data) % 64
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
+
+
 def empty_like_kind(x: ArrayInfo, shape, dtype: str):
     """A new row-major array of `shape` and `dtype` of `x`'s kind, on `x`'s device."""
     if x.kind == "numpy":
-        return np.empty(shape, numpy_dtype(dtype))
+        return numpy_empty(shape, numpy_dtype(dtype))
     if x.kind == "torch":
         return __import__("torch").empty(tuple(shape), dtype=torch_dtype(dtype), device=x.obj.device)
     if x.kind == "cupy":

@@ -105,7 +105,8 @@ def convert(x: Any, src: str, dst: str, *, dims: Union[None, str, Dict[str, int]
             known, key = None, None
         if known is not None:
             plan, shape, np_dtype = known
-            y = _np_empty(shape, np_dtype)
+            y = _np_empty(shape, np_dtype) if plan.dst_bytes < _arrays.ALIGNED_FROM_BYTES \
+                else _arrays.numpy_empty(shape, np_dtype)
             if plan.run_numpy(x, y, _threads(threads)):
                 return y
     else:
