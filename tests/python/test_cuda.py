@@ -129,3 +129,23 @@ def test_jax_cuda_arrays_if_installed():
     y = lk.convert(x, "NCHW", "NHWC")
     assert isinstance(y, type(x)) and y.shape == (2, 5, 5, 37)
     assert bool((y == jnp.transpose(x, (0, 2, 3, 1))).all())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int8])
+def test_contiguous_regions_with_aligned_and_misaligned_buffers(dtype):
+    """Plans whose regions are plain contiguous copies (one channel, 1x1 planes) run 16-byte
+    vector kernels; a view starting mid-vector takes the same kernel's element path."""
+    for shape, src, dst in [((64, 1, 32, 32), "NCHW", "NHWC"), ((512, 64, 1, 1), "NCHW", "NHWC"),
+                            ((64, 32, 32, 1), "NHWC", "NCHW")]:
+        n = int(np.prod(shape))
+        flat = (torch.randn(n + 1) * 40).to(dtype)
+        flat_gpu = flat.cuda()
+        for start in (0, 1):
+            x = flat[start:start + n].view(shape)
+            xg = flat_gpu[start:start + n].view(shape)  # device memory starting mid-vector when 1
+            want = lk.convert(x, src, dst)
+            got = lk.convert(xg, src, dst)
+            assert torch.equal(got.cpu(), want), (shape, start, dtype)
+            out = torch.empty(n + 1, dtype=dtype, device="cuda")[1:].view(want.shape)
+            lk.convert(xg, src, dst, out=out)
+            assert torch.equal(out.cpu(), want), ("out misaligned", shape, start, dtype)

@@ -101,20 +101,22 @@ OIHW->OIHW16i16o, NHWC->mace:in_out_channel; f32 and f16; tensors of 64 MiB and 
 table. The CPU engine is the fast engine (tiles, SIMD chosen at run time, --threads); on the
 CPU the conversion and the copy are timed alternately, so both see the same machine state.
 
---sweep (CPU) runs a fixed grid of shape classes instead: every conversion of the standard set and
+--sweep (CPU, or CUDA with --device cuda) runs a fixed grid of shape classes instead: every conversion of the standard set and
 its inverse, and NHWC<->mace:in_out_channel/height/width, OIHW<->mace:conv2d_filter; channels
 1,3,4,16,24,250,256,1000,2048 x spatial 1x1,7x7,14x14,56x56,64x64,224x224,1024x1024 (filters: I =
 channels, O in the batch's role, 1x1/3x3/7x7); per class a batch giving a 64 KiB..1 MiB tensor and
 one of about 32 MiB (--sweep-size full: every channel/spatial pair, and 1 GiB tensors up to
 --sweep-max-mib); f32 and f16 everywhere, i8 and the f32->f16 and f32->i8 casts on NCHW<->NHWC and
 NCHW<->NCHW32c. Each row prints its ratio to the copy; the end gives, per size class (<1 MiB,
-1-8 MiB, >=8 MiB), the median ratio and the five worst rows, and the per-call overhead.
+1-8 MiB, >=8 MiB), the median ratio and the five worst rows, and the per-call overhead (CUDA: an
+empty kernel's launch time, and how many rows of 1 MiB or less are within 1.5x of it).
 bench/torch_sweep.py times PyTorch on the same rows from the --json output.
 
 Examples:
   layoutkit bench
   layoutkit bench --sweep --threads 2 --json > sweep.json
   layoutkit bench --sweep --sweep-filter \"NCHW->NHWC f16\" --list
+  layoutkit bench --sweep --device cuda --sweep-filter \"NCHW->kHWC8\" --json
   layoutkit bench --from NCHW --to NHWC --dims N=16,C=256,H=56,W=56 --dtype f16 --json
   layoutkit bench --device opencl --from NHWC --to mace:in_out_channel --dims N=8,H=224,W=224,C=32")]
     Bench(BenchArgs),
@@ -475,7 +477,7 @@ pub struct BenchArgs {
     /// from malloc and numpy are often 16 bytes past one.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..64))]
     pub src_offset: u8,
-    /// Run the sweep (CPU): every conversion of the standard set and its inverse and the MACE
+    /// Run the sweep (CPU or CUDA): every conversion of the standard set and its inverse and the MACE
     /// image types, over channels 1,3,4,16,24,250,256,1000,2048 and spatial 1x1..1024x1024
     /// (filters: 1x1, 3x3, 7x7), a small (64 KiB..1 MiB) and a 32 MiB tensor per class (and
     /// 1 GiB with --sweep-size full), f32, f16, i8 and the f32->f16 / f32->i8 casts; ends

@@ -364,6 +364,27 @@ impl Cuda {
         Ok(timing)
     }
 
+    /// Times `repeats` launches of an empty kernel (one block of 32 threads) with CUDA events:
+    /// the floor under any launch, what a small conversion is compared with.
+    pub fn empty_kernel_timed(&self, repeats: usize) -> Result<Timing, Error> {
+        let f = self.compiled(
+            "extern \"C\" __global__ void empty_kernel() {}\n",
+            "empty_kernel",
+            Vec::new(),
+        )?;
+        let cfg = LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (32, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        self.timed(repeats, 1, || {
+            let mut b = self.stream.launch_builder(&f);
+            // SAFETY: the kernel takes no parameters and touches no memory.
+            unsafe { b.launch(cfg) }.map_err(|e| Error::driver("cuLaunchKernel", e))?;
+            Ok(())
+        })
+    }
+
     /// Runs `work` once untimed (warm-up), then `repeats` times `per` back-to-back calls, each
     /// group between two CUDA events; the time per call (group time / `per`) of each repetition.
     pub(crate) fn timed(

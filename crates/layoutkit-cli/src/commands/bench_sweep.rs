@@ -211,9 +211,16 @@ fn call_overhead(threads: usize) -> Result<f64> {
 
 /// Runs the sweep (CPU only) and prints its rows and summary.
 pub fn run(a: &BenchArgs, json_out: bool) -> Result<()> {
-    if a.device != Device::Cpu {
-        bail!("--sweep runs on the CPU (--device cpu)");
+    if a.device == Device::Opencl {
+        bail!("--sweep runs on --device cpu or cuda");
     }
+    // On CUDA every row's kernels are compiled once (kept in the disk cache) and each row is
+    // timed with CUDA events against a device copy of the same bytes; rows of 1 MiB or less
+    // are also compared with an empty kernel's launch timed in the same run.
+    let gpu = match a.device {
+        Device::Cuda => Some(layoutkit_cuda::Cuda::new(0)?),
+        _ => None,
+    };
     if a.threads == 0 {
         bail!("--threads must be at least 1");
     }
@@ -253,13 +260,26 @@ pub fn run(a: &BenchArgs, json_out: bool) -> Result<()> {
             threads: a.threads,
             src_offset: a.src_offset as usize,
         };
-        let row = bench_one(c.from, c.to, &c.dims, c.st, c.dt, timing, None, None)?;
+        let row = bench_one(
+            c.from,
+            c.to,
+            &c.dims,
+            c.st,
+            c.dt,
+            timing,
+            None,
+            gpu.as_ref(),
+        )?;
         rows.push((row, c.tensor_bytes));
     }
     if progress {
         eprintln!("\r{:80}", "");
     }
-    let overhead = call_overhead(a.threads)?;
+    // CPU: the engine's per-call overhead; CUDA: an empty kernel's launch, GPU time.
+    let (overhead, empty_kernel) = match &gpu {
+        Some(g) => (0.0, Some(g.empty_kernel_timed(a.repeats.max(50))?.median())),
+        None => (call_overhead(a.threads)?, None),
+    };
     let classes = summary(&rows);
     if json_out {
         let list: Vec<Value> = rows
@@ -268,6 +288,9 @@ pub fn run(a: &BenchArgs, json_out: bool) -> Result<()> {
                 let mut v = r.json();
                 v["tensor_bytes"] = json!(bytes);
                 v["size_class"] = json!(size_class(*bytes));
+                if let Some(e) = empty_kernel.filter(|_| *bytes <= MIB) {
+                    v["over_empty_kernel"] = json!(r.median_s / e);
+                }
                 v
             })
             .collect();
@@ -275,7 +298,10 @@ pub fn run(a: &BenchArgs, json_out: bool) -> Result<()> {
             "threads": a.threads,
             "sweep_size": format!("{:?}", a.sweep_size).to_lowercase(),
             "kernels": std::env::var("LAYOUTKIT_CPU_KERNELS").unwrap_or_else(|_| "auto".into()),
-            "call_overhead_s": overhead,
+            "device": if gpu.is_some() { "cuda" } else { "cpu" },
+            "gpu": gpu.as_ref().map(|g| g.name().to_string()),
+            "call_overhead_s": if gpu.is_some() { None } else { Some(overhead) },
+            "empty_kernel_s": empty_kernel,
             "rows": list,
             "classes": classes.iter().map(|c| json!({
                 "size_class": c.name, "rows": c.count, "median_ratio": c.median,
@@ -299,11 +325,27 @@ pub fn run(a: &BenchArgs, json_out: bool) -> Result<()> {
         outln!("{}", line(r, *bytes));
     }
     outln!();
-    outln!(
-        "threads {}; per-call overhead (12-element f32 NCHW->NHWC, plan made beforehand): {:.2} us",
-        a.threads,
-        overhead * 1e6
-    );
+    match empty_kernel {
+        Some(e) => {
+            let small: Vec<f64> = rows
+                .iter()
+                .filter(|(_, b)| *b <= MIB)
+                .map(|(r, _)| r.median_s / e)
+                .collect();
+            let worst = small.iter().cloned().fold(0.0, f64::max);
+            outln!(
+                "empty kernel launch {:.2} us; rows of 1 MiB or less: {} within 1.5x of it, worst {:.2}x",
+                e * 1e6,
+                small.iter().filter(|&&x| x <= 1.5).count(),
+                worst
+            );
+        }
+        None => outln!(
+            "threads {}; per-call overhead (12-element f32 NCHW->NHWC, plan made beforehand): {:.2} us",
+            a.threads,
+            overhead * 1e6
+        ),
+    }
     for c in &classes {
         outln!(
             "{}: {} rows, median {:.0}% of the copy; worst:",
