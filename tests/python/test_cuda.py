@@ -149,3 +149,23 @@ def test_contiguous_regions_with_aligned_and_misaligned_buffers(dtype):
             out = torch.empty(n + 1, dtype=dtype, device="cuda")[1:].view(want.shape)
             lk.convert(xg, src, dst, out=out)
             assert torch.equal(out.cpu(), want), ("out misaligned", shape, start, dtype)
+
+
+def test_contiguous_regions_with_casts_aligned_and_misaligned():
+    """Cast copies of contiguous regions move vectors (four floats in, four halves out) when
+    both buffers are aligned, elements otherwise; both equal the CPU engine."""
+    shape = (256, 1, 16, 16)
+    n = int(np.prod(shape))
+    flat = torch.randn(n + 1) * 3
+    flat_gpu = flat.cuda()
+    for kw in ({"dtype": torch.float16}, {"dtype": torch.bfloat16},
+               {"dtype": "i8", "scale": 0.05, "zero_point": 2}):
+        for start in (0, 1):
+            x = flat[start:start + n].view(shape)
+            xg = flat_gpu[start:start + n].view(shape)
+            want = lk.convert(x, "NCHW", "NHWC", **kw)
+            got = lk.convert(xg, "NCHW", "NHWC", **kw)
+            assert torch.equal(got.cpu(), want), (kw, start)
+    back = lk.convert(flat_gpu[1:1 + n].view(shape).half(), "NCHW", "NHWC", dtype=torch.float32)
+    assert torch.equal(back.cpu(), lk.convert(flat[1:1 + n].view(shape).half(), "NCHW", "NHWC",
+                                                   dtype=torch.float32))
