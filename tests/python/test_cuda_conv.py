@@ -139,3 +139,21 @@ def test_cupy_if_installed():
     assert isinstance(y, cupy.ndarray)
     want = lk.conv2d(cupy.asnumpy(x).astype(np.float32), cupy.asnumpy(w).astype(np.float32), padding=1)
     np.testing.assert_allclose(cupy.asnumpy(y), want, rtol=1e-4, atol=1e-4)
+
+
+def test_dense_channels_last_operands_are_read_in_place(monkeypatch):
+    """A channels_last activation (memory order NHWC) and a channels_last filter (memory order
+    OHWI) go to the kernel as they are: no conversion runs."""
+    import layoutkit._convert as conv_mod
+    x = torch.randn(2, 64, 12, 12, device="cuda", dtype=torch.float16)
+    w = torch.randn(64, 64, 3, 3, device="cuda", dtype=torch.float16) / 24
+    want = lk.conv2d(x, w, padding=1, out_dtype="f32")
+    xc = x.contiguous(memory_format=torch.channels_last)
+    wc = w.contiguous(memory_format=torch.channels_last)
+
+    def no_conversion(*a, **k):
+        raise AssertionError("an operand was converted")
+    monkeypatch.setattr(conv_mod, "convert", no_conversion)
+    y = lk.conv2d(xc, wc, padding=1, input_format="NHWC", filter_format="OHWI")
+    assert y.dtype == torch.float16 and tuple(y.shape) == (2, 12, 12, 64)
+    close(y.permute(0, 3, 1, 2), want.cpu(), rtol=2e-3, atol=2e-3)

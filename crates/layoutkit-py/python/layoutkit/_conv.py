@@ -82,10 +82,12 @@ def conv2d(x: Any, w: Any, *, bias: Any = None, stride: IntPair = 1, padding: In
     return xi.back(y) if xi.back is not None else y
 
 
-def _row_major(i: _arrays.ArrayInfo) -> bool:
+def _dense(i: _arrays.ArrayInfo) -> bool:
+    """Whether the array fills one block of memory without gaps, in any axis order (a row-major
+    array, or a permuted view of one such as a PyTorch channels_last tensor)."""
     expected = 1
-    for n, s in zip(reversed(i.shape), reversed(i.strides)):
-        if n > 1 and s != expected:
+    for stride, n in sorted((s, n) for n, s in zip(i.shape, i.strides) if n > 1):
+        if stride != expected:
             return False
         expected *= n
     return True
@@ -116,10 +118,12 @@ def _conv2d_cuda(xi, wi, bias, args, relu, input_format, filter_format, output_f
     layout, in_t, k_out, x_dims, y_dims = _native.conv2d_cuda_kernel(
         xo, wo, bias=has_bias, relu=relu, out_dtype=final, x_dims=x_dims, **args)
     x_k = xi.obj
-    if not (_same_layout(input_format, layout) and xi.dtype == in_t and _row_major(xi)):
+    # `input_format` names x's memory order, so a dense view (channels_last included) in the
+    # kernel's layout is read in place; anything else is converted on the stream first.
+    if not (_same_layout(input_format, layout) and xi.dtype == in_t and _dense(xi)):
         x_k = convert(xi.obj, input_format, layout, dims=x_dims, dtype=in_t)
     w_k = wi.obj
-    if not (_same_layout(filter_format, "OHWI") and wi.dtype == in_t and _row_major(wi)):
+    if not (_same_layout(filter_format, "OHWI") and wi.dtype == in_t and _dense(wi)):
         w_k = convert(wi.obj, filter_format, "OHWI", dtype=in_t)
     xk, wk = _arrays.info(x_k, "x"), _arrays.info(w_k, "w")
     o = int(y_dims.split(",")[1].split("=")[1])
