@@ -1,0 +1,192 @@
+//! The arguments of `layoutkit conv` and `layoutkit conv bench`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand, ValueEnum};
+
+use super::Device;
+
+/// `conv X W Y ...` runs one convolution; `conv bench ...` times a layer list.
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct ConvCommand {
+    #[command(subcommand)]
+    pub bench: Option<ConvSubcommand>,
+    #[command(flatten)]
+    pub run: ConvArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ConvSubcommand {
+    /// Time the fast convolution per layer and activation layout: TFLOP/s and bytes moved.
+    #[command(after_help = "\
+Layers: the distinct convolutions of ResNet-50 and/or VGG-16 (--net; 224 x 224 input) at
+--batch. Each layer runs with its activations and output in each of --layouts (the filter is
+packed once per layer, outside the timing, as an engine keeps packed weights; the output
+buffer is allocated once per layout, as an engine plans its activation memory); FLOP = 2 x MACs; `MiB moved` is the activations, filter and output
+in that layout (padding included), read or written once. The median of --repeats timed runs
+after a warm-up is reported.
+
+Examples:
+  layoutkit conv bench --batch 1
+  layoutkit conv bench --net vgg16 --threads 2 --kernels avx2 --json
+  layoutkit conv bench --layouts NCHW,NHWC,NCHW8c,NCHW16c --with-conversions
+  layoutkit conv bench --batch 8 --layouts NHWC,NCHW16c --threads 16 --json
+  layoutkit conv bench --device cuda --filter 3x3          # tensor cores, f16, 3 layouts
+  layoutkit conv bench --device cuda --layouts NC/32HW32 --types f16,i8")]
+    Bench(ConvBenchArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ConvBenchArgs {
+    /// Batch size N.
+    #[arg(long, default_value_t = 64)]
+    pub batch: usize,
+    /// Activation layouts to compare (comma-separated). CPU: NCHW, NHWC, NCHW8c, NCHW16c, ... (default
+    /// NCHW,NHWC,NCHW8c); CUDA: NHWC, NCHW, NC/32HW32 (default all three).
+    #[arg(long)]
+    pub layouts: Option<String>,
+    /// Input element types on CUDA (comma-separated): f16 and bf16 (f32 sums, output of the
+    /// input's type) and i8 (exact i32 sums and output; NHWC and NC/32HW32, C a multiple of 64).
+    #[arg(long, default_value = "f16")]
+    pub types: String,
+    /// Only the layers whose name contains this (e.g. 3x3).
+    #[arg(long)]
+    pub filter: Option<String>,
+    /// Timed repetitions after one warm-up.
+    #[arg(long, default_value_t = 3)]
+    pub repeats: usize,
+    /// CPU threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Where to run: cpu (the fast engine, f32, every layout in --layouts) or cuda (the
+    /// tensor-core kernels reading the activations in each of --layouts, OHWI filter: wgmma
+    /// on Hopper GPUs where C is a multiple of 64, else mma.sync where C is a multiple of 32,
+    /// else the direct kernel (f16: the stem's C = 3, groups); the last column names the
+    /// kernel).
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub device: Device,
+    /// Print the layer list (after --filter) and time nothing; with --json, one object per
+    /// layer (name, c, hw, o, k, stride, padding).
+    #[arg(long)]
+    pub list: bool,
+    /// Which network's layers: resnet50, vgg16 or all.
+    #[arg(long, default_value = "resnet50")]
+    pub net: String,
+    /// CPU engine: blocked (the register-blocked kernels) or fast (the implicit-GEMM path).
+    #[arg(long, value_enum, default_value = "blocked")]
+    pub engine: CpuConvEngine,
+    /// CPU kernel build for --engine blocked: auto (the best this CPU has, or
+    /// LAYOUTKIT_CPU_KERNELS), avx512, avx2 or portable.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub kernels: KernelBuild,
+    /// CPU: also time each layout with its conversions in and out (activations arriving and
+    /// leaving in NCHW), the cost of keeping that layout for one layer only.
+    #[arg(long)]
+    pub with_conversions: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum CpuConvEngine {
+    Blocked,
+    Fast,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum KernelBuild {
+    Auto,
+    Avx512,
+    Avx2,
+    Portable,
+}
+
+#[derive(Args, Debug)]
+pub struct ConvArgs {
+    /// Activations .npy (axes N, C, H, W); `-` reads standard input.
+    #[arg(required = true)]
+    pub input: Option<PathBuf>,
+    /// Filter .npy (axes O, I, H, W); `-` reads standard input.
+    #[arg(required = true)]
+    pub filter: Option<PathBuf>,
+    /// Output .npy, or `-` for standard output (regular files are replaced atomically).
+    #[arg(required = true)]
+    pub output: Option<PathBuf>,
+    /// Layout of the activations.
+    #[arg(long, default_value = "NCHW")]
+    pub input_format: String,
+    /// Layout of the filter.
+    #[arg(long, default_value = "OIHW")]
+    pub filter_format: String,
+    /// Layout of the output (default: the input's).
+    #[arg(long)]
+    pub output_format: Option<String>,
+    /// Dims of the activations, needed when their layout is padded.
+    #[arg(long)]
+    pub input_dims: Option<String>,
+    /// Dims of the filter, needed when its layout is padded.
+    #[arg(long)]
+    pub filter_dims: Option<String>,
+    /// Stride: S or SH,SW.
+    #[arg(long, value_parser = hw_pair, default_value = "1")]
+    pub stride: [usize; 2],
+    /// Zero padding on each side: P or PH,PW.
+    #[arg(long, value_parser = hw_pair, default_value = "0")]
+    pub padding: [usize; 2],
+    /// Dilation: D or DH,DW.
+    #[arg(long, value_parser = hw_pair, default_value = "1")]
+    pub dilation: [usize; 2],
+    /// Groups (C and O multiples of it; groups = C = O with I = 1 is depthwise).
+    #[arg(long, default_value_t = 1)]
+    pub groups: usize,
+    /// Bias .npy: O values, added to each output channel.
+    #[arg(long)]
+    pub bias: Option<PathBuf>,
+    /// Apply max(0, x) after the bias.
+    #[arg(long)]
+    pub relu: bool,
+    /// Element type of the output.
+    #[arg(long)]
+    pub output_dtype: Option<String>,
+    /// blocked: register-blocked kernels on f32 NCHW / NHWC / NCHW8c-style activations (f32
+    /// sums); fast: implicit GEMM on the same; reference: exact f64 sums, any layouts and
+    /// types; auto: blocked where it applies, else reference.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub engine: ConvEngine,
+    /// CPU threads for the fast engine (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Where to run: cpu (--engine), or cuda (the tensor-core kernels, reading NHWC, NCHW or
+    /// NC/32HW32 activations in place and others converted to NHWC; f16 or bf16 with f32
+    /// sums, or, for i8 activations and filter without bias, int8 with exact i32 sums; wgmma
+    /// on Hopper GPUs for f16/bf16 NHWC and NC/32HW32 with C a multiple of 64, else mma.sync;
+    /// groups, depthwise and other channel counts in f16 run a direct kernel; the filter goes
+    /// over as OHWI, the output is converted to --output-format on the host).
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub device: Device,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum ConvEngine {
+    Auto,
+    Blocked,
+    Fast,
+    Reference,
+}
+
+/// `2` or `2,1`: one value for both spatial axes, or H then W.
+fn hw_pair(s: &str) -> Result<[usize; 2], String> {
+    let parts: Vec<&str> = s.split(',').collect();
+    let num = |t: &str| {
+        t.trim()
+            .parse::<usize>()
+            .map_err(|_| format!("`{s}` is not a count or a pair H,W of counts"))
+    };
+    match parts.as_slice() {
+        [v] => {
+            let v = num(v)?;
+            Ok([v, v])
+        }
+        [h, w] => Ok([num(h)?, num(w)?]),
+        _ => Err(format!("`{s}` is not a count or a pair H,W of counts")),
+    }
+}
