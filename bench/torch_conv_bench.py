@@ -11,7 +11,8 @@ alone: GPU time too), in NHWC, NCHW read in place, and NCHW through NHWC (our co
 input, the NHWC kernel, our conversion of the output, timed together), and NCHW as `conv` plans
 it (one of those two routes). Medians of --repeats.
 
-The layers come from `layoutkit conv bench --list --json --net NET` (ResNet-50, VGG-16 or both),
+The layers come from `layoutkit conv bench --list --json --net NET` (ResNet-50, VGG-16,
+MobileNetV2 or all three; grouped and depthwise layers with their groups),
 so both tools time the same layers. FLOP = 2 x MACs.
 
 Usage:
@@ -78,7 +79,7 @@ def main():
     ap.add_argument("--batches", default="1,8,32,64")
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--filter", default=None)
-    ap.add_argument("--net", default="all", help="resnet50, vgg16 or all (as `conv bench --net`)")
+    ap.add_argument("--net", default="all", help="resnet50, vgg16, mobilenetv2 or all (as `conv bench --net`)")
     ap.add_argument("--json", default=None, help="write every measurement here")
     args = ap.parse_args()
     cmd = [args.layoutkit, "conv", "bench", "--list", "--json", "--net", args.net]

@@ -16,27 +16,36 @@
 //!   after them) and the output is written channel plane by channel plane.
 //!
 //! Generated per problem (extents baked in as constants) and compiled with NVRTC for the
-//! device's architecture (sm_80 or newer). On Hopper GPUs (sm_90) f16 and bf16 problems in
-//! NHWC or NC/32HW32 with C a multiple of 64 run the same implicit GEMM with warpgroup MMA
-//! ([`hopper_source`]). What the tensor-core kernel does not take (groups, depthwise, channel
-//! counts that are not multiples of 32) runs in a direct kernel ([`direct_source`]: one thread
-//! per output, f32 sums).
+//! device's architecture (sm_80 or newer). On Hopper GPUs (sm_90) f16 and bf16 problems without
+//! groups run the same implicit GEMM with warpgroup MMA ([`hopper_source`]): NHWC and
+//! NC/32HW32 with any channel count, NCHW with channel counts the `mma.sync` kernel does not
+//! take (the stem's three), K split among blocks where the output tiles are few
+//! ([`splitk`]). What the tensor-core kernels do not take (groups, depthwise, and before Hopper
+//! channel counts that are not multiples of 32) runs in a direct kernel ([`direct_source`]: one
+//! thread per output, f32 sums).
 
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::DType;
 
 mod direct;
 mod hopper;
+mod hopper_k;
 mod source;
+pub mod splitk;
 pub use direct::{
     direct_grid, direct_source, direct_unsupported_reason, padded_elements, DIRECT_THREADS,
 };
-pub use hopper::{hopper_source, hopper_tile, hopper_unsupported_reason, HopperTile};
+pub use hopper::{hopper_plan, hopper_source, hopper_tile, hopper_unsupported_reason, HopperTile};
+pub use hopper_k::HopperK;
 pub use source::conv_source;
 
 /// CUDA device function rounding an f32 to f16 bits (nearest even), shared by the kernels.
 const F2H: &str = "__device__ __forceinline__ unsigned short f2h(float f) {\n\
   unsigned short h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h;\n}\n";
+
+/// CUDA device function rounding an f32 to bf16 bits (nearest even), shared by the kernels.
+const F2BF: &str = "__device__ __forceinline__ unsigned short f2bf(float f) {\n\
+  unsigned short h; asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h;\n}\n";
 
 /// The problem one kernel is generated for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

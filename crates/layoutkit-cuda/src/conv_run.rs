@@ -3,9 +3,10 @@
 use cudarc::driver::sys::{CUfunction_attribute_enum, CUstream};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
+use crate::conv::splitk::{reduce_grid, reduce_source, workspace_bytes, REDUCE_THREADS};
 use crate::conv::{
-    block, conv_source, direct_grid, direct_source, direct_unsupported_reason, grid, hopper_source,
-    hopper_tile, hopper_unsupported_reason, padded_elements, unsupported_reason, ConvKernel,
+    block, conv_source, direct_grid, direct_source, direct_unsupported_reason, grid, hopper_plan,
+    hopper_source, hopper_unsupported_reason, padded_elements, unsupported_reason, ConvKernel,
     HopperTile, DIRECT_THREADS,
 };
 use crate::{Cuda, Error, Timing};
@@ -29,6 +30,9 @@ impl std::fmt::Display for ConvPath {
                 if t.in_flight == 0 {
                     write!(f, "x0")?;
                 }
+                if t.splits > 1 {
+                    write!(f, " split-K {}", t.splits)?;
+                }
                 Ok(())
             }
             ConvPath::TensorCore => write!(f, "mma.sync"),
@@ -40,9 +44,10 @@ impl std::fmt::Display for ConvPath {
 /// The Hopper tile `LAYOUTKIT_CONV_TILE` asks for (`BMxBNxSTAGES`, e.g. `128x128x4`, or
 /// `BMxBNxSTAGESx0` for no multiplies in flight across steps), if set.
 fn tile_from_env() -> Result<Option<HopperTile>, Error> {
-    let Ok(v) = std::env::var("LAYOUTKIT_CONV_TILE") else {
+    let v = std::env::var("LAYOUTKIT_CONV_TILE").unwrap_or_default();
+    if v.is_empty() {
         return Ok(None);
-    };
+    }
     let parts: Vec<usize> = v.split('x').filter_map(|p| p.parse().ok()).collect();
     let tile = match parts[..] {
         [bm, bn, st] => HopperTile::new(bm, bn, st),
@@ -62,6 +67,21 @@ fn tile_from_env() -> Result<Option<HopperTile>, Error> {
     })
 }
 
+/// The splits of K `LAYOUTKIT_CONV_SPLITK` asks for (1 to 32), if set.
+fn splits_from_env() -> Result<Option<usize>, Error> {
+    let v = std::env::var("LAYOUTKIT_CONV_SPLITK").unwrap_or_default();
+    if v.is_empty() {
+        return Ok(None);
+    }
+    match v.parse::<usize>() {
+        Ok(n) if (1..=crate::conv::splitk::MAX_SPLITS).contains(&n) => Ok(Some(n)),
+        _ => Err(Error::Unsupported(format!(
+            "LAYOUTKIT_CONV_SPLITK={v}: expected a number of splits from 1 to {}",
+            crate::conv::splitk::MAX_SPLITS
+        ))),
+    }
+}
+
 impl Cuda {
     /// The device's compute capability (major, minor); an error below sm_80, which every
     /// convolution kernel here needs.
@@ -79,9 +99,10 @@ impl Cuda {
     }
 
     /// The kernel [`Cuda::conv2d_timed`] runs `kernel` with on this GPU: the Hopper kernel on
-    /// sm_90 when it takes the problem (unless `LAYOUTKIT_CONV_WGMMA=0`; its tile from
-    /// [`hopper_tile`] unless `LAYOUTKIT_CONV_TILE=BMxBNxSTAGES`), else the `mma.sync` kernel,
-    /// else the direct one.
+    /// sm_90 when it takes the problem (unless `LAYOUTKIT_CONV_WGMMA=0`; its tile and splits
+    /// of K from [`hopper_plan`] unless `LAYOUTKIT_CONV_TILE=BMxBNxSTAGES` sets the tile, with
+    /// the splits chosen for it, or `LAYOUTKIT_CONV_SPLITK=N` the splits), else the `mma.sync`
+    /// kernel, else the direct one.
     ///
     /// Contract: errors (naming the tensor-core kernel's reason) for problems no kernel takes
     /// and for GPUs older than sm_80.
@@ -89,7 +110,20 @@ impl Cuda {
         let (major, _) = self.conv_capability()?;
         let wgmma = std::env::var("LAYOUTKIT_CONV_WGMMA").as_deref() != Ok("0");
         if major == 9 && wgmma && hopper_unsupported_reason(kernel).is_none() {
-            let tile = tile_from_env()?.unwrap_or_else(|| hopper_tile(&kernel.shape));
+            let planned = hopper_plan(kernel);
+            let mut tile = match tile_from_env()? {
+                Some(t) => {
+                    let steps = crate::conv::HopperK::of(kernel).steps(kernel);
+                    let splits = crate::conv::splitk::splits_for(&t, &kernel.shape, steps);
+                    t.with_splits(splits).expect("splits_for stays in range")
+                }
+                None => planned,
+            };
+            if let Some(splits) = splits_from_env()? {
+                tile = tile
+                    .with_splits(splits)
+                    .expect("checked by splits_from_env");
+            }
             return Ok(ConvPath::Hopper(tile));
         }
         match unsupported_reason(kernel) {
@@ -165,17 +199,31 @@ impl Cuda {
         let d_x = self.stream.clone_htod(x).map_err(map)?;
         let d_w = self.stream.clone_htod(w).map_err(map)?;
         let d_b = self.stream.clone_htod(&bias).map_err(map)?;
-        let mut d_y = self
-            .stream
-            .alloc_zeros::<u8>(conv.y_bytes.max(1))
-            .map_err(|e| Error::driver("cuMemAlloc", e))?;
+        let alloc = |bytes: usize| {
+            self.stream
+                .alloc_zeros::<u8>(bytes.max(1))
+                .map_err(|e| Error::driver("cuMemAlloc", e))
+        };
+        let mut d_y = alloc(conv.y_bytes)?;
+        let part = conv.workspace_address();
         let timing = self.timed(repeats, launches, || {
             let mut b = self.stream.launch_builder(&conv.function);
             b.arg(&d_x).arg(&d_w).arg(&mut d_y).arg(&d_b);
-            // SAFETY: `conv`, `conv_wgmma` and `conv_direct` take (x, w, y, bias) as generated
-            // for `kernel`; the buffers have the sizes checked above and the kernels guard every
-            // index.
+            if matches!(conv.path, ConvPath::Hopper(_)) {
+                b.arg(&part);
+            }
+            // SAFETY: `conv` and `conv_direct` take (x, w, y, bias), `conv_wgmma` (x, w, y,
+            // bias, part) as generated for `kernel`; the buffers have the sizes checked above,
+            // the workspace is the DeviceConv's own (launches on one stream share it), and
+            // the kernels guard every index.
             unsafe { b.launch(conv.config) }.map_err(|e| Error::driver("cuLaunchKernel", e))?;
+            if let Some((f, cfg)) = &conv.reduce {
+                let mut r = self.stream.launch_builder(f);
+                r.arg(&part).arg(&mut d_y).arg(&d_b);
+                // SAFETY: `conv_splitk_reduce` takes (part, y, bias) as generated for `kernel`
+                // and the splits `conv_wgmma` wrote to `part` just before on this stream.
+                unsafe { r.launch(*cfg) }.map_err(|e| Error::driver("cuLaunchKernel", e))?;
+            }
             Ok(())
         })?;
         let mut y = self
@@ -214,6 +262,33 @@ impl Cuda {
             return Err(Error::Unsupported(why));
         }
         let arch = vec![format!("--gpu-architecture=sm_{major}{minor}")];
+        // The split-K workspace (every element is written before it is read) and the
+        // reduction that finishes the output.
+        let (workspace, reduce) = match path {
+            ConvPath::Hopper(tile) if tile.splits > 1 => {
+                // SAFETY: the kernel writes every element before the reduction reads it.
+                let w = unsafe {
+                    self.stream
+                        .alloc::<u8>(workspace_bytes(kernel, tile.splits))
+                }
+                .map_err(|e| Error::driver("cuMemAlloc", e))?;
+                self.stream
+                    .synchronize()
+                    .map_err(|e| Error::driver("cuStreamSynchronize", e))?;
+                let f = self.compiled(
+                    &reduce_source(kernel, tile.splits),
+                    "conv_splitk_reduce",
+                    arch.clone(),
+                )?;
+                let cfg = LaunchConfig {
+                    grid_dim: reduce_grid(kernel),
+                    block_dim: (REDUCE_THREADS, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                (Some(w), Some((f, cfg)))
+            }
+            _ => (None, None),
+        };
         let (function, config) = match path {
             ConvPath::Hopper(tile) => {
                 let f = self.compiled(
@@ -260,6 +335,8 @@ impl Cuda {
             path,
             function,
             config,
+            workspace,
+            reduce,
             x_bytes: padded_elements(kernel, s.c, s.h, s.w) * e,
             w_bytes: s.o * s.kh * s.kw * (s.c / s.conv.groups.max(1)) * e,
             y_bytes: padded_elements(kernel, s.o, s.oh, s.ow) * kernel.out.size_bytes(),
@@ -277,7 +354,10 @@ impl Cuda {
     /// `x`, `w` and `y` must address the bytes [`DeviceConv::bytes`] gives of device memory in
     /// this GPU's primary context (readable, readable, writable), `bias` `4 * O` readable bytes
     /// (any address for int8 kernels), all valid until the queued work has run; `y` must not
-    /// overlap the others; `stream` must be a live stream of that context.
+    /// overlap the others; `stream` must be a live stream of that context. A `conv` that
+    /// splits K ([`DeviceConv::workspace_bytes`] > 0) keeps one workspace: its runs must not
+    /// overlap in time (queue them on one stream, or order the streams); otherwise use one
+    /// DeviceConv per stream.
     pub unsafe fn conv2d_on_stream(
         &self,
         conv: &DeviceConv,
@@ -294,12 +374,24 @@ impl Cuda {
         // SAFETY: the caller guarantees `stream` is a live stream of this context; the
         // wrapper does not own it (dropping it destroys nothing).
         let borrowed = unsafe { self.ctx.wrap_borrowed_stream(stream) };
+        let part = conv.workspace_address();
         let mut b = borrowed.launch_builder(&conv.function);
         b.arg(&x).arg(&w).arg(&y).arg(&bias);
-        // SAFETY: the kernels take (x, w, y, bias) pointers as generated for `conv.kernel`; the
-        // buffer sizes were checked above (their validity is the caller's contract) and the
-        // kernels guard every index.
+        if matches!(conv.path, ConvPath::Hopper(_)) {
+            b.arg(&part);
+        }
+        // SAFETY: the kernels take (x, w, y, bias) pointers, and `conv_wgmma` also the
+        // workspace, as generated for `conv.kernel`; the buffer sizes were checked above
+        // (their validity is the caller's contract), the workspace is `conv`'s own (the
+        // caller orders the runs of one DeviceConv), and the kernels guard every index.
         unsafe { b.launch(conv.config) }.map_err(|e| Error::driver("cuLaunchKernel", e))?;
+        if let Some((f, cfg)) = &conv.reduce {
+            let mut r = borrowed.launch_builder(f);
+            r.arg(&part).arg(&y).arg(&bias);
+            // SAFETY: `conv_splitk_reduce` takes (part, y, bias) as generated for
+            // `conv.kernel`; `part` was written by the launch just before on this stream.
+            unsafe { r.launch(*cfg) }.map_err(|e| Error::driver("cuLaunchKernel", e))?;
+        }
         Ok(())
     }
 }
@@ -311,6 +403,10 @@ pub struct DeviceConv {
     path: ConvPath,
     function: cudarc::driver::CudaFunction,
     config: LaunchConfig,
+    /// The split-K workspace (the splits' partial sums) and the reduction that finishes the
+    /// output, where the Hopper kernel divides K among several blocks.
+    workspace: Option<cudarc::driver::CudaSlice<u8>>,
+    reduce: Option<(cudarc::driver::CudaFunction, LaunchConfig)>,
     x_bytes: usize,
     w_bytes: usize,
     y_bytes: usize,
@@ -320,6 +416,19 @@ impl DeviceConv {
     /// The kernel that runs.
     pub fn path(&self) -> ConvPath {
         self.path
+    }
+
+    /// Bytes of the split-K workspace this convolution keeps (0 without a split).
+    pub fn workspace_bytes(&self) -> usize {
+        self.workspace.as_ref().map_or(0, |w| w.len())
+    }
+
+    /// The device address of the split-K workspace (0 without one).
+    fn workspace_address(&self) -> u64 {
+        self.workspace.as_ref().map_or(0, |w| {
+            let (ptr, _sync) = cudarc::driver::DevicePtr::device_ptr(w, w.stream());
+            ptr
+        })
     }
 
     /// Bytes of the activations, the filter (OHWI) and the output.

@@ -1,12 +1,13 @@
 //! The tensor-core convolution against the CPU reference convolution: problems with stride,
-//! padding, dilation, kernels 1-3, output channels that are not multiples of the tile, rows
+//! padding, dilation, kernels 1-7, output channels that are not multiples of the tile, rows
 //! that do not fill a tile, each of the tile shapes; activations and output in NHWC, NCHW and
 //! NC/32HW32; f16 inputs with f32 and f16 outputs, bias and ReLU (relative error under 1e-2,
 //! issue 7's bound for f16 inputs), bf16 inputs with f32 and bf16 outputs (the same bound),
-//! int8 inputs with i32 outputs and ReLU (exact); groups,
-//! depthwise and odd channel counts in the direct kernel. On sm_90 the problems the Hopper
-//! (wgmma) kernel takes also run with each of its tiles and in the `mma.sync` kernel. Skipped
-//! without a GPU unless LAYOUTKIT_REQUIRE_CUDA=1; the source test needs no GPU.
+//! int8 inputs with i32 outputs and ReLU (exact); groups and depthwise in the direct kernel.
+//! On sm_90 the problems the Hopper (wgmma) kernel takes (any channel count, the stem's three
+//! included) also run with each of its tiles, with K split among several blocks, and in the
+//! `mma.sync` kernel where it takes them. Skipped without a GPU unless
+//! LAYOUTKIT_REQUIRE_CUDA=1; the source test needs no GPU.
 
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::{parse_format, DType, Dims};
@@ -322,16 +323,25 @@ fn check(cuda: &Cuda, kernel: &ConvKernel, seed: u64, paths: &[ConvPath], what: 
 }
 
 /// The kernels to check `kernel` with: the device's choice and, where that is the Hopper
-/// kernel and the output is 16-bit, every Hopper tile and the `mma.sync` kernel too.
+/// kernel and the output is 16-bit, every Hopper tile (two of them also with K split among
+/// 3 blocks, one with one group of multiplies in flight, one with none) and the `mma.sync`
+/// kernel too where it takes the problem.
 fn paths_for(cuda: &Cuda, kernel: &ConvKernel) -> Vec<ConvPath> {
     let path = cuda.conv_path(kernel).unwrap();
     let mut paths = vec![path];
     if matches!(path, ConvPath::Hopper(_)) && kernel.out != DType::F32 {
-        paths.extend(HOPPER_TILES.iter().map(|&(bm, bn, st, f)| {
-            let tile = HopperTile::new(bm, bn, st).unwrap();
-            ConvPath::Hopper(tile.with_in_flight(f).unwrap())
-        }));
-        paths.push(ConvPath::TensorCore);
+        for (i, &(bm, bn, st, f)) in HOPPER_TILES.iter().enumerate() {
+            let tile = HopperTile::new(bm, bn, st)
+                .and_then(|t| t.with_in_flight(f))
+                .unwrap();
+            paths.push(ConvPath::Hopper(tile));
+            if i < 2 {
+                paths.push(ConvPath::Hopper(tile.with_splits(3).unwrap()));
+            }
+        }
+        if unsupported_reason(kernel).is_none() {
+            paths.push(ConvPath::TensorCore);
+        }
     }
     paths
 }
@@ -339,7 +349,7 @@ fn paths_for(cuda: &Cuda, kernel: &ConvKernel) -> Vec<ConvPath> {
 #[test]
 fn tensor_core_convolution_matches_the_reference() {
     let Some(cuda) = device() else { return };
-    let cases: [Problem; 13] = [
+    let cases: [Problem; 19] = [
         // n, c, h, w, o, k, stride, pad, dil, groups
         (1, 32, 8, 8, 8, 1, 1, 0, 1, 1),
         (2, 64, 9, 11, 40, 3, 1, 1, 1, 1),
@@ -358,6 +368,15 @@ fn tensor_core_convolution_matches_the_reference() {
         (2, 32, 9, 9, 32, 3, 1, 1, 1, 32),
         (2, 12, 8, 8, 18, 3, 2, 1, 1, 3),
         (1, 3, 10, 10, 8, 3, 1, 0, 1, 1),
+        // The Hopper kernel's K in chunks of 8 channels: a stem (7x7/2, C = 3), RGBA with a
+        // 5x5 filter, C = 8 dilated, C = 96 and C = 40 (whole 16-byte chunks), C = 24 (NCHW
+        // through registers).
+        (2, 3, 23, 19, 64, 7, 2, 3, 1, 1),
+        (1, 4, 12, 12, 40, 5, 1, 2, 1, 1),
+        (1, 8, 9, 9, 24, 3, 1, 1, 2, 1),
+        (1, 96, 9, 9, 72, 3, 1, 1, 1, 1),
+        (2, 40, 8, 7, 64, 3, 2, 1, 1, 1),
+        (1, 24, 10, 10, 96, 3, 1, 1, 1, 1),
     ];
     let runs = [
         (DType::F16, DType::F32, false),
@@ -371,9 +390,11 @@ fn tensor_core_convolution_matches_the_reference() {
         for layout in [ConvLayout::Nhwc, ConvLayout::Nchw, ConvLayout::Nc32hw32] {
             for (input, out, relu) in runs {
                 let kernel = kernel_for(problem, layout, input, out, relu);
-                if unsupported_reason(&kernel).is_some()
-                    && direct_unsupported_reason(&kernel).is_some()
-                {
+                if cuda.conv_path(&kernel).is_err() {
+                    assert!(
+                        unsupported_reason(&kernel).is_some()
+                            && direct_unsupported_reason(&kernel).is_some()
+                    );
                     continue;
                 }
                 let paths = paths_for(&cuda, &kernel);
@@ -384,10 +405,11 @@ fn tensor_core_convolution_matches_the_reference() {
     eprintln!("checked {checked} convolutions on {}", cuda.name());
 }
 
-/// Random problems (fixed seed): channel counts multiples of 8 to 256 (half of them multiples
-/// of 32, odd multiples of 32 and 64 included), 1 to 300 output channels, groups dividing them, 1x1 to 3x3 kernels, stride 1-2, padding 0-2,
-/// dilation 1-2, each in a random layout and element type that some kernel takes, each in the
-/// kernel the device picks.
+/// Random problems (fixed seed): channel counts multiples of 32 to 256, multiples of 8 to 256
+/// and 1 to 24 (a third each), 1 to 300 output channels, groups dividing them, 1x1 to 3x3
+/// kernels (to 7x7 with up to 24 channels), stride 1-2, padding 0-2, dilation 1-2, each in a
+/// random layout and element type that some kernel takes, each in the kernel the device picks
+/// (with its splits of K).
 #[test]
 fn random_problems_match_the_reference() {
     let Some(cuda) = device() else { return };
@@ -399,10 +421,10 @@ fn random_problems_match_the_reference() {
     while checked < 60 {
         tried += 1;
         assert!(tried < 10_000, "too few problems some kernel takes");
-        let c = if pick(2) == 0 {
-            32 * (1 + pick(8))
-        } else {
-            8 * (1 + pick(32))
+        let c = match pick(3) {
+            0 => 32 * (1 + pick(8)),
+            1 => 8 * (1 + pick(32)),
+            _ => 1 + pick(24),
         };
         let groups = match pick(4) {
             0 => c,
@@ -414,7 +436,8 @@ fn random_problems_match_the_reference() {
             1 => 1 + pick(300),
             g => g * (1 + pick(12)),
         };
-        let (k, stride, pad, dil) = (1 + pick(3), 1 + pick(2), pick(3), 1 + pick(2));
+        let k = if c <= 24 { 1 + pick(7) } else { 1 + pick(3) };
+        let (stride, pad, dil) = (1 + pick(2), pick(3), 1 + pick(2));
         let (h, w) = (4 + pick(20), 4 + pick(20));
         if h + 2 * pad < dil * (k - 1) + 1 || w + 2 * pad < dil * (k - 1) + 1 {
             continue;

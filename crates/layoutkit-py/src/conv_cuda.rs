@@ -98,8 +98,10 @@ pub fn conv2d_cuda_kernel(
 type Buffer = (u64, usize);
 type Pointers = (Buffer, Buffer, u64, Buffer);
 
-/// Compiled kernels per (device, kernel), shared by every call of the process.
-type Prepared = Mutex<HashMap<(usize, String), Arc<DeviceConv>>>;
+/// Compiled kernels per (device, stream, kernel), shared by every call of the process: one
+/// per stream, as a convolution that splits K keeps a workspace that runs on one stream at a
+/// time may use (the compiled code itself is shared through the kernel cache).
+type Prepared = Mutex<HashMap<(usize, usize, String), Arc<DeviceConv>>>;
 
 /// Queues the convolution on CUDA device `device`, stream `stream`: `x`, `w`, `b` and `y` are
 /// device addresses of the operands [`conv2d_cuda_kernel`] describes (`b`: O f32 values, zeros
@@ -134,7 +136,7 @@ pub fn conv2d_cuda(
     py.detach(|| {
         let g = gpu(device)?;
         let cuda = locked(&g)?;
-        let key = (device, format!("{k:?}"));
+        let key = (device, stream, format!("{k:?}"));
         let conv = {
             let mut map = PREPARED
                 .get_or_init(Default::default)

@@ -20,8 +20,8 @@ pub struct ConvCommand {
 pub enum ConvSubcommand {
     /// Time the fast convolution per layer and activation layout: TFLOP/s and bytes moved.
     #[command(after_help = "\
-Layers: the distinct convolutions of ResNet-50 and/or VGG-16 (--net; 224 x 224 input) at
---batch. Each layer runs with its activations and output in each of --layouts (the filter is
+Layers: the distinct convolutions of ResNet-50, VGG-16 and/or MobileNetV2 (--net; 224 x 224
+input; MobileNetV2's depthwise layers have groups = C) at --batch. Each layer runs with its activations and output in each of --layouts (the filter is
 packed once per layer, outside the timing, as an engine keeps packed weights; the output
 buffer is allocated once per layout, as an engine plans its activation memory); FLOP = 2 x MACs; `MiB moved` is the activations, filter and output
 in that layout (padding included), read or written once. The median of --repeats timed runs
@@ -70,7 +70,7 @@ pub struct ConvBenchArgs {
     /// layer (name, c, hw, o, k, stride, padding).
     #[arg(long)]
     pub list: bool,
-    /// Which network's layers: resnet50, vgg16 or all.
+    /// Which network's layers: resnet50, vgg16, mobilenetv2 or all.
     #[arg(long, default_value = "resnet50")]
     pub net: String,
     /// CPU engine: blocked (the register-blocked kernels) or fast (the implicit-GEMM path).

@@ -58,14 +58,14 @@ pub fn run(a: &ConvBenchArgs, json_out: bool) -> Result<()> {
                 .iter()
                 .map(|l| {
                     json!({"name": l.name, "c": l.c, "hw": l.hw, "o": l.o, "k": l.k,
-                           "stride": l.stride, "padding": l.pad})
+                           "stride": l.stride, "padding": l.pad, "groups": l.groups})
                 })
                 .collect();
             crate::json::print(&json!({ "layers": list }));
         } else {
             for l in &layers {
                 outln!(
-                    "{:<26} C={:<5} H=W={:<4} O={:<5} {}x{} stride {} padding {}",
+                    "{:<28} C={:<5} H=W={:<4} O={:<5} {}x{} stride {} padding {} groups {}",
                     l.name,
                     l.c,
                     l.hw,
@@ -73,7 +73,8 @@ pub fn run(a: &ConvBenchArgs, json_out: bool) -> Result<()> {
                     l.k,
                     l.k,
                     l.stride,
-                    l.pad
+                    l.pad,
+                    l.groups
                 );
             }
         }
@@ -166,16 +167,17 @@ fn run_cuda(
             conv,
         };
         let flop = 2.0 * conv.macs(&xd, &wd)? as f64;
+        let w_elems = l.o * l.k * l.k * (l.c / l.groups);
         for &input in &types {
             let (x, w) = if input == DType::I8 {
                 (
                     byte_noise(a.batch * l.hw * l.hw * l.c, li as u64),
-                    byte_noise(l.o * l.k * l.k * l.c, 7 + li as u64),
+                    byte_noise(w_elems, 7 + li as u64),
                 )
             } else {
                 (
                     half_noise(a.batch * l.hw * l.hw * l.c, li as u64, input),
-                    half_noise(l.o * l.k * l.k * l.c, 7 + li as u64, input),
+                    half_noise(w_elems, 7 + li as u64, input),
                 )
             };
             for &(layout, route) in &kinds {
@@ -239,7 +241,7 @@ fn run_cuda(
                 };
                 let median = t.median();
                 let e = input.size_bytes();
-                let moved = ((a.batch * l.hw * l.hw * l.c + l.o * l.k * l.k * l.c) * e
+                let moved = ((a.batch * l.hw * l.hw * l.c + w_elems) * e
                     + a.batch * oh * oh * l.o * kernel.out.size_bytes())
                     as f64
                     / (1 << 20) as f64;

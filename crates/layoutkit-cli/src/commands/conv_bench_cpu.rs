@@ -124,8 +124,8 @@ pub(super) fn run(
         };
         // Packed once per layer, outside the timing (an engine keeps packed weights).
         let packed = match a.engine {
-            CpuConvEngine::Blocked => Packed::Blocked(BlockedFilter::new(wr, 1, kernels)?),
-            CpuConvEngine::Fast => Packed::Fast(PackedFilter::new(wr, 1)?),
+            CpuConvEngine::Blocked => Packed::Blocked(BlockedFilter::new(wr, l.groups, kernels)?),
+            CpuConvEngine::Fast => Packed::Fast(PackedFilter::new(wr, l.groups)?),
         };
         let nchw_x = parse_format("NCHW")?.shaped(&xd)?;
         let nchw_y = parse_format("NCHW")?.shaped(&yd)?;
@@ -145,8 +145,17 @@ pub(super) fn run(
                 Packed::Fast(_) => (!conv2d_fast_supports(&xr))
                     .then(|| "the fast convolution takes NCHW, NHWC or NCHW<x>c".to_string()),
             };
+            // What an engine does not take (the blocked kernels' depthwise layers) is listed as
+            // skipped, as the CUDA rows are.
             if let Some(why) = refused {
-                bail!("{name}: {why}");
+                if json_out {
+                    rows.push(json!({"layer": l.name, "layout": xs.layout().to_string(),
+                                     "device": "cpu", "engine": engine, "skipped": why}));
+                } else {
+                    eprint!("\r");
+                    outln!("{:<30} {:<8} skipped: {why}", l.name, name);
+                }
+                continue;
             }
             let mut out = AlignedBuf::zeroed(ys.bytes(DType::F32)?);
             let (median, min) = median_of(a.repeats, || {

@@ -1,11 +1,12 @@
-//! The convolution layers `layoutkit conv bench` times: ResNet-50's and VGG-16's.
+//! The convolution layers `layoutkit conv bench` times: ResNet-50's, VGG-16's and
+//! MobileNetV2's.
 
 use anyhow::Result;
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::Dims;
 
 /// One convolution layer: name, input channels, input size, output channels, kernel, stride,
-/// padding.
+/// padding, groups (C for a depthwise layer).
 pub struct Layer {
     pub name: &'static str,
     pub c: usize,
@@ -14,6 +15,7 @@ pub struct Layer {
     pub k: usize,
     pub stride: usize,
     pub pad: usize,
+    pub groups: usize,
 }
 
 impl Layer {
@@ -22,6 +24,7 @@ impl Layer {
         Conv2d {
             stride: [self.stride; 2],
             padding: [self.pad; 2],
+            groups: self.groups,
             ..Conv2d::default()
         }
     }
@@ -32,7 +35,10 @@ impl Layer {
             Dims::parse(&format!("N={n},C={},H={},W={}", self.c, self.hw, self.hw))?,
             Dims::parse(&format!(
                 "O={},I={},H={},W={}",
-                self.o, self.c, self.k, self.k
+                self.o,
+                self.c / self.groups,
+                self.k,
+                self.k
             ))?,
         ))
     }
@@ -55,6 +61,21 @@ const fn layer(
         k,
         stride,
         pad,
+        groups: 1,
+    }
+}
+
+/// A depthwise 3x3 layer (groups = C = O, padding 1).
+const fn depthwise(name: &'static str, c: usize, hw: usize, stride: usize) -> Layer {
+    Layer {
+        name,
+        c,
+        hw,
+        o: c,
+        k: 3,
+        stride,
+        pad: 1,
+        groups: c,
     }
 }
 
@@ -103,12 +124,52 @@ pub const VGG16: &[Layer] = &[
     layer("vgg conv5_1 3x3 512->512 @14", 512, 14, 512, 3, 1, 1),
 ];
 
-/// The layers of `net`: `resnet50`, `vgg16` or `all` (both, ResNet-50's first).
+/// The distinct convolutions of MobileNetV2 (width 1.0, 224 x 224 input, as torchvision
+/// builds it; a layer that repeats with the same shape is listed once). Chosen as the third
+/// network for what the other two lack: channel counts that are not multiples of 64 (16, 24,
+/// 96, 144, 160, 576, 960), pointwise layers with little work per byte, and depthwise 3x3
+/// layers (memory-bound, one input channel per output channel).
+pub const MOBILENETV2: &[Layer] = &[
+    layer("mbv2 conv 3x3/2 3->32 @224", 3, 224, 32, 3, 2, 1),
+    depthwise("mbv2 dw 3x3 32 @112", 32, 112, 1),
+    layer("mbv2 pw 1x1 32->16 @112", 32, 112, 16, 1, 1, 0),
+    layer("mbv2 pw 1x1 16->96 @112", 16, 112, 96, 1, 1, 0),
+    depthwise("mbv2 dw 3x3/2 96 @112", 96, 112, 2),
+    layer("mbv2 pw 1x1 96->24 @56", 96, 56, 24, 1, 1, 0),
+    layer("mbv2 pw 1x1 24->144 @56", 24, 56, 144, 1, 1, 0),
+    depthwise("mbv2 dw 3x3 144 @56", 144, 56, 1),
+    layer("mbv2 pw 1x1 144->24 @56", 144, 56, 24, 1, 1, 0),
+    depthwise("mbv2 dw 3x3/2 144 @56", 144, 56, 2),
+    layer("mbv2 pw 1x1 144->32 @28", 144, 28, 32, 1, 1, 0),
+    layer("mbv2 pw 1x1 32->192 @28", 32, 28, 192, 1, 1, 0),
+    depthwise("mbv2 dw 3x3 192 @28", 192, 28, 1),
+    layer("mbv2 pw 1x1 192->32 @28", 192, 28, 32, 1, 1, 0),
+    depthwise("mbv2 dw 3x3/2 192 @28", 192, 28, 2),
+    layer("mbv2 pw 1x1 192->64 @14", 192, 14, 64, 1, 1, 0),
+    layer("mbv2 pw 1x1 64->384 @14", 64, 14, 384, 1, 1, 0),
+    depthwise("mbv2 dw 3x3 384 @14", 384, 14, 1),
+    layer("mbv2 pw 1x1 384->64 @14", 384, 14, 64, 1, 1, 0),
+    layer("mbv2 pw 1x1 384->96 @14", 384, 14, 96, 1, 1, 0),
+    layer("mbv2 pw 1x1 96->576 @14", 96, 14, 576, 1, 1, 0),
+    depthwise("mbv2 dw 3x3 576 @14", 576, 14, 1),
+    layer("mbv2 pw 1x1 576->96 @14", 576, 14, 96, 1, 1, 0),
+    depthwise("mbv2 dw 3x3/2 576 @14", 576, 14, 2),
+    layer("mbv2 pw 1x1 576->160 @7", 576, 7, 160, 1, 1, 0),
+    layer("mbv2 pw 1x1 160->960 @7", 160, 7, 960, 1, 1, 0),
+    depthwise("mbv2 dw 3x3 960 @7", 960, 7, 1),
+    layer("mbv2 pw 1x1 960->160 @7", 960, 7, 160, 1, 1, 0),
+    layer("mbv2 pw 1x1 960->320 @7", 960, 7, 320, 1, 1, 0),
+    layer("mbv2 pw 1x1 320->1280 @7", 320, 7, 1280, 1, 1, 0),
+];
+
+/// The layers of `net`: `resnet50`, `vgg16`, `mobilenetv2` or `all` (the three, in that
+/// order).
 pub fn network(net: &str) -> anyhow::Result<Vec<&'static Layer>> {
     Ok(match net {
         "resnet50" => RESNET50.iter().collect(),
         "vgg16" => VGG16.iter().collect(),
-        "all" => RESNET50.iter().chain(VGG16).collect(),
-        other => anyhow::bail!("--net takes resnet50, vgg16 or all, not `{other}`"),
+        "mobilenetv2" => MOBILENETV2.iter().collect(),
+        "all" => RESNET50.iter().chain(VGG16).chain(MOBILENETV2).collect(),
+        other => anyhow::bail!("--net takes resnet50, vgg16, mobilenetv2 or all, not `{other}`"),
     })
 }

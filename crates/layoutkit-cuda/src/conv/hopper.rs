@@ -13,15 +13,21 @@
 //!   read (`stages - 2` steps are loaded ahead). A tile with no group in flight waits for each
 //!   step's multiplies before the next step and loads `stages - 1` steps ahead (so the same
 //!   depth needs one stage less of shared memory).
-//! * Takes f16 and bf16 inputs in NHWC or NC/32HW32 with C a multiple of 64; the epilogue
-//!   (bias, ReLU, output type and layout) is the `mma.sync` kernel's.
+//! * Takes f16 and bf16 inputs in NHWC or NC/32HW32 with any channel count, and NCHW where the
+//!   `mma.sync` kernel does not read it (C not a multiple of 32): K is walked one tap and 64
+//!   channels per step where C is a multiple of 64, else in chunks of 8 channels
+//!   ([`super::hopper_k`]); the epilogue (bias, ReLU, output type and layout) is the `mma.sync`
+//!   kernel's.
+//! * Problems with too few output tiles for the GPU divide K among blocks ([`super::splitk`]).
 
 use std::fmt::Write;
 
 use layoutkit_core::DType;
 
+use super::hopper_k::{chunk_async_loads, register_loads, HopperK};
 use super::source::{a_loads, b_loads, epilogue, helpers, pixel_rows, tap, Frags};
-use super::{unsupported_reason, ConvKernel, ConvLayout, ConvShape, SMS};
+use super::splitk::{partial_epilogue, splits_for, MAX_SPLITS};
+use super::{padded_elements, ConvKernel, ConvLayout, ConvShape, SMS};
 
 /// Shared memory per SM the tile choice may use (the H100's and H200's 228 KiB, less the
 /// 1 KiB each block reserves).
@@ -30,7 +36,8 @@ const SMEM_PER_SM: usize = 227 * 1024;
 /// A block tile of the Hopper kernel: `bm` x `bn` outputs (pixels x output channels),
 /// `warpgroups` warpgroups of `mr` x 64 rows each (`bm = 64 * mr * warpgroups`), `stages`
 /// shared-memory stages of one K step, `in_flight` (0 or 1) groups of multiplies left running
-/// while the next step's copies are issued.
+/// while the next step's copies are issued, and `splits` blocks per output tile that divide
+/// the K steps among them (1: no split; see [`super::splitk`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HopperTile {
     pub bm: usize,
@@ -39,6 +46,7 @@ pub struct HopperTile {
     pub warpgroups: usize,
     pub mr: usize,
     pub in_flight: usize,
+    pub splits: usize,
 }
 
 impl HopperTile {
@@ -58,6 +66,7 @@ impl HopperTile {
             warpgroups,
             mr,
             in_flight: 1,
+            splits: 1,
         };
         let ok = matches!(bn, 64 | 128 | 256) && (3..=8).contains(&stages);
         (ok && t.shared_bytes() <= SMEM_PER_SM).then_some(t)
@@ -66,6 +75,13 @@ impl HopperTile {
     /// This tile with `in_flight` (0 or 1) groups of multiplies in flight; None for others.
     pub fn with_in_flight(self, in_flight: usize) -> Option<HopperTile> {
         (in_flight <= 1).then_some(HopperTile { in_flight, ..self })
+    }
+
+    /// This tile with K divided among `splits` blocks (1 to [`MAX_SPLITS`]); None for others.
+    pub fn with_splits(self, splits: usize) -> Option<HopperTile> {
+        (1..=MAX_SPLITS)
+            .contains(&splits)
+            .then_some(HopperTile { splits, ..self })
     }
 
     /// K steps loaded ahead of the one being multiplied.
@@ -85,48 +101,82 @@ impl HopperTile {
 
     /// Blocks of this tile that fit on one SM at once (shared memory; registers allow two
     /// blocks of up to 256 threads).
-    fn resident(&self) -> usize {
+    pub(super) fn resident(&self) -> usize {
         (SMEM_PER_SM / self.shared_bytes()).clamp(1, 2)
     }
 
     /// The share of the GPU's block slots (SMs x resident blocks) the blocks for `s` fill,
     /// on average over the waves they run in.
     pub fn fill(&self, s: &ConvShape) -> f64 {
-        let (x, y, _) = self.grid(s);
+        let (x, y, z) = self.grid(s);
+        let (x, y) = (x, y * z);
         let blocks = x as usize * y as usize;
         let slots = SMS * self.resident();
         blocks as f64 / (blocks.div_ceil(slots) * slots) as f64
     }
 
-    /// The grid for `s`.
+    /// The grid for `s`: output tiles in x (pixels) and y (channels), splits of K in z.
     pub fn grid(&self, s: &ConvShape) -> (u32, u32, u32) {
         let m = s.n * s.oh * s.ow;
-        (m.div_ceil(self.bm) as u32, s.o.div_ceil(self.bn) as u32, 1)
+        (
+            m.div_ceil(self.bm) as u32,
+            s.o.div_ceil(self.bn) as u32,
+            self.splits as u32,
+        )
     }
 }
 
-/// Why the Hopper kernel does not take `k` (the GPU aside), or None when it does.
+/// Why the Hopper kernel does not take `k` (the GPU aside), or None when it does: f16 or
+/// bf16 inputs (f16 or f32 output for f16, bf16 or f32 for bf16), no groups, any channel
+/// count in NHWC and NC/32HW32 (O a multiple of 32 there), and NCHW where the `mma.sync`
+/// kernel does not read it in place (C not a multiple of 32: the stem's RGB images).
 pub fn hopper_unsupported_reason(k: &ConvKernel) -> Option<String> {
-    if let Some(why) = unsupported_reason(k) {
-        return Some(why);
+    let s = &k.shape;
+    if s.conv.groups != 1 {
+        return Some("the Hopper kernel has no groups".into());
     }
-    if !matches!(k.input, DType::F16 | DType::BF16) {
-        return Some("the Hopper kernel takes f16 and bf16 inputs".into());
+    match (k.input, k.out) {
+        (DType::F16, DType::F16 | DType::F32) | (DType::BF16, DType::BF16 | DType::F32) => {}
+        (i, o) => {
+            return Some(format!(
+                "the Hopper kernel takes f16 (f16 or f32 output) and bf16 (bf16 or f32), not \
+                 {i} -> {o}"
+            ))
+        }
     }
-    if k.layout == ConvLayout::Nchw {
-        return Some("the Hopper kernel reads NHWC and NC/32HW32".into());
+    if k.layout == ConvLayout::Nchw && s.c % 32 == 0 {
+        return Some(
+            "NCHW with C a multiple of 32 runs in the mma.sync kernel or through NHWC".into(),
+        );
     }
-    if k.shape.c % 64 != 0 {
+    if k.layout == ConvLayout::Nc32hw32 && s.o % 32 != 0 {
         return Some(format!(
-            "the Hopper kernel needs C to be a multiple of 64 (C = {})",
-            k.shape.c
+            "an NC/32HW32 output needs O to be a multiple of 32 (O = {})",
+            s.o
         ));
+    }
+    let elems = [
+        padded_elements(k, s.c, s.h, s.w),
+        s.o * s.kh * s.kw * s.c,
+        padded_elements(k, s.o, s.oh, s.ow),
+    ];
+    if elems.iter().any(|&e| e >= 1 << 31) {
+        return Some("tensors of 2^31 elements or more are not in the CUDA kernel yet".into());
     }
     None
 }
 
+/// The tile and the splits of K the Hopper kernel runs `kernel` with: [`hopper_tile`]'s tile
+/// and [`splits_for`] its splits.
+pub fn hopper_plan(kernel: &ConvKernel) -> HopperTile {
+    let tile = hopper_tile(&kernel.shape);
+    let steps = HopperK::of(kernel).steps(kernel);
+    tile.with_splits(splits_for(&tile, &kernel.shape, steps))
+        .expect("splits_for stays in range")
+}
+
 /// The tile for `s`: the first of these whose blocks fill at least 70% of the GPU's block
-/// slots on average over their waves (else the one that fills them best), among those not
+/// slots on average over their waves (else the one with the most blocks), among those not
 /// wider than O (wider tiles compute zeros): 128 x 256 (four stages, one block per SM);
 /// 128 x 128 with three stages and no multiplies in flight across steps (two blocks per SM);
 /// 128 x 128 with four stages (one block); 128 x 64 the same two ways; 64 x 64. Measured on
@@ -150,9 +200,12 @@ pub fn hopper_tile(s: &ConvShape) -> HopperTile {
         .iter()
         .find(|t| t.fill(s) >= 0.7)
         .or_else(|| {
-            candidates
-                .iter()
-                .max_by(|a, b| a.fill(s).partial_cmp(&b.fill(s)).unwrap())
+            // None fills the GPU: the most blocks (the smallest tile on a tie), whose K walk the
+            // split of K then shortens.
+            candidates.iter().max_by_key(|t| {
+                let (x, y, _) = t.grid(s);
+                x * y
+            })
         })
         .copied()
         .expect("the candidate tiles are valid")
@@ -182,15 +235,23 @@ fn wgmma_function(k: &mut String, n: usize, ty: &str) {
     );
 }
 
-/// CUDA source of the kernel `conv_wgmma` for `kernel` with `tile`: the parameters of
-/// [`super::conv_source`]'s `conv`, launched with `tile.threads()` threads, `tile.grid()` and
-/// `tile.shared_bytes()` of dynamic shared memory, compiled for sm_90a.
+/// CUDA source of the kernel `conv_wgmma(x, w, y, bias, part)` for `kernel` with `tile`: the
+/// parameters of [`super::conv_source`]'s `conv` and the split-K workspace `part` (f32,
+/// [`super::splitk::workspace_bytes`]; unused with one split), launched with
+/// `tile.threads()` threads, `tile.grid()` and `tile.shared_bytes()` of dynamic shared
+/// memory, compiled for sm_90a. With more than one split it writes its sums to `part`, not
+/// `y`, and [`super::splitk::reduce_source`]'s kernel finishes the output.
 ///
 /// Contract: `hopper_unsupported_reason(kernel)` is None.
 pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
     let s = &kernel.shape;
     let HopperTile {
-        bm, bn, stages, mr, ..
+        bm,
+        bn,
+        stages,
+        mr,
+        splits,
+        ..
     } = *tile;
     let threads = tile.threads();
     let y_t = match kernel.out {
@@ -205,8 +266,9 @@ pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
     // Rows of 8 chunks of 16 bytes: each pass of the block's threads loads `step` rows.
     let step = threads / 8;
     let (ar, br) = (bm / step, bn / step);
-    let chunks = s.c / 64;
-    let steps = s.kh * s.kw * chunks;
+    let walk = HopperK::of(kernel);
+    let registers = walk == HopperK::Chunks { registers: true };
+    let steps = walk.steps(kernel);
     let stage_bytes = (bm + bn) * 128;
     let mut k = String::new();
     k.push_str("// Generated by layoutkit-cuda (conv, Hopper wgmma).\n");
@@ -214,7 +276,7 @@ pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
     wgmma_function(&mut k, bn, ty);
     let _ = writeln!(
         k,
-        "extern \"C\" __global__ void __launch_bounds__({threads}, {}) conv_wgmma(const unsigned short* __restrict__ x, const unsigned short* __restrict__ w, {y_t}* __restrict__ y, const float* __restrict__ bias) {{",
+        "extern \"C\" __global__ void __launch_bounds__({threads}, {}) conv_wgmma(const unsigned short* __restrict__ x, const unsigned short* __restrict__ w, {y_t}* __restrict__ y, const float* __restrict__ bias, float* __restrict__ part) {{",
         tile.resident()
     );
     for line in [
@@ -232,43 +294,93 @@ pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
         bn / 8,
         mr * bn / 2
     );
+    // This block's K steps: t0 .. t0 + nsteps (all of them without a split).
+    if splits > 1 {
+        let _ = writeln!(
+            k,
+            "  const int t0 = (int)((long long)blockIdx.z * {steps} / {splits}), nsteps = (int)((long long)(blockIdx.z + 1) * {steps} / {splits}) - t0;"
+        );
+    } else {
+        let _ = writeln!(k, "  const int t0 = 0, nsteps = {steps};");
+    }
     k.push_str("  const int lrow = tid >> 3, lch = tid & 7, lcol = lch * 8;\n");
     // The byte offset of row `row`'s chunk `lch` in a stage (the 128-byte swizzle).
     k.push_str("  #define SW(row) ((row) * 128 + ((lch ^ ((row) & 7)) << 4))\n");
     pixel_rows(&mut k, s, ar, step);
-    let _ = writeln!(
-        k,
-        "  auto load = [&](int t, int st) {{\n{}\n    unsigned char* sa = smem + st * {stage_bytes};",
-        tap(s, 64)
-    );
-    a_loads(&mut k, kernel, ar, step, "sa + SW(lrow + i * {step})");
-    b_loads(
-        &mut k,
-        kernel,
-        br,
-        step,
-        &format!("sa + {} + SW(lrow + i * {{step}})", bm * 128),
-    );
-    k.push_str("  };\n");
+    let a_dst = format!("sa + SW(lrow + i * {step})");
+    let b_dst = format!("sa + {} + SW(lrow + i * {step})", bm * 128);
+    match walk {
+        HopperK::Taps => {
+            let _ = writeln!(
+                k,
+                "  auto load = [&](int t, int st) {{\n{}\n    unsigned char* sa = smem + st * {stage_bytes};",
+                tap(s, 64)
+            );
+            a_loads(&mut k, kernel, ar, step, &a_dst);
+            b_loads(&mut k, kernel, br, step, &b_dst);
+            k.push_str("  };\n");
+        }
+        HopperK::Chunks { registers: false } => {
+            let _ = writeln!(
+                k,
+                "  auto load = [&](int t, int st) {{\n    unsigned char* sa = smem + st * {stage_bytes};"
+            );
+            chunk_async_loads(&mut k, kernel, (ar, br, step), &a_dst, &b_dst);
+            k.push_str("  };\n");
+        }
+        HopperK::Chunks { registers: true } => {
+            let at_stage = |d: &str| d.replace("sa + ", &format!("smem + st * {stage_bytes} + "));
+            register_loads(
+                &mut k,
+                kernel,
+                (ar, br, step),
+                &at_stage(&a_dst),
+                &at_stage(&b_dst),
+            );
+        }
+    }
     let commit = "asm volatile(\"cp.async.commit_group;\\n\" ::: \"memory\");";
     let ahead = tile.ahead();
     // Prologue: steps 0 .. ahead-1 in flight (an empty group where there are fewer steps).
+    let issue = |t: &str, st: &str| {
+        if registers {
+            format!("{{ fetch({t}); put({st}); }}")
+        } else {
+            format!("load({t}, {st});")
+        }
+    };
     for p in 0..ahead {
-        let _ = writeln!(k, "  if ({p} < {steps}) load({p}, {p});\n  {commit}");
+        let _ = writeln!(
+            k,
+            "  if ({p} < nsteps) {}\n  {commit}",
+            issue(&format!("t0 + {p}"), &p.to_string())
+        );
     }
-    let _ = writeln!(k, "  for (int t = 0; t < {steps}; ++t) {{");
-    // Step t's copies are done once at most ahead-1 newer groups are pending; the proxy fence
-    // makes them visible to wgmma's reads, the barrier to every warpgroup, and it also means
-    // every warpgroup's multiplies of step t-1-in_flight are done (each waited for them
-    // below), so their stage, the one step t+ahead fills, can be refilled.
+    let _ = writeln!(k, "  for (int u = 0; u < nsteps; ++u) {{");
+    // Step u's copies are done once at most ahead-1 newer groups are pending; the proxy fence
+    // makes them (and stores from registers) visible to wgmma's reads, the barrier to every
+    // warpgroup, and it also means every warpgroup's multiplies of step u-1-in_flight are done
+    // (each waited for them below), so their stage, the one step u+ahead fills, can be
+    // refilled.
     let _ = writeln!(
         k,
-        "    asm volatile(\"cp.async.wait_group {};\\n\" ::: \"memory\");\n    asm volatile(\"fence.proxy.async.shared::cta;\\n\" ::: \"memory\");\n    __syncthreads();\n    if (t + {ahead} < {steps}) load(t + {ahead}, (t + {ahead}) % {stages});\n    {commit}",
+        "    asm volatile(\"cp.async.wait_group {};\\n\" ::: \"memory\");\n    asm volatile(\"fence.proxy.async.shared::cta;\\n\" ::: \"memory\");\n    __syncthreads();\n    const bool more = u + {ahead} < nsteps;",
         ahead - 1
     );
+    if registers {
+        // The loads of step u + ahead are issued now; they are stored after this step's
+        // multiplies are issued.
+        let _ = writeln!(k, "    if (more) fetch(t0 + u + {ahead});");
+    } else {
+        let _ = writeln!(
+            k,
+            "    if (more) load(t0 + u + {ahead}, (u + {ahead}) % {stages});"
+        );
+    }
+    let _ = writeln!(k, "    {commit}");
     let _ = writeln!(
         k,
-        "    const unsigned char* sa = smem + (t % {stages}) * {stage_bytes} + wg * {};\n    const unsigned char* sb = smem + (t % {stages}) * {stage_bytes} + {};",
+        "    const unsigned char* sa = smem + (u % {stages}) * {stage_bytes} + wg * {};\n    const unsigned char* sb = smem + (u % {stages}) * {stage_bytes} + {};",
         mr * 64 * 128,
         bm * 128
     );
@@ -278,6 +390,9 @@ pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
         "    #pragma unroll\n    for (int kk = 0; kk < 4; ++kk) {{\n      #pragma unroll\n      for (int r = 0; r < {mr}; ++r) wgmma(&acc[r][0][0], sdesc(sa + r * 8192 + kk * 32), sdesc(sb + kk * 32));\n    }}"
     );
     k.push_str("    asm volatile(\"wgmma.commit_group.sync.aligned;\\n\" ::: \"memory\");\n");
+    if registers {
+        let _ = writeln!(k, "    if (more) put((u + {ahead}) % {stages});");
+    }
     let _ = writeln!(
         k,
         "    asm volatile(\"wgmma.wait_group.sync.aligned {};\\n\" ::: \"memory\");\n  }}",
@@ -291,7 +406,11 @@ pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
         mstride: 64,
         col0: "n0".into(),
     };
-    epilogue(&mut k, kernel, &frags);
+    if splits > 1 {
+        partial_epilogue(&mut k, kernel, &frags);
+    } else {
+        epilogue(&mut k, kernel, &frags);
+    }
     k
 }
 
@@ -399,14 +518,138 @@ mod tests {
                 },
             ),
             (
-                "C = 96",
+                "groups",
                 ConvKernel {
-                    shape: ConvShape { c: 96, ..s },
+                    shape: ConvShape {
+                        conv: Conv2d {
+                            groups: 2,
+                            ..s.conv
+                        },
+                        ..s
+                    },
+                    ..kernel
+                },
+            ),
+            (
+                "NCHW with C = 128 (the mma.sync kernel's)",
+                ConvKernel {
+                    layout: ConvLayout::Nchw,
                     ..kernel
                 },
             ),
         ] {
             assert!(hopper_unsupported_reason(&k).is_some(), "{why}");
         }
+    }
+
+    /// The stem of ResNet-50 (7x7/2, C = 3, 224x224) as `kernel` of `layout`.
+    fn stem(layout: ConvLayout, n: usize) -> ConvKernel {
+        ConvKernel {
+            shape: ConvShape {
+                n,
+                h: 224,
+                w: 224,
+                c: 3,
+                o: 64,
+                kh: 7,
+                kw: 7,
+                oh: 112,
+                ow: 112,
+                conv: Conv2d {
+                    stride: [2; 2],
+                    padding: [3; 2],
+                    dilation: [1; 2],
+                    groups: 1,
+                },
+            },
+            layout,
+            input: DType::F16,
+            out: DType::F16,
+            bias: true,
+            relu: true,
+        }
+    }
+
+    #[test]
+    fn channel_counts_not_multiples_of_64_walk_k_in_chunks_of_8() {
+        // The stem: 49 taps of 3 channels, each tap one chunk (padded to 8): 7 steps.
+        for layout in [ConvLayout::Nhwc, ConvLayout::Nchw] {
+            let k = stem(layout, 8);
+            assert!(hopper_unsupported_reason(&k).is_none(), "{layout:?}");
+            let walk = HopperK::of(&k);
+            assert_eq!(walk, HopperK::Chunks { registers: true });
+            assert_eq!(walk.steps(&k), 7);
+            let src = hopper_source(&k, &hopper_plan(&k));
+            assert!(src.contains("auto fetch = [&](int t)"));
+            assert!(
+                src.contains("if (more) put((u + "),
+                "stored after the multiplies"
+            );
+            assert!(
+                !src.contains("cp16(sa"),
+                "no 16-byte copies of 6-byte pixels"
+            );
+        }
+        // C = 96 in NHWC: 12 chunks per tap, each a whole 16-byte run: cp.async, 9 x 12 / 8
+        // = 13.5 -> 14 steps for a 3x3 filter.
+        let mut k = stem(ConvLayout::Nhwc, 1);
+        k.shape = ConvShape {
+            c: 96,
+            kh: 3,
+            kw: 3,
+            ..k.shape
+        };
+        let walk = HopperK::of(&k);
+        assert_eq!(walk, HopperK::Chunks { registers: false });
+        assert_eq!(walk.steps(&k), 14);
+        let src = hopper_source(&k, &HopperTile::new(128, 64, 4).unwrap());
+        assert!(src.contains("const bool qv = q < 108;"));
+        assert!(src.contains("cp16(sa + SW(lrow + i * 32), ga, ok ? 16 : 0);"));
+        // C = 64: one tap per step, as before.
+        k.shape.c = 64;
+        assert_eq!(HopperK::of(&k), HopperK::Taps);
+        assert_eq!(HopperK::Taps.steps(&k), 9);
+    }
+
+    #[test]
+    fn small_grids_split_k_and_large_ones_do_not() {
+        // Batch 1, 512 -> 512 3x3 on 7x7: 8 tiles of 64 x 64 for 132 SMs, 72 K steps.
+        let mut k = stem(ConvLayout::Nhwc, 1);
+        k.shape = layer(512, 512, 7, 1);
+        k.shape.n = 1;
+        let plan = hopper_plan(&k);
+        let (x, y, z) = plan.grid(&k.shape);
+        assert_eq!((x * y, z as usize), (8, plan.splits));
+        assert_eq!(
+            plan.splits, 18,
+            "2 x 132 slots / 8 blocks, 72 steps allow 18"
+        );
+        let src = hopper_source(&k, &plan);
+        assert!(src.contains("const int t0 = (int)((long long)blockIdx.z * 72 / 18)"));
+        assert!(src.contains("float* pz = part + (long long)blockIdx.z * 25088;"));
+        assert!(!src.contains("bias[oc]"), "the reduction adds the bias");
+        let reduce = super::super::splitk::reduce_source(&k, plan.splits);
+        assert!(
+            reduce.contains("for (int z = 0; z < 18; ++z) v += part[(long long)z * 25088 + e];")
+        );
+        assert!(reduce.contains("v += bias[oc];") && reduce.contains("f2h(v)"));
+        // Batch 64 fills the GPU without a split.
+        k.shape.n = 64;
+        assert_eq!(hopper_plan(&k).splits, 1);
+        assert!(hopper_source(&k, &hopper_plan(&k)).contains("const int t0 = 0, nsteps = 72;"));
+        // Few K steps are not split below four per split.
+        let mut one = k;
+        one.shape = ConvShape {
+            n: 1,
+            kh: 1,
+            kw: 1,
+            c: 256,
+            ..k.shape
+        };
+        assert_eq!(hopper_plan(&one).splits, 1, "4 steps");
+        assert!(HopperTile::new(64, 64, 4)
+            .unwrap()
+            .with_splits(33)
+            .is_none());
     }
 }

@@ -39,10 +39,7 @@ pub(super) fn helpers(k: &mut String, input: DType) {
   asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\" :: \"r\"(a), \"l\"(src), \"r\"(bytes));\n}\n",
     );
     k.push_str(super::F2H);
-    k.push_str(
-        "__device__ __forceinline__ unsigned short f2bf(float f) {\n\
-  unsigned short h; asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h;\n}\n",
-    );
+    k.push_str(super::F2BF);
 }
 
 /// CUDA source of the kernel `conv` for `kernel`: parameters `(x, w, y, bias)`, x in
@@ -323,7 +320,7 @@ pub(super) fn epilogue(k: &mut String, kernel: &ConvKernel, frags: &Frags) {
         col0,
     } = frags;
     let s = &kernel.shape;
-    let (m, o, ohw) = (s.n * s.oh * s.ow, s.o, s.oh * s.ow);
+    let (m, o) = (s.n * s.oh * s.ow, s.o);
     let int8 = kernel.input == DType::I8;
     let zero = if int8 { "0" } else { "0.f" };
     if int8 {
@@ -350,27 +347,8 @@ pub(super) fn epilogue(k: &mut String, kernel: &ConvKernel, frags: &Frags) {
         act("v0"),
         act("v1")
     );
-    // The offset of (mm, oc) and the distance to (mm, oc + 1).
-    let (at, next) = match kernel.layout {
-        ConvLayout::Nhwc => (format!("(long long)mm * {o} + oc"), 1),
-        ConvLayout::Nc32hw32 => (
-            format!(
-                "((long long)(mm / {ohw}) * {} + oc / 32) * {} + (long long)(mm % {ohw}) * 32 + oc % 32",
-                o / 32,
-                ohw * 32
-            ),
-            1,
-        ),
-        ConvLayout::Nchw => (
-            format!("((long long)(mm / {ohw}) * {o} + oc) * {ohw} + mm % {ohw}"),
-            ohw,
-        ),
-    };
-    let conv = |r: &str| match kernel.out {
-        DType::F16 => format!("f2h({r})"),
-        DType::BF16 => format!("f2bf({r})"),
-        _ => r.to_string(),
-    };
+    let (at, next) = output_offset(kernel);
+    let conv = |r: &str| to_output(kernel, r);
     if next == 1 && o % 2 == 0 {
         let pair = match kernel.out {
             DType::F16 | DType::BF16 => format!(
@@ -394,4 +372,35 @@ pub(super) fn epilogue(k: &mut String, kernel: &ConvKernel, frags: &Frags) {
         );
     }
     k.push_str("        }\n      }\n}\n");
+}
+
+/// The offset (a C expression of `mm`, the output pixel, and `oc`, the output channel) of
+/// output element (mm, oc) in `kernel.layout`, and the distance from it to (mm, oc + 1).
+pub(super) fn output_offset(kernel: &ConvKernel) -> (String, usize) {
+    let s = &kernel.shape;
+    let (o, ohw) = (s.o, s.oh * s.ow);
+    match kernel.layout {
+        ConvLayout::Nhwc => (format!("(long long)mm * {o} + oc"), 1),
+        ConvLayout::Nc32hw32 => (
+            format!(
+                "((long long)(mm / {ohw}) * {} + oc / 32) * {} + (long long)(mm % {ohw}) * 32 + oc % 32",
+                o.div_ceil(32),
+                ohw * 32
+            ),
+            1,
+        ),
+        ConvLayout::Nchw => (
+            format!("((long long)(mm / {ohw}) * {o} + oc) * {ohw} + mm % {ohw}"),
+            ohw,
+        ),
+    }
+}
+
+/// The C expression converting the f32 (or i32) value `r` to `kernel.out`'s bits.
+pub(super) fn to_output(kernel: &ConvKernel, r: &str) -> String {
+    match kernel.out {
+        DType::F16 => format!("f2h({r})"),
+        DType::BF16 => format!("f2bf({r})"),
+        _ => r.to_string(),
+    }
 }

@@ -1,0 +1,164 @@
+//! How the Hopper kernel ([`super::hopper_source`]) walks the K dimension (filter taps x input
+//! channels) and fills a stage's rows: every row of a stage is 128 bytes, 8 chunks of 16 bytes
+//! (8 f16 or bf16 values), stored with the 128-byte swizzle.
+//!
+//! * [`HopperK::Taps`]: C a multiple of 64 in NHWC or NC/32HW32. A K step is one tap and 64
+//!   channels; every chunk is 16 bytes of one pixel's channels, copied with `cp.async`.
+//! * [`HopperK::Chunks`]: any other channel count, and NCHW. K is walked as (tap, chunk of 8
+//!   channels) with C rounded up to a whole chunk (the missing channels are zeros), and a K
+//!   step is 8 consecutive chunks, so chunk `j` of step `t` is chunk `8t + j` of that order:
+//!   one step spans several taps when C is small (the stem's C = 3 gives 8 taps per step, 7
+//!   steps for a 7x7 filter, where a tap per step would be 49 steps of 3/64 useful work). The
+//!   chunks are copied with `cp.async` where they are whole 16-byte runs (NHWC and NC/32HW32
+//!   with C a multiple of 8), else loaded element by element through registers: issued before
+//!   the step's multiplies and stored to shared memory after them are issued, so the loads'
+//!   latency runs under the multiplies.
+
+use std::fmt::Write;
+
+use super::{ConvKernel, ConvLayout};
+
+/// The K walk of the Hopper kernel for a problem (see the module).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HopperK {
+    /// One tap and 64 channels per K step.
+    Taps,
+    /// Eight chunks of 8 channels per K step, each of its own (tap, channel chunk); through
+    /// registers when `registers`, else `cp.async`.
+    Chunks { registers: bool },
+}
+
+impl HopperK {
+    /// The walk for `k`.
+    pub fn of(k: &ConvKernel) -> HopperK {
+        let c = k.shape.c;
+        if c % 64 == 0 && k.layout != ConvLayout::Nchw {
+            HopperK::Taps
+        } else {
+            HopperK::Chunks {
+                registers: k.layout == ConvLayout::Nchw || c % 8 != 0,
+            }
+        }
+    }
+
+    /// K steps of the walk for `k`.
+    pub fn steps(&self, k: &ConvKernel) -> usize {
+        let s = &k.shape;
+        match self {
+            HopperK::Taps => s.kh * s.kw * s.c / 64,
+            HopperK::Chunks { .. } => (s.kh * s.kw * s.c.div_ceil(8)).div_ceil(8),
+        }
+    }
+}
+
+/// Statements (in a loader taking K step `t`, a thread's chunk `lch`) that set `qv` (the
+/// chunk is inside K), the chunk's tap `r`, `sx` and first channel `cc`.
+fn chunk_tap(k: &mut String, kernel: &ConvKernel) {
+    let s = &kernel.shape;
+    let per_tap = s.c.div_ceil(8);
+    let _ = writeln!(
+        k,
+        "    const int q = t * 8 + lch;\n    const bool qv = q < {};\n    const int rs = q / {per_tap}, cc = (q % {per_tap}) * 8, r = rs / {kw}, sx = rs % {kw};",
+        s.kh * s.kw * per_tap,
+        kw = s.kw
+    );
+}
+
+/// The C expression of the element offset of channel `{c}` (replaced by `c`) of input pixel
+/// (`pn[i]`, `ih`, `iw`) in the activations' layout.
+fn x_offset(kernel: &ConvKernel, c: &str) -> String {
+    let s = &kernel.shape;
+    match kernel.layout {
+        ConvLayout::Nhwc => format!("((pn[i] * {} + ih) * {} + iw) * {} + {c}", s.h, s.w, s.c),
+        ConvLayout::Nchw => format!("((pn[i] * {} + {c}) * {} + ih) * {} + iw", s.c, s.h, s.w),
+        ConvLayout::Nc32hw32 => format!(
+            "(((pn[i] * {} + ({c}) / 32) * {} + ih) * {} + iw) * 32 + ({c}) % 32",
+            s.c.div_ceil(32),
+            s.h,
+            s.w
+        ),
+    }
+}
+
+/// The statements of the loader `load(t, st)` for [`HopperK::Chunks`] with `cp.async`: a
+/// thread's `ar` activation chunks to `a_dst` and `br` filter chunks to `b_dst` (C
+/// expressions of `i`, rows `lrow + i * step`), zero-filled outside the input, past O and
+/// past K.
+pub(super) fn chunk_async_loads(
+    k: &mut String,
+    kernel: &ConvKernel,
+    (ar, br, step): (usize, usize, usize),
+    a_dst: &str,
+    b_dst: &str,
+) {
+    let s = &kernel.shape;
+    let dl = s.conv.dilation;
+    chunk_tap(k, kernel);
+    let _ = writeln!(
+        k,
+        "    #pragma unroll\n    for (int i = 0; i < {ar}; ++i) {{\n      const int ih = ph[i] + r * {}, iw = pw[i] + sx * {};\n      const bool ok = qv && pv[i] && ih >= 0 && ih < {} && iw >= 0 && iw < {};\n      const unsigned short* ga = ok ? x + {} : x;\n      cp16({a_dst}, ga, ok ? 16 : 0);\n    }}",
+        dl[0],
+        dl[1],
+        s.h,
+        s.w,
+        x_offset(kernel, "cc"),
+    );
+    let _ = writeln!(
+        k,
+        "    #pragma unroll\n    for (int i = 0; i < {br}; ++i) {{\n      const int oc = n0 + lrow + i * {step};\n      const bool ok = qv && oc < {o};\n      const unsigned short* gb = ok ? w + ((oc * {kh} + r) * {kw} + sx) * {c} + cc : w;\n      cp16({b_dst}, gb, ok ? 16 : 0);\n    }}",
+        o = s.o,
+        kh = s.kh,
+        kw = s.kw,
+        c = s.c
+    );
+}
+
+/// Declarations of the registers and the two halves of the register loader for
+/// [`HopperK::Chunks`] through registers: `fetch(t)` loads a thread's `ar` activation chunks
+/// and `br` filter chunks of step `t` into registers (zeros outside the input, past C, past O
+/// and past K), `put(st)` stores them to stage `st` (`a_dst` and `b_dst` as in
+/// [`chunk_async_loads`], with `st` in them).
+pub(super) fn register_loads(
+    k: &mut String,
+    kernel: &ConvKernel,
+    (ar, br, step): (usize, usize, usize),
+    a_dst: &str,
+    b_dst: &str,
+) {
+    let s = &kernel.shape;
+    let dl = s.conv.dilation;
+    let _ = writeln!(
+        k,
+        "  unsigned short xa[{ar}][8], wb[{br}][8];\n  auto fetch = [&](int t) {{"
+    );
+    chunk_tap(k, kernel);
+    let _ = writeln!(
+        k,
+        "    #pragma unroll\n    for (int i = 0; i < {ar}; ++i) {{\n      const int ih = ph[i] + r * {}, iw = pw[i] + sx * {};\n      const bool ok = qv && pv[i] && ih >= 0 && ih < {} && iw >= 0 && iw < {};\n      #pragma unroll\n      for (int j = 0; j < 8; ++j) xa[i][j] = ok && cc + j < {c} ? x[{}] : (unsigned short)0;\n    }}",
+        dl[0],
+        dl[1],
+        s.h,
+        s.w,
+        x_offset(kernel, "cc + j"),
+        c = s.c
+    );
+    let _ = writeln!(
+        k,
+        "    #pragma unroll\n    for (int i = 0; i < {br}; ++i) {{\n      const int oc = n0 + lrow + i * {step};\n      const bool ok = qv && oc < {o};\n      #pragma unroll\n      for (int j = 0; j < 8; ++j) wb[i][j] = ok && cc + j < {c} ? w[((oc * {kh} + r) * {kw} + sx) * {c} + cc + j] : (unsigned short)0;\n    }}\n  }};",
+        o = s.o,
+        kh = s.kh,
+        kw = s.kw,
+        c = s.c
+    );
+    let pack = |v: &str| {
+        format!(
+            "make_uint4({v}[i][0] | ((unsigned){v}[i][1] << 16), {v}[i][2] | ((unsigned){v}[i][3] << 16), {v}[i][4] | ((unsigned){v}[i][5] << 16), {v}[i][6] | ((unsigned){v}[i][7] << 16))"
+        )
+    };
+    let _ = writeln!(
+        k,
+        "  auto put = [&](int st) {{\n    #pragma unroll\n    for (int i = 0; i < {ar}; ++i) *(uint4*)({a_dst}) = {};\n    #pragma unroll\n    for (int i = 0; i < {br}; ++i) *(uint4*)({b_dst}) = {};\n  }};",
+        pack("xa"),
+        pack("wb")
+    );
+}
