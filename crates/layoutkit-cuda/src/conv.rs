@@ -22,16 +22,19 @@
 //! take (the stem's three), K split among blocks where the output tiles are few
 //! ([`splitk`]). What the tensor-core kernels do not take (groups, depthwise, and before Hopper
 //! channel counts that are not multiples of 32) runs in a direct kernel ([`direct_source`]: one
-//! thread per output, f32 sums).
+//! thread per output, f32 sums), depthwise layers in NHWC and NCHW in a kernel of their own
+//! ([`depthwise_source`]: a run of outputs per thread sharing the input columns they read).
 
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::DType;
 
+mod depthwise;
 mod direct;
 mod hopper;
 mod hopper_k;
 mod source;
 pub mod splitk;
+pub use depthwise::{depthwise_applies, depthwise_launch, depthwise_source, OUTPUTS_PER_THREAD};
 pub use direct::{
     direct_grid, direct_source, direct_unsupported_reason, padded_elements, DIRECT_THREADS,
 };

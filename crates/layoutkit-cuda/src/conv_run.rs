@@ -5,9 +5,10 @@ use cudarc::driver::{LaunchConfig, PushKernelArg};
 
 use crate::conv::splitk::{reduce_grid, reduce_source, workspace_bytes, REDUCE_THREADS};
 use crate::conv::{
-    block, conv_source, direct_grid, direct_source, direct_unsupported_reason, grid, hopper_plan,
-    hopper_source, hopper_unsupported_reason, padded_elements, unsupported_reason, ConvKernel,
-    HopperTile, DIRECT_THREADS,
+    block, conv_source, depthwise_applies, depthwise_launch, depthwise_source, direct_grid,
+    direct_source, direct_unsupported_reason, grid, hopper_plan, hopper_source,
+    hopper_unsupported_reason, padded_elements, unsupported_reason, ConvKernel, HopperTile,
+    DIRECT_THREADS,
 };
 use crate::{Cuda, Error, Timing};
 
@@ -318,15 +319,18 @@ impl Cuda {
                 (self.compiled(&conv_source(kernel), "conv", arch)?, cfg)
             }
             ConvPath::Direct => {
+                let (source, grid_dim, threads) = if depthwise_applies(kernel) {
+                    let (g, t) = depthwise_launch(kernel);
+                    (depthwise_source(kernel), g, t)
+                } else {
+                    (direct_source(kernel), direct_grid(kernel), DIRECT_THREADS)
+                };
                 let cfg = LaunchConfig {
-                    grid_dim: direct_grid(kernel),
-                    block_dim: (DIRECT_THREADS, 1, 1),
+                    grid_dim,
+                    block_dim: (threads, 1, 1),
                     shared_mem_bytes: 0,
                 };
-                (
-                    self.compiled(&direct_source(kernel), "conv_direct", arch)?,
-                    cfg,
-                )
+                (self.compiled(&source, "conv_direct", arch)?, cfg)
             }
         };
         let e = kernel.input.size_bytes();

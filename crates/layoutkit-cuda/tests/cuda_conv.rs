@@ -405,6 +405,41 @@ fn tensor_core_convolution_matches_the_reference() {
     eprintln!("checked {checked} convolutions on {}", cuda.name());
 }
 
+/// The depthwise kernel: odd and even channel counts, widths that are not multiples of its four
+/// outputs per thread, stride 2, dilation 2, 5x5 and 1x1 filters, no padding, in NHWC and NCHW,
+/// f16 and f32 outputs, against the reference.
+#[test]
+fn depthwise_kernel_matches_the_reference() {
+    let Some(cuda) = device() else { return };
+    let cases: [Problem; 7] = [
+        (2, 32, 9, 11, 32, 3, 1, 1, 1, 32),
+        (1, 15, 13, 13, 15, 3, 2, 1, 1, 15),
+        (2, 24, 10, 7, 24, 3, 1, 2, 2, 24),
+        (1, 16, 12, 12, 16, 5, 1, 2, 1, 16),
+        (1, 8, 6, 9, 8, 3, 1, 0, 1, 8),
+        (3, 6, 5, 5, 6, 1, 1, 0, 1, 6),
+        (1, 144, 14, 14, 144, 3, 2, 1, 1, 144),
+    ];
+    let mut checked = 0;
+    for (ci, &problem) in cases.iter().enumerate() {
+        for layout in [ConvLayout::Nhwc, ConvLayout::Nchw] {
+            for (out, relu) in [(DType::F16, true), (DType::F32, false)] {
+                let kernel = kernel_for(problem, layout, DType::F16, out, relu);
+                assert!(layoutkit_cuda::conv::depthwise_applies(&kernel));
+                assert_eq!(cuda.conv_path(&kernel).unwrap(), ConvPath::Direct);
+                checked += check(
+                    &cuda,
+                    &kernel,
+                    50 + ci as u64,
+                    &[ConvPath::Direct],
+                    &format!("depthwise {problem:?}"),
+                );
+            }
+        }
+    }
+    eprintln!("checked {checked} depthwise convolutions on {}", cuda.name());
+}
+
 /// Random problems (fixed seed): channel counts multiples of 32 to 256, multiples of 8 to 256
 /// and 1 to 24 (a third each), 1 to 300 output channels, groups dividing them, 1x1 to 3x3
 /// kernels (to 7x7 with up to 24 channels), stride 1-2, padding 0-2, dilation 1-2, each in a
