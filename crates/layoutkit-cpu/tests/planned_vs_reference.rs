@@ -240,6 +240,10 @@ fn fast_engine_on_larger_transposes_and_casts() {
         ("NHWC", "mace:in_out_channel", "N=2,H=8,W=64,C=62"),
         // Compound tile rows whose last tile is shorter than the others.
         ("OIHW", "OIHW16i16o", "O=16,I=96,H=1,W=3"),
+        // Tiles wider than the fused cast kernels' 16 or 32 columns but not a multiple of
+        // them: the strips left over are gathered, cast in one run and copied out.
+        ("NHWC", "NCHW", "N=3,C=256,H=7,W=7"),
+        ("NCHW", "NHWC", "N=2,C=24,H=20,W=22"),
     ];
     let casts = [
         CastSpec::identity(DType::F32),
