@@ -437,7 +437,10 @@ fn depthwise_kernel_matches_the_reference() {
             }
         }
     }
-    eprintln!("checked {checked} depthwise convolutions on {}", cuda.name());
+    eprintln!(
+        "checked {checked} depthwise convolutions on {}",
+        cuda.name()
+    );
 }
 
 /// Random problems (fixed seed): channel counts multiples of 32 to 256, multiples of 8 to 256

@@ -181,6 +181,8 @@ struct Scratch {
     bufs: Option<Box<[TileBuf; 2]>>,
     /// A tile whose destination is contiguous, before it is streamed out.
     stream_buf: Option<AlignedBuf>,
+    /// The last periodic row table of tiles over compound rows, with what it was built from.
+    periodic: Option<(tiles::PeriodicKey, tiles::PeriodicRows)>,
 }
 
 /// Scratch buffers kept on this thread between work items (see [`Scratch`]).
@@ -203,6 +205,7 @@ impl Scratch {
             dst_ptrs: Vec::new(),
             bufs,
             stream_buf,
+            periodic: None,
         }
     }
 }

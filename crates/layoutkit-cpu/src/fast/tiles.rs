@@ -111,9 +111,21 @@ impl Job<'_> {
                     h if lines && ea >= 4 * ta && h * 8 <= ta => h,
                     _ => 0,
                 };
-                let mut rel = Vec::new();
-                dst_offsets(a_loops, phase, ta.min(ea - phase), &mut rel);
-                PeriodicRows::new(period, phase, &rel, ds, nb_total(tb, pad), unit)
+                // The same table as the last tiles' on this thread (an item runs this for
+                // every step of its outer loops: MACE filter images with few input channels
+                // run thousands of 36 x 4 planes), else a new one.
+                let shape = [ta, nb_total(tb, pad), unit, ds, phase];
+                match scratch.periodic.take() {
+                    Some((k, rows)) if k.loops == a_loops && k.shape == shape => (k, rows),
+                    _ => {
+                        let mut rel = Vec::with_capacity(ta.min(ea - phase));
+                        dst_offsets(a_loops, phase, ta.min(ea - phase), &mut rel);
+                        let rows =
+                            PeriodicRows::new(period, phase, &rel, ds, nb_total(tb, pad), unit);
+                        let loops = a_loops.to_vec();
+                        (PeriodicKey { loops, shape }, rows)
+                    }
+                }
             });
         // Where every source row has the same offset from a 64-byte boundary, the first tile
         // along `a` takes the units before the next boundary and the others start on one, so
@@ -122,7 +134,7 @@ impl Job<'_> {
         // many: the head and the shorter last tile go through the kernels' strips (16-channel
         // tiles of f32 -> f16 NHWC -> NCHW: 15.5 -> 27 ms).
         let head = match &periodic {
-            Some(table) => table.phase,
+            Some((_, table)) => table.phase,
             None if ea >= 4 * ta => line_head,
             _ => 0,
         };
@@ -188,7 +200,9 @@ impl Job<'_> {
                         ahead,
                     };
                     self.tile_strided(tile, unit, scratch);
-                } else if let Some(table) = periodic.as_ref().filter(|t| a0 >= t.phase) {
+                } else if let Some(table) =
+                    periodic.as_ref().map(|p| &p.1).filter(|t| a0 >= t.phase)
+                {
                     // Compound rows whose offsets repeat every tile (after the head tile).
                     let periods = (a0 - table.phase) / table.period;
                     let d_first = d_first + periods as isize * a_loops[0].dst_stride;
@@ -218,6 +232,9 @@ impl Job<'_> {
                 self.tail_cells(so, d0, a_loops, b, unit, tail, b0, nb);
             }
             b0 += nb;
+        }
+        if periodic.is_some() {
+            scratch.periodic = periodic;
         }
     }
 
@@ -501,11 +518,7 @@ impl Job<'_> {
                 // SAFETY: elements `from..nb` of destination row a are inside the row (as
                 // above), which belongs to this item and does not overlap `casted`.
                 unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        row.as_ptr(),
-                        rows.dst(a).add(from * ds),
-                        w * ds,
-                    )
+                    std::ptr::copy_nonoverlapping(row.as_ptr(), rows.dst(a).add(from * ds), w * ds)
                 };
             }
         }
@@ -667,9 +680,16 @@ fn nb_total(tb: usize, pad: usize) -> usize {
     tb + pad
 }
 
+/// What a [`PeriodicRows`] table was built from (a thread keeps its last table).
+pub(super) struct PeriodicKey {
+    loops: Vec<LoopDim>,
+    /// Tile rows, units per row, unit, element bytes, phase.
+    shape: [usize; 5],
+}
+
 /// The destination row offsets of tiles over several source-contiguous loops, which repeat
 /// every `period` rows.
-struct PeriodicRows {
+pub(super) struct PeriodicRows {
     period: usize,
     /// The tiles start at rows `phase + k * period` (after a head tile of `phase` rows,
     /// which goes through the general path).
@@ -765,12 +785,21 @@ impl transpose::Rows for TableToStrided<'_> {
 /// (outermost first), into `out`.
 fn dst_offsets(loops: &[LoopDim], a0: usize, n: usize, out: &mut Vec<isize>) {
     out.clear();
+    out.reserve(n);
     if let [l] = loops {
         out.extend((a0..a0 + n).map(|a| a as isize * l.dst_stride));
         return;
     }
-    // Odometer from a0's digits.
-    let mut idx = vec![0usize; loops.len()];
+    // Odometer from a0's digits (on the stack for up to 8 loops: this runs per tile, and a
+    // heap index per call was a fifth of small MACE filter conversions' instructions).
+    let mut small = [0usize; 8];
+    let mut heap = Vec::new();
+    let idx: &mut [usize] = if loops.len() <= small.len() {
+        &mut small[..loops.len()]
+    } else {
+        heap.resize(loops.len(), 0);
+        &mut heap
+    };
     let mut rest = a0;
     let mut off = 0isize;
     for (j, l) in loops.iter().enumerate().rev() {
