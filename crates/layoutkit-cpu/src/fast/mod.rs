@@ -16,6 +16,8 @@ mod interleave;
 mod items;
 mod records;
 mod shape;
+mod table_tiles;
+mod tile_tables;
 mod tiles;
 mod transpose;
 
@@ -182,7 +184,7 @@ struct Scratch {
     /// A tile whose destination is contiguous, before it is streamed out.
     stream_buf: Option<AlignedBuf>,
     /// The last periodic row table of tiles over compound rows, with what it was built from.
-    periodic: Option<(tiles::PeriodicKey, tiles::PeriodicRows)>,
+    periodic: Option<(tile_tables::PeriodicKey, tile_tables::PeriodicRows)>,
 }
 
 /// Scratch buffers kept on this thread between work items (see [`Scratch`]).

@@ -1,0 +1,214 @@
+//! Tiles whose rows come from tables (row starts computed per tile), and the strips a fused
+//! transpose-and-cast kernel leaves of a tile, cast through a buffer.
+
+use super::{copy_short, transpose, Job, Scratch, TileBuf, TILE_BYTES};
+
+impl Job<'_> {
+    /// One tile whose row starts (in elements) are in `scratch.src_rows` (b rows of `na`
+    /// units) and `scratch.dst_rows` (a rows of `nb` units).
+    pub(super) fn tile(
+        &self,
+        na: usize,
+        nb: usize,
+        unit: usize,
+        pad: usize,
+        scratch: &mut Scratch,
+    ) {
+        let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
+        // Every row must lie inside its buffer: checked here, once per row, so the kernels
+        // may use raw pointers.
+        let src_len = (na * unit * ss) as isize;
+        let dst_len = ((nb + pad) * unit * ds) as isize;
+        assert!(pad == 0 || (self.cast.is_identity() && src_len as usize <= self.fill_line.len()));
+        let in_bounds = |rows: &[isize], size: usize, len: isize, total: usize| {
+            rows.iter()
+                .all(|&r| r >= 0 && r * size as isize + len <= total as isize)
+        };
+        assert!(
+            in_bounds(&scratch.src_rows, ss, src_len, self.src.len())
+                && in_bounds(&scratch.dst_rows, ds, dst_len, self.dst.len),
+            "a tile row lies outside its buffer (plan and buffers disagree)"
+        );
+        let src_base = self.src.as_ptr();
+        let dst_base = self.dst.ptr;
+        let srows = &mut scratch.src_ptrs;
+        srows.clear();
+        // SAFETY (pointer arithmetic): offsets are inside the source (asserted above).
+        srows.extend(
+            scratch
+                .src_rows
+                .iter()
+                .map(|&r| src_base.wrapping_add(r as usize * ss)),
+        );
+        // Fill rows (identity conversions only, asserted above).
+        srows.extend(std::iter::repeat_n(self.fill_line.as_ptr(), pad));
+        if self.cast.is_identity() || unit > 1 {
+            let drows = &mut scratch.dst_ptrs;
+            drows.clear();
+            drows.extend(
+                scratch
+                    .dst_rows
+                    .iter()
+                    .map(|&r| dst_base.wrapping_add(r as usize * ds)),
+            );
+            if !self.cast.is_identity() {
+                // Units of several elements with a cast: one unit at a time.
+                for (a, d) in drows.iter().enumerate() {
+                    for (b, s) in srows.iter().enumerate() {
+                        // SAFETY: unit a of source row b and unit b of destination row a are
+                        // inside the rows (asserted above); items write disjoint elements.
+                        let (s, d) = unsafe {
+                            (
+                                std::slice::from_raw_parts(s.add(a * unit * ss), unit * ss),
+                                std::slice::from_raw_parts_mut(d.add(b * unit * ds), unit * ds),
+                            )
+                        };
+                        (self.run)(s, d, unit, &self.cast);
+                    }
+                }
+                return;
+            }
+            let rows = transpose::Table {
+                src: srows,
+                dst: drows,
+            };
+            // SAFETY: the rows hold the tile (asserted above); the destination rows belong to
+            // this item alone, and the source is never written.
+            unsafe { transpose::transpose_rows_dyn(rows, unit * ss, true) };
+            return;
+        }
+        if let Some(fused) = self.fused.filter(|_| unit == 1) {
+            // Transposed and cast in registers; what the kernel leaves, element by element.
+            let drows = &mut scratch.dst_ptrs;
+            drows.clear();
+            drows.extend(
+                scratch
+                    .dst_rows
+                    .iter()
+                    .map(|&r| dst_base.wrapping_add(r as usize * ds)),
+            );
+            let rows = transpose::Table {
+                src: srows,
+                dst: drows,
+            };
+            // SAFETY: the rows hold the tile (asserted above); destination rows belong to this
+            // item alone; `fused` exists only where the CPU has its features.
+            let done = unsafe { fused.run(rows, true) };
+            self.cast_strips(rows, done);
+            return;
+        }
+        // Casts: transpose into a buffer of source elements, cast it whole (long vectorised
+        // runs), then copy its rows out. The tile shape keeps it within the buffer.
+        let bufs = scratch
+            .bufs
+            .get_or_insert_with(|| Box::new([TileBuf([0; TILE_BYTES]), TileBuf([0; TILE_BYTES])]));
+        let [transposed, casted] = &mut **bufs;
+        let tmp = &mut transposed.0[..na * nb * ss];
+        let rows = transpose::Strided {
+            src: std::ptr::null(),
+            src_row: 0,
+            dst: tmp.as_mut_ptr(),
+            dst_row: nb * ss,
+            na,
+            nb,
+        };
+        let rows = TableToStrided {
+            src: srows,
+            dst: rows,
+        };
+        // SAFETY: rows inside the source (asserted above) and the buffer (na * nb elements),
+        // which no source row overlaps.
+        unsafe { transpose::transpose_rows_dyn(rows, ss, false) };
+        let casted = &mut casted.0[..na * nb * ds];
+        (self.run)(&transposed.0[..na * nb * ss], casted, na * nb, &self.cast);
+        for (a, &r) in scratch.dst_rows.iter().enumerate() {
+            // SAFETY: the destination row is inside the buffer (asserted above) and belongs
+            // to this item.
+            let out =
+                unsafe { std::slice::from_raw_parts_mut(dst_base.add(r as usize * ds), nb * ds) };
+            let row = &casted[a * nb * ds..(a + 1) * nb * ds];
+            if row.len() % 64 == 0 && out.as_ptr() as usize % 64 == 0 {
+                // Whole lines: streamed past the cache, as the identity tiles do.
+                transpose::stream_copy(out, row);
+            } else {
+                copy_short(out, row);
+            }
+        }
+    }
+
+    /// Casts what a fused kernel that did rows `..da` and columns `..db` of `rows` left: the
+    /// other columns of those rows, and the other rows whole. The leftover elements are
+    /// gathered (transposed) into a buffer, cast there in one run, and copied out row by row:
+    /// a run call per element cost about 90 instructions, and the strips are a third of a
+    /// tile where its width is not a multiple of the kernel's 16 or 32 columns (f32 -> i8
+    /// NHWC -> NCHW on 7x7 planes: 17 of 49 columns; NCHW -> NHWC with C = 24: 8 of 24).
+    pub(super) fn cast_strips<R: transpose::Rows>(&self, rows: R, (da, db): (usize, usize)) {
+        let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
+        let (na, nb) = (rows.na(), rows.nb());
+        // Rows `..da` from column `db`, then rows `da..` whole (none when the kernel did every
+        // row, or every column of its rows).
+        let strips = [(0, da.min(na), db.min(nb)), (da.min(na), na, 0)];
+        let mut gathered = Vec::new();
+        let mut casted = Vec::new();
+        for (a0, a1, from) in strips {
+            let w = nb - from;
+            if a1 <= a0 || w == 0 {
+                continue;
+            }
+            let n = (a1 - a0) * w;
+            gathered.clear();
+            gathered.resize(n * ss, 0u8);
+            casted.clear();
+            casted.resize(n * ds, 0u8);
+            for b in from..nb {
+                let src = rows.src(b);
+                for a in a0..a1 {
+                    let at = ((a - a0) * w + b - from) * ss;
+                    // SAFETY: element a of source row b is inside the row (the caller checked
+                    // every row against its buffer); `at` is inside `gathered` (n elements).
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            src.add(a * ss),
+                            gathered.as_mut_ptr().add(at),
+                            ss,
+                        )
+                    };
+                }
+            }
+            (self.run)(&gathered, &mut casted, n, &self.cast);
+            for a in a0..a1 {
+                let row = &casted[(a - a0) * w * ds..(a - a0 + 1) * w * ds];
+                // SAFETY: elements `from..nb` of destination row a are inside the row (as
+                // above), which belongs to this item and does not overlap `casted`.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(row.as_ptr(), rows.dst(a).add(from * ds), w * ds)
+                };
+            }
+        }
+    }
+}
+
+/// Source rows from a table, destination rows strided (a scratch tile).
+#[derive(Clone, Copy)]
+struct TableToStrided<'t> {
+    src: &'t [*const u8],
+    dst: transpose::Strided,
+}
+
+impl transpose::Rows for TableToStrided<'_> {
+    fn na(&self) -> usize {
+        self.dst.na
+    }
+    fn nb(&self) -> usize {
+        self.src.len()
+    }
+    fn src(&self, b: usize) -> *const u8 {
+        self.src[b]
+    }
+    fn dst(&self, a: usize) -> *mut u8 {
+        transpose::Rows::dst(&self.dst, a)
+    }
+    fn dst_lines(&self) -> bool {
+        false
+    }
+}

@@ -1,0 +1,236 @@
+//! Tests of the Hopper kernel's tile rules, K walks, splits of K and generated source.
+
+use super::*;
+use layoutkit_core::conv::Conv2d;
+
+fn layer(c: usize, o: usize, hw: usize, stride: usize) -> ConvShape {
+    let oh = (hw + 2 - 3) / stride + 1;
+    ConvShape {
+        n: 64,
+        h: hw,
+        w: hw,
+        c,
+        o,
+        kh: 3,
+        kw: 3,
+        oh,
+        ow: oh,
+        conv: Conv2d {
+            stride: [stride; 2],
+            padding: [1; 2],
+            dilation: [1; 2],
+            groups: 1,
+        },
+    }
+}
+
+#[test]
+fn tiles_fit_the_shared_memory_and_fill_the_gpu() {
+    assert!(HopperTile::new(128, 256, 5).is_none(), "240 KiB");
+    assert!(HopperTile::new(96, 128, 4).is_none());
+    for (c, o, hw, st) in [(64, 64, 56, 1), (256, 256, 14, 1), (512, 512, 7, 1)] {
+        let s = layer(c, o, hw, st);
+        let t = hopper_tile(&s);
+        assert_eq!(t.bm, 64 * t.mr * t.warpgroups);
+        assert!(t.shared_bytes() <= SMEM_PER_SM);
+        if o <= 64 {
+            assert_eq!(t.bn, 64);
+        }
+    }
+    // The widest tile that fits O and fills the GPU: 3136 pixels x 512 channels in
+    // 128 x 256 tiles would be 50 blocks for 132 SMs, 128 x 128 make 100.
+    let tile = |bm, bn, st, f| {
+        HopperTile::new(bm, bn, st)
+            .and_then(|t| t.with_in_flight(f))
+            .unwrap()
+    };
+    for (c, o, hw, st, want) in [
+        (512, 512, 7, 1, tile(128, 128, 4, 1)),
+        (256, 256, 14, 1, tile(128, 256, 4, 1)),
+        (128, 128, 28, 1, tile(128, 128, 3, 0)),
+        (64, 64, 56, 1, tile(128, 64, 3, 0)),
+    ] {
+        let s = layer(c, o, hw, st);
+        assert_eq!(hopper_tile(&s), want, "{c}->{o} @{hw}");
+        assert!(want.fill(&s) >= 0.7);
+    }
+}
+
+#[test]
+fn source_has_one_wgmma_per_64_rows_and_16_channels() {
+    let s = layer(128, 256, 28, 1);
+    let kernel = ConvKernel {
+        shape: s,
+        layout: ConvLayout::Nhwc,
+        input: DType::F16,
+        out: DType::F16,
+        bias: true,
+        relu: true,
+    };
+    assert!(hopper_unsupported_reason(&kernel).is_none());
+    let t = HopperTile::new(256, 128, 4).unwrap();
+    let src = hopper_source(&kernel, &t);
+    assert!(src.contains("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"));
+    assert!(src.contains("for (int r = 0; r < 2; ++r) wgmma("));
+    assert!(src.contains("cp.async.wait_group 1;"), "two steps ahead");
+    assert!(src.contains("wgmma.wait_group.sync.aligned 1;"));
+    let sync = hopper_source(&kernel, &t.with_in_flight(0).unwrap());
+    assert!(sync.contains("cp.async.wait_group 2;"), "three steps ahead");
+    assert!(sync.contains("wgmma.wait_group.sync.aligned 0;\\n\" ::: \"memory\");\n  }"));
+    assert!(src.contains("float acc[2][16][4];"));
+    let bf = ConvKernel {
+        input: DType::BF16,
+        out: DType::BF16,
+        ..kernel
+    };
+    assert!(hopper_source(&bf, &t).contains(".f32.bf16.bf16"));
+    for (why, k) in [
+        (
+            "int8",
+            ConvKernel {
+                input: DType::I8,
+                out: DType::I32,
+                bias: false,
+                ..kernel
+            },
+        ),
+        (
+            "NCHW",
+            ConvKernel {
+                layout: ConvLayout::Nchw,
+                ..kernel
+            },
+        ),
+        (
+            "groups",
+            ConvKernel {
+                shape: ConvShape {
+                    conv: Conv2d {
+                        groups: 2,
+                        ..s.conv
+                    },
+                    ..s
+                },
+                ..kernel
+            },
+        ),
+        (
+            "NCHW with C = 128 (the mma.sync kernel's)",
+            ConvKernel {
+                layout: ConvLayout::Nchw,
+                ..kernel
+            },
+        ),
+    ] {
+        assert!(hopper_unsupported_reason(&k).is_some(), "{why}");
+    }
+}
+
+/// The stem of ResNet-50 (7x7/2, C = 3, 224x224) as `kernel` of `layout`.
+fn stem(layout: ConvLayout, n: usize) -> ConvKernel {
+    ConvKernel {
+        shape: ConvShape {
+            n,
+            h: 224,
+            w: 224,
+            c: 3,
+            o: 64,
+            kh: 7,
+            kw: 7,
+            oh: 112,
+            ow: 112,
+            conv: Conv2d {
+                stride: [2; 2],
+                padding: [3; 2],
+                dilation: [1; 2],
+                groups: 1,
+            },
+        },
+        layout,
+        input: DType::F16,
+        out: DType::F16,
+        bias: true,
+        relu: true,
+    }
+}
+
+#[test]
+fn channel_counts_not_multiples_of_64_walk_k_in_chunks_of_8() {
+    // The stem: 49 taps of 3 channels, each tap one chunk (padded to 8): 7 steps.
+    for layout in [ConvLayout::Nhwc, ConvLayout::Nchw] {
+        let k = stem(layout, 8);
+        assert!(hopper_unsupported_reason(&k).is_none(), "{layout:?}");
+        let walk = HopperK::of(&k);
+        assert_eq!(walk, HopperK::Chunks { registers: true });
+        assert_eq!(walk.steps(&k), 7);
+        let src = hopper_source(&k, &hopper_plan(&k));
+        assert!(src.contains("auto fetch = [&](int t)"));
+        assert!(
+            src.contains("if (more) put((u + "),
+            "stored after the multiplies"
+        );
+        assert!(
+            !src.contains("cp16(sa"),
+            "no 16-byte copies of 6-byte pixels"
+        );
+    }
+    // C = 96 in NHWC: 12 chunks per tap, each a whole 16-byte run: cp.async, 9 x 12 / 8
+    // = 13.5 -> 14 steps for a 3x3 filter.
+    let mut k = stem(ConvLayout::Nhwc, 1);
+    k.shape = ConvShape {
+        c: 96,
+        kh: 3,
+        kw: 3,
+        ..k.shape
+    };
+    let walk = HopperK::of(&k);
+    assert_eq!(walk, HopperK::Chunks { registers: false });
+    assert_eq!(walk.steps(&k), 14);
+    let src = hopper_source(&k, &HopperTile::new(128, 64, 4).unwrap());
+    assert!(src.contains("const bool qv = q < 108;"));
+    assert!(src.contains("cp16(sa + SW(lrow + i * 32), ga, ok ? 16 : 0);"));
+    // C = 64: one tap per step, as before.
+    k.shape.c = 64;
+    assert_eq!(HopperK::of(&k), HopperK::Taps);
+    assert_eq!(HopperK::Taps.steps(&k), 9);
+}
+
+#[test]
+fn small_grids_split_k_and_large_ones_do_not() {
+    // Batch 1, 512 -> 512 3x3 on 7x7: 8 tiles of 64 x 64 for 132 SMs, 72 K steps.
+    let mut k = stem(ConvLayout::Nhwc, 1);
+    k.shape = layer(512, 512, 7, 1);
+    k.shape.n = 1;
+    let plan = hopper_plan(&k);
+    let (x, y, z) = plan.grid(&k.shape);
+    assert_eq!((x * y, z as usize), (8, plan.splits));
+    assert_eq!(
+        plan.splits, 18,
+        "2 x 132 slots / 8 blocks, 72 steps allow 18"
+    );
+    let src = hopper_source(&k, &plan);
+    assert!(src.contains("const int t0 = (int)((long long)blockIdx.z * 72 / 18)"));
+    assert!(src.contains("float* pz = part + (long long)blockIdx.z * 25088;"));
+    assert!(!src.contains("bias[oc]"), "the reduction adds the bias");
+    let reduce = super::super::splitk::reduce_source(&k, plan.splits);
+    assert!(reduce.contains("for (int z = 0; z < 18; ++z) v += part[(long long)z * 25088 + e];"));
+    assert!(reduce.contains("v += bias[oc];") && reduce.contains("f2h(v)"));
+    // Batch 64 fills the GPU without a split.
+    k.shape.n = 64;
+    assert_eq!(hopper_plan(&k).splits, 1);
+    assert!(hopper_source(&k, &hopper_plan(&k)).contains("const int t0 = 0, nsteps = 72;"));
+    // Few K steps are not split below four per split.
+    let mut one = k;
+    one.shape = ConvShape {
+        n: 1,
+        kh: 1,
+        kw: 1,
+        c: 256,
+        ..k.shape
+    };
+    assert_eq!(hopper_plan(&one).splits, 1, "4 steps");
+    assert!(HopperTile::new(64, 64, 4)
+        .unwrap()
+        .with_splits(33)
+        .is_none());
+}
