@@ -88,6 +88,7 @@ fn problem() -> impl Strategy<Value = Problem> {
         })
 }
 
+#[allow(clippy::too_many_arguments)]
 fn check(
     p: &Problem,
     x_fmt: &str,
