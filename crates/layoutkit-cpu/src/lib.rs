@@ -14,6 +14,7 @@
 //! * [`conv2d_fast`]: implicit-GEMM convolution on f32 NCHW / NHWC / `NCHW<x>c` activations.
 //! * [`conv2d_blocked`]: the register-blocked convolution (AVX-512 / AVX2 / portable tiles,
 //!   filters packed once into [`BlockedFilter`] panels), falling back to [`conv2d_fast`].
+//! * [`conv2d_int8`]: i8 x i8 convolution with exact i32 sums (AVX-512 VNNI / AVX2 / portable).
 //!
 //! ```
 //! use layoutkit_core::{parse_format, CastSpec, DType, Dims};
@@ -37,6 +38,8 @@ mod readme_examples {}
 mod conv_blocked;
 #[allow(unsafe_code)]
 mod conv_fast;
+#[allow(unsafe_code)]
+mod conv_int8;
 mod conv_reference;
 mod error;
 #[allow(unsafe_code)]
@@ -49,6 +52,7 @@ pub use conv_blocked::{
     conv2d_blocked, conv2d_blocked_into, conv2d_blocked_unsupported, BlockedFilter, ConvKernels,
 };
 pub use conv_fast::{conv2d_fast, conv2d_fast_packed, conv2d_fast_supports, PackedFilter};
+pub use conv_int8::{conv2d_int8, conv2d_int8_build, conv2d_int8_supports};
 pub use conv_reference::{conv2d_reference, Epilogue, TensorRef};
 pub use error::Error;
 pub use fast::{convert_fast, AlignedBuf};

@@ -4,7 +4,8 @@
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::{parse_format, view, DType, ShapedLayout};
 use layoutkit_cpu::{
-    conv2d_blocked, conv2d_fast_supports, conv2d_reference, ConvKernels, Epilogue, TensorRef,
+    conv2d_blocked, conv2d_fast_supports, conv2d_int8, conv2d_int8_supports, conv2d_reference,
+    ConvKernels, Epilogue, TensorRef,
 };
 use pyo3::prelude::*;
 
@@ -199,8 +200,20 @@ pub fn conv2d_cpu(
             relu,
         };
         // As `layoutkit conv` chooses: the register-blocked engine (which hands what it does
-        // not cover to the implicit GEMM) for f32 NCHW/NHWC/NCHW<x>c, else the reference.
-        let out = if conv2d_fast_supports(&xr) && !xs.is_strided() && !ws.is_strided() {
+        // not cover to the implicit GEMM) for f32 NCHW/NHWC/NCHW<x>c, the int8 engine for i8
+        // activations and filters, else the reference.
+        let out = if conv2d_int8_supports(&xr, &wr) && !xs.is_strided() && !ws.is_strided() {
+            conv2d_int8(
+                &conv,
+                xr,
+                wr,
+                &epilogue,
+                &ys,
+                yt,
+                threads.max(1),
+                ConvKernels::Auto,
+            )
+        } else if conv2d_fast_supports(&xr) && !xs.is_strided() && !ws.is_strided() {
             conv2d_blocked(
                 &conv,
                 xr,

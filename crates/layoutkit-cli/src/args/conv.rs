@@ -148,8 +148,9 @@ pub struct ConvArgs {
     #[arg(long)]
     pub output_dtype: Option<String>,
     /// blocked: register-blocked kernels on f32 NCHW / NHWC / NCHW8c-style activations (f32
-    /// sums); fast: implicit GEMM on the same; reference: exact f64 sums, any layouts and
-    /// types; auto: blocked where it applies, else reference.
+    /// sums), and the int8 engine (exact i32 sums) for i8 activations and filters in any
+    /// layouts; fast: implicit GEMM on f32; reference: exact f64 sums, any layouts and types;
+    /// auto: blocked where it applies, else reference.
     #[arg(long, value_enum, default_value = "auto")]
     pub engine: ConvEngine,
     /// CPU threads for the fast engine (default: all cores).

@@ -6,8 +6,8 @@ use layoutkit_core::cast::Scalar;
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::{npy, parse_format, CastSpec, DType, Dims, ShapedLayout};
 use layoutkit_cpu::{
-    conv2d_blocked, conv2d_fast, conv2d_fast_supports, conv2d_reference, ConvKernels, Epilogue,
-    TensorRef,
+    conv2d_blocked, conv2d_fast, conv2d_fast_supports, conv2d_int8, conv2d_int8_supports,
+    conv2d_reference, ConvKernels, Epilogue, TensorRef,
 };
 use serde_json::json;
 
@@ -107,7 +107,9 @@ pub fn run(a: &ConvArgs, json_out: bool) -> Result<()> {
         data: &w_data,
     };
     let engine = match a.engine {
-        ConvEngine::Auto if conv2d_fast_supports(&xr) => ConvEngine::Blocked,
+        ConvEngine::Auto if conv2d_fast_supports(&xr) || conv2d_int8_supports(&xr, &wr) => {
+            ConvEngine::Blocked
+        }
         ConvEngine::Auto => ConvEngine::Reference,
         e => e,
     };
@@ -118,6 +120,19 @@ pub fn run(a: &ConvArgs, json_out: bool) -> Result<()> {
     let start = Instant::now();
     let (out, engine) = match a.device {
         Device::Cuda => (conv_cuda(&conv, xr, wr, &epilogue, &y, y_dtype)?, "cuda"),
+        Device::Cpu if engine == ConvEngine::Blocked && conv2d_int8_supports(&xr, &wr) => (
+            conv2d_int8(
+                &conv,
+                xr,
+                wr,
+                &epilogue,
+                &y,
+                y_dtype,
+                threads,
+                ConvKernels::Auto,
+            )?,
+            "int8",
+        ),
         Device::Cpu if engine == ConvEngine::Blocked => (
             conv2d_blocked(
                 &conv,
