@@ -24,6 +24,7 @@ pub(crate) struct Tile<'a> {
     pub(crate) c4: usize,
     pub(crate) w: &'a [i8],
     /// `128 * sum over the tile's filter of w`, per output channel (VNNI build only).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(crate) comp: &'a [i32; OT],
 }
 

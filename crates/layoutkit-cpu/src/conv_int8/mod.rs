@@ -30,8 +30,9 @@ pub fn conv2d_int8_supports(x: &TensorRef<'_>, w: &TensorRef<'_>) -> bool {
         && w.layout.axes().len() == 4
 }
 
-/// Which tile runs for `kernels` on this CPU.
+/// Which tile runs for `kernels` on this CPU (the x86 builds exist on x86-64 only).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 enum Build {
     Vnni,
     Avx2,

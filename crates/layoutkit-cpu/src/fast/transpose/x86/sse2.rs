@@ -1,0 +1,217 @@
+//! The SSE2 kernels (2-byte, 1-byte and whole-unit transposes; SSE2 is part of x86-64, so
+//! they need no feature check). Safety for all: the contract of [`super::super::transpose_rows`].
+
+use super::super::Rows;
+use super::blocks;
+#[allow(clippy::wildcard_imports)]
+use std::arch::x86_64::*;
+
+/// The 8x8 transpose of eight rows of eight 2-byte elements.
+#[inline(always)]
+fn transpose8x16(r: [__m128i; 8]) -> [__m128i; 8] {
+    // SAFETY: SSE2 is part of x86-64.
+    unsafe {
+        let b0 = _mm_unpacklo_epi16(r[0], r[1]);
+        let b1 = _mm_unpackhi_epi16(r[0], r[1]);
+        let b2 = _mm_unpacklo_epi16(r[2], r[3]);
+        let b3 = _mm_unpackhi_epi16(r[2], r[3]);
+        let b4 = _mm_unpacklo_epi16(r[4], r[5]);
+        let b5 = _mm_unpackhi_epi16(r[4], r[5]);
+        let b6 = _mm_unpacklo_epi16(r[6], r[7]);
+        let b7 = _mm_unpackhi_epi16(r[6], r[7]);
+        let c0 = _mm_unpacklo_epi32(b0, b2);
+        let c1 = _mm_unpackhi_epi32(b0, b2);
+        let c2 = _mm_unpacklo_epi32(b1, b3);
+        let c3 = _mm_unpackhi_epi32(b1, b3);
+        let c4 = _mm_unpacklo_epi32(b4, b6);
+        let c5 = _mm_unpackhi_epi32(b4, b6);
+        let c6 = _mm_unpacklo_epi32(b5, b7);
+        let c7 = _mm_unpackhi_epi32(b5, b7);
+        [
+            _mm_unpacklo_epi64(c0, c4),
+            _mm_unpackhi_epi64(c0, c4),
+            _mm_unpacklo_epi64(c1, c5),
+            _mm_unpackhi_epi64(c1, c5),
+            _mm_unpacklo_epi64(c2, c6),
+            _mm_unpackhi_epi64(c2, c6),
+            _mm_unpacklo_epi64(c3, c7),
+            _mm_unpackhi_epi64(c3, c7),
+        ]
+    }
+}
+
+/// Eight source rows from `b`, columns `a..a+8`, transposed.
+#[inline(always)]
+unsafe fn u16_block<R: Rows>(r: R, a: usize, b: usize) -> [__m128i; 8] {
+    // SAFETY: inside the tile (the caller's contract).
+    transpose8x16(std::array::from_fn(|k| unsafe {
+        _mm_loadu_si128(r.src(b + k).add(a * 2) as *const __m128i)
+    }))
+}
+
+/// 8 x 8 blocks of 2-byte elements; with `STREAM`, streaming stores (as
+/// [`f32_blocks`]).
+pub(in crate::fast::transpose) unsafe fn u16_blocks<const STREAM: bool, R: Rows>(
+    r: R,
+) -> (usize, usize) {
+    let (na, nb) = (r.na() / 8 * 8, r.nb() / 8 * 8);
+    let src_major = r.src_major();
+    for (a, b) in blocks(src_major, (na, 8), (nb, 8)) {
+        // SAFETY: inside the tile.
+        unsafe {
+            let t = u16_block(r, a, b);
+            for (k, v) in t.into_iter().enumerate() {
+                let p = r.dst(a + k).add(b * 2) as *mut __m128i;
+                if STREAM {
+                    _mm_stream_si128(p, v);
+                } else {
+                    _mm_storeu_si128(p, v);
+                }
+            }
+        }
+    }
+    (na, nb)
+}
+
+/// 8 x 32 blocks of 2-byte elements: four transposes, then each destination row's line
+/// streamed in four consecutive stores.
+pub(in crate::fast::transpose) unsafe fn u16_lines<R: Rows>(r: R) -> (usize, usize) {
+    let (na, nb) = (r.na() / 8 * 8, r.nb() / 32 * 32);
+    let src_major = r.src_major();
+    for (a, b) in blocks(src_major, (na, 8), (nb, 32)) {
+        // SAFETY: inside the tile; aligned destination lines.
+        unsafe {
+            let q: [[__m128i; 8]; 4] = std::array::from_fn(|j| u16_block(r, a, b + 8 * j));
+            for k in 0..8 {
+                let p = r.dst(a + k).add(b * 2) as *mut __m128i;
+                for (j, block) in q.iter().enumerate() {
+                    _mm_stream_si128(p.add(j), block[k]);
+                }
+            }
+        }
+    }
+    (na, nb)
+}
+
+/// Sixteen source rows from `b`, columns `a..a+16` of bytes, transposed: vector `c` of
+/// the result is source column `a + c` across the sixteen rows.
+#[inline(always)]
+unsafe fn u8_block<R: Rows>(rows: R, a: usize, b: usize) -> [__m128i; 16] {
+    // Four unpack stages, each doubling the rows that a lane group spans and halving the
+    // columns a vector holds. SSE2 is part of x86-64.
+    // SAFETY: inside the tile (the caller's contract).
+    let r: [__m128i; 16] = std::array::from_fn(|k| unsafe {
+        _mm_loadu_si128(rows.src(b + k).add(a) as *const __m128i)
+    });
+    // s1[g][h]: rows 2g, 2g+1 interleaved, columns 8h..8h+8.
+    let s1: [[__m128i; 2]; 8] = std::array::from_fn(|g| unsafe {
+        [
+            _mm_unpacklo_epi8(r[2 * g], r[2 * g + 1]),
+            _mm_unpackhi_epi8(r[2 * g], r[2 * g + 1]),
+        ]
+    });
+    // s2[g][c]: rows 4g..4g+4, columns 4c..4c+4.
+    let s2: [[__m128i; 4]; 4] = std::array::from_fn(|g| {
+        std::array::from_fn(|c| unsafe {
+            let (x, y) = (s1[2 * g][c / 2], s1[2 * g + 1][c / 2]);
+            if c % 2 == 0 {
+                _mm_unpacklo_epi16(x, y)
+            } else {
+                _mm_unpackhi_epi16(x, y)
+            }
+        })
+    });
+    // s3[g][c]: rows 8g..8g+8, columns 2c, 2c+1.
+    let s3: [[__m128i; 8]; 2] = std::array::from_fn(|g| {
+        std::array::from_fn(|c| unsafe {
+            let (x, y) = (s2[2 * g][c / 2], s2[2 * g + 1][c / 2]);
+            if c % 2 == 0 {
+                _mm_unpacklo_epi32(x, y)
+            } else {
+                _mm_unpackhi_epi32(x, y)
+            }
+        })
+    });
+    // Column c: all sixteen rows.
+    std::array::from_fn(|c| unsafe {
+        let (x, y) = (s3[0][c / 2], s3[1][c / 2]);
+        if c % 2 == 0 {
+            _mm_unpacklo_epi64(x, y)
+        } else {
+            _mm_unpackhi_epi64(x, y)
+        }
+    })
+}
+
+/// 16 x 16 blocks of bytes, plain stores.
+pub(in crate::fast::transpose) unsafe fn u8_blocks<R: Rows>(r: R) -> (usize, usize) {
+    let (na, nb) = (r.na() / 16 * 16, r.nb() / 16 * 16);
+    let src_major = r.src_major();
+    for (a, b) in blocks(src_major, (na, 16), (nb, 16)) {
+        // SAFETY: inside the tile.
+        unsafe {
+            let t = u8_block(r, a, b);
+            for (k, v) in t.into_iter().enumerate() {
+                _mm_storeu_si128(r.dst(a + k).add(b) as *mut __m128i, v);
+            }
+        }
+    }
+    (na, nb)
+}
+
+/// 16 x 64 blocks of bytes: four transposes, each destination line streamed.
+pub(in crate::fast::transpose) unsafe fn u8_lines<R: Rows>(r: R) -> (usize, usize) {
+    let (na, nb) = (r.na() / 16 * 16, r.nb() / 64 * 64);
+    let src_major = r.src_major();
+    for (a, b) in blocks(src_major, (na, 16), (nb, 64)) {
+        // SAFETY: inside the tile; aligned destination lines.
+        unsafe {
+            let q: [[__m128i; 16]; 4] = std::array::from_fn(|j| u8_block(r, a, b + 16 * j));
+            for k in 0..16 {
+                let p = r.dst(a + k).add(b) as *mut __m128i;
+                for (j, block) in q.iter().enumerate() {
+                    _mm_stream_si128(p.add(j), block[k]);
+                }
+            }
+        }
+    }
+    (na, nb)
+}
+
+/// Units of `N` bytes (8 to 64) moved along each destination row; with `lines`, whole
+/// aligned 64-byte pieces of the row are streamed.
+pub(in crate::fast::transpose) unsafe fn units<const N: usize, R: Rows>(r: R, lines: bool) {
+    let nb = r.nb();
+    let per_line = 64 / N;
+    for a in 0..r.na() {
+        let d = r.dst(a);
+        let mut b = 0;
+        if lines {
+            while b + per_line <= nb {
+                // SAFETY: units b..b+per_line of row a are inside the tile, and the row
+                // start is 64-byte aligned with b a multiple of per_line.
+                unsafe {
+                    let p = d.add(b * N) as *mut __m128i;
+                    for piece in 0..4 {
+                        let bytes = piece * 16;
+                        let (u, off) = (b + bytes / N, bytes % N);
+                        let v = if N == 8 {
+                            _mm_set_epi64x(
+                                (r.src(u + 1).add(a * N) as *const i64).read_unaligned(),
+                                (r.src(u).add(a * N) as *const i64).read_unaligned(),
+                            )
+                        } else {
+                            _mm_loadu_si128(r.src(u).add(a * N + off) as *const __m128i)
+                        };
+                        _mm_stream_si128(p.add(piece), v);
+                    }
+                }
+                b += per_line;
+            }
+        }
+        for bb in b..nb {
+            // SAFETY: inside the tile.
+            unsafe { std::ptr::copy_nonoverlapping(r.src(bb).add(a * N), d.add(bb * N), N) };
+        }
+    }
+}
