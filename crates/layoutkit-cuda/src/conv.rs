@@ -46,6 +46,10 @@ pub use source::conv_source;
 const F2H: &str = "__device__ __forceinline__ unsigned short f2h(float f) {\n\
   unsigned short h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h;\n}\n";
 
+/// CUDA device function widening f16 bits to an f32, shared by the direct kernels.
+const H2F: &str = "__device__ __forceinline__ float h2f(unsigned short h) {\n\
+  float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f;\n}\n";
+
 /// CUDA device function rounding an f32 to bf16 bits (nearest even), shared by the kernels.
 const F2BF: &str = "__device__ __forceinline__ unsigned short f2bf(float f) {\n\
   unsigned short h; asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h;\n}\n";

@@ -111,14 +111,13 @@ impl Cuda {
         let (major, _) = self.conv_capability()?;
         let wgmma = std::env::var("LAYOUTKIT_CONV_WGMMA").as_deref() != Ok("0");
         if major == 9 && wgmma && hopper_unsupported_reason(kernel).is_none() {
-            let planned = hopper_plan(kernel);
             let mut tile = match tile_from_env()? {
                 Some(t) => {
                     let steps = crate::conv::HopperK::of(kernel).steps(kernel);
                     let splits = crate::conv::splitk::splits_for(&t, &kernel.shape, steps);
                     t.with_splits(splits).expect("splits_for stays in range")
                 }
-                None => planned,
+                None => hopper_plan(kernel),
             };
             if let Some(splits) = splits_from_env()? {
                 tile = tile
