@@ -34,6 +34,7 @@ mod hopper;
 mod hopper_k;
 mod source;
 pub mod splitk;
+mod staged;
 pub use depthwise::{depthwise_applies, depthwise_launch, depthwise_source, OUTPUTS_PER_THREAD};
 pub use direct::{
     direct_grid, direct_source, direct_unsupported_reason, padded_elements, DIRECT_THREADS,

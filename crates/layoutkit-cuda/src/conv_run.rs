@@ -62,8 +62,8 @@ fn tile_from_env() -> Result<Option<HopperTile>, Error> {
     tile.map(Some).ok_or_else(|| {
         Error::Unsupported(format!(
             "LAYOUTKIT_CONV_TILE={v}: the Hopper tiles are 64, 128 or 256 rows by 64, 128 or \
-             256 columns with 3-8 stages that fit in 227 KiB, and 1 (default) or 0 groups of \
-             multiplies in flight"
+             256 columns with 2-8 stages that fit in 227 KiB, and 1 (default with 3 stages or \
+             more) or 0 groups of multiplies in flight"
         ))
     })
 }

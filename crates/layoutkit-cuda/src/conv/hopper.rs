@@ -16,8 +16,9 @@
 //! * Takes f16 and bf16 inputs in NHWC or NC/32HW32 with any channel count, and NCHW where the
 //!   `mma.sync` kernel does not read it (C not a multiple of 32): K is walked one tap and 64
 //!   channels per step where C is a multiple of 64, else in chunks of 8 channels
-//!   ([`super::hopper_k`]); the epilogue (bias, ReLU, output type and layout) is the `mma.sync`
-//!   kernel's.
+//!   ([`super::hopper_k`]); the epilogue (bias, ReLU, output type and layout) stages the
+//!   output tile in shared memory and writes it in runs contiguous in the output layout
+//!   ([`super::staged`]; the `mma.sync` kernel's epilogue where the tile does not fit).
 //! * Problems with too few output tiles for the GPU divide K among blocks ([`super::splitk`]).
 
 use std::fmt::Write;
@@ -27,6 +28,7 @@ use layoutkit_core::DType;
 use super::hopper_k::{chunk_async_loads, register_loads, HopperK};
 use super::source::{a_loads, b_loads, epilogue, helpers, pixel_rows, tap, Frags};
 use super::splitk::{partial_epilogue, splits_for, MAX_SPLITS};
+use super::staged::{staged_epilogue, staged_fits, Staged};
 use super::{padded_elements, ConvKernel, ConvLayout, ConvShape, SMS};
 
 /// Shared memory per SM the tile choice may use (the H100's and H200's 228 KiB, less the
@@ -50,8 +52,10 @@ pub struct HopperTile {
 }
 
 impl HopperTile {
-    /// The tile `bm x bn` with `stages` stages: one or two warpgroups of 64 or 128 rows, `bn`
-    /// 64, 128 or 256; None for other shapes.
+    /// The tile `bm x bn` with `stages` stages (2 to 8): one or two warpgroups of 64 or 128
+    /// rows, `bn` 64, 128 or 256; one group of multiplies in flight with three stages or more,
+    /// none with two (a step is then loaded while the one before it is multiplied); None for
+    /// other shapes.
     pub fn new(bm: usize, bn: usize, stages: usize) -> Option<HopperTile> {
         let (warpgroups, mr) = match bm {
             64 => (1, 1),
@@ -65,16 +69,17 @@ impl HopperTile {
             stages,
             warpgroups,
             mr,
-            in_flight: 1,
+            in_flight: usize::from(stages >= 3),
             splits: 1,
         };
-        let ok = matches!(bn, 64 | 128 | 256) && (3..=8).contains(&stages);
+        let ok = matches!(bn, 64 | 128 | 256) && (2..=8).contains(&stages);
         (ok && t.shared_bytes() <= SMEM_PER_SM).then_some(t)
     }
 
-    /// This tile with `in_flight` (0 or 1) groups of multiplies in flight; None for others.
+    /// This tile with `in_flight` (0 or 1) groups of multiplies in flight; None for others and
+    /// where that leaves no stage to load ahead into.
     pub fn with_in_flight(self, in_flight: usize) -> Option<HopperTile> {
-        (in_flight <= 1).then_some(HopperTile { in_flight, ..self })
+        (in_flight <= 1 && in_flight + 2 <= self.stages).then_some(HopperTile { in_flight, ..self })
     }
 
     /// This tile with K divided among `splits` blocks (1 to [`MAX_SPLITS`]); None for others.
@@ -99,9 +104,13 @@ impl HopperTile {
         self.stages * (self.bm + self.bn) * 128 + 1024
     }
 
-    /// Blocks of this tile that fit on one SM at once (shared memory; registers allow two
-    /// blocks of up to 256 threads).
+    /// Blocks of this tile that fit on one SM at once: as many as the shared memory holds, at
+    /// most two (the registers of two blocks of up to 256 threads), and one where each thread
+    /// keeps 128 sums (the 256-column tile: 128 registers per thread are two blocks' share).
     pub(super) fn resident(&self) -> usize {
+        if self.mr * self.bn / 2 >= 128 {
+            return 1;
+        }
         (SMEM_PER_SM / self.shared_bytes()).clamp(1, 2)
     }
 
@@ -399,10 +408,20 @@ pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
         tile.in_flight
     );
     k.push_str("  asm volatile(\"wgmma.wait_group.sync.aligned 0;\\n\" ::: \"memory\");\n");
+    let row = format!("wg * {} + (warp & 3) * 16", mr * 64);
+    let what = if splits > 1 {
+        Staged::Partial
+    } else {
+        Staged::Output
+    };
+    if staged_fits(kernel, tile, what) {
+        staged_epilogue(&mut k, kernel, tile, &row, what);
+        return k;
+    }
     let frags = Frags {
         mi: mr,
         ni: bn / 8,
-        row0: format!("m0 + wg * {} + (warp & 3) * 16", mr * 64),
+        row0: format!("m0 + {row}"),
         mstride: 64,
         col0: "n0".into(),
     };

@@ -1,6 +1,7 @@
 //! Tests of the Hopper kernel's tile rules, K walks, splits of K and generated source.
 
 use super::*;
+use crate::conv::staged::{staged_fits, Staged};
 use layoutkit_core::conv::Conv2d;
 
 fn layer(c: usize, o: usize, hw: usize, stride: usize) -> ConvShape {
@@ -233,4 +234,67 @@ fn small_grids_split_k_and_large_ones_do_not() {
         .unwrap()
         .with_splits(33)
         .is_none());
+}
+
+#[test]
+fn two_stage_tiles_keep_no_multiplies_in_flight() {
+    let t = HopperTile::new(128, 128, 2).unwrap();
+    assert_eq!((t.in_flight, t.ahead()), (0, 1));
+    assert!(
+        t.with_in_flight(1).is_none(),
+        "no stage left to load ahead into"
+    );
+    assert_eq!(t.resident(), 2);
+    assert_eq!(HopperTile::new(128, 256, 4).unwrap().in_flight, 1);
+    // 128 sums per thread: one block per SM whatever the shared memory allows.
+    assert_eq!(HopperTile::new(128, 256, 2).unwrap().resident(), 1);
+    assert_eq!(HopperTile::new(256, 128, 2).unwrap().resident(), 1);
+    assert!(HopperTile::new(64, 64, 1).is_none());
+}
+
+#[test]
+fn the_output_tile_is_staged_in_shared_memory_and_written_in_runs_of_its_layout() {
+    let mut k = stem(ConvLayout::Nhwc, 64);
+    k.shape = layer(256, 256, 14, 1);
+    let t = HopperTile::new(128, 256, 4).unwrap();
+    // NHWC f16: 16-byte pieces of a pixel's 256 channels, rows 264 halves apart.
+    let src = hopper_source(&k, &t);
+    assert!(src.contains("*(unsigned int*)(so + r * 264 + c)"));
+    assert!(src.contains(
+        "*(uint4*)(y + (long long)mm * 256 + oc) = *(const uint4*)(so + r * 264 + q * 8);"
+    ));
+    assert!(
+        !src.contains("acc[mi][ni][2 * h] + bv[ni][0], v1"),
+        "not the direct epilogue"
+    );
+    // NC/32HW32: 16-byte pieces of 32-channel groups.
+    let nc32 = ConvKernel {
+        layout: ConvLayout::Nc32hw32,
+        ..k
+    };
+    assert!(hopper_source(&nc32, &t).contains("grp * 32 + q * 8); }"));
+    // f32 output on two stages does not fit (128 x 264 x 4 bytes > 2 x 384 x 128): written
+    // from the accumulators.
+    let f32_out = ConvKernel {
+        out: DType::F32,
+        ..k
+    };
+    assert!(staged_fits(&f32_out, &t, Staged::Output));
+    let two = HopperTile::new(128, 256, 2).unwrap();
+    assert!(!staged_fits(&f32_out, &two, Staged::Output));
+    assert!(hopper_source(&f32_out, &two).contains("*(float2*)(y + i) = make_float2(r0, r1);"));
+    // NCHW (the stem): channel-major, two pixels of a channel per thread (112 x 112 even).
+    let nchw = stem(ConvLayout::Nchw, 8);
+    let src = hopper_source(&nchw, &HopperTile::new(128, 64, 4).unwrap());
+    assert!(src.contains("so[c * 132 + r] = f2h(v0);"));
+    assert!(src.contains("*(unsigned int*)(y + ((long long)(mm / 12544) * 64 + oc) * 12544 + mm % 12544) = *(const unsigned int*)(so + c * 132 + r);"));
+    // Split K: the partial sums staged too, 4 floats per piece.
+    let mut small = k;
+    small.shape = layer(512, 512, 7, 1);
+    small.shape.n = 1;
+    let plan = hopper_plan(&small);
+    assert!(plan.splits > 1);
+    let src = hopper_source(&small, &plan);
+    assert!(src.contains("float* pz = part + (long long)blockIdx.z * 25088;"));
+    assert!(src.contains("*(uint4*)(pz + (long long)mm * 512 + oc)"));
 }

@@ -1,0 +1,213 @@
+//! The Hopper kernel's epilogue through shared memory: the block's output tile is written from
+//! the accumulators into the (then idle) stages, and copied out from there in runs the output
+//! layout keeps contiguous, 16 bytes per thread where the layout allows.
+//!
+//! Written straight from the accumulators (as [`super::source::epilogue`] does for the
+//! `mma.sync` kernel), each store of a warp covers 8 pixels x 4 pairs of channels: eight 16-byte
+//! pieces of eight output rows in NHWC, half of each 32-byte sector, and in NCHW 2-byte values
+//! scattered over eight channel planes. Staged, a warp stores whole 512-byte runs of one
+//! pixel's channels (NHWC, the split-K workspace), 64-byte runs of 32 channels (NC/32HW32) or
+//! 128-byte runs of one channel's consecutive pixels (NCHW), so the layout the tile leaves in
+//! costs the same memory traffic in every layout.
+//!
+//! Shared-memory layout of the staged tile (`T` the output element):
+//! * pixel-major (NHWC, NC/32HW32, the workspace): row `r` (pixel) at `r * ld`, `ld = bn + 8`
+//!   elements, so that the eight rows a warp's store touches start 16 (2-byte `T`) or 32
+//!   (f32) bytes apart in the banks;
+//! * channel-major (NCHW): column `c` (channel) at `c * ld`, `ld = bm + 4` elements (the four
+//!   column pairs a warp's store touches 16 or 32 bytes apart).
+
+use std::fmt::Write;
+
+use layoutkit_core::DType;
+
+use super::source::{output_offset, to_output};
+use super::{ConvKernel, ConvLayout, HopperTile};
+
+/// What the staged epilogue writes: the output (bias, ReLU, the output type and layout) or
+/// the f32 partial sums of one split of K to the workspace (`part`, row-major M x O, see
+/// [`super::splitk`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Staged {
+    Output,
+    Partial,
+}
+
+/// The element type, its size in bytes, whether the tile is staged channel-major, and the
+/// leading dimension (elements) of the staged tile.
+fn geometry(
+    kernel: &ConvKernel,
+    tile: &HopperTile,
+    what: Staged,
+) -> (&'static str, usize, bool, usize) {
+    let (t, size) = match (what, kernel.out) {
+        (Staged::Output, DType::F16 | DType::BF16) => ("unsigned short", 2),
+        _ => ("float", 4),
+    };
+    let channel_major = what == Staged::Output && kernel.layout == ConvLayout::Nchw;
+    let ld = if channel_major {
+        tile.bm + 4
+    } else {
+        tile.bn + 8
+    };
+    (t, size, channel_major, ld)
+}
+
+/// Bytes of shared memory the staged tile takes.
+pub(super) fn staged_bytes(kernel: &ConvKernel, tile: &HopperTile, what: Staged) -> usize {
+    let (_, size, channel_major, ld) = geometry(kernel, tile, what);
+    size * ld * if channel_major { tile.bn } else { tile.bm }
+}
+
+/// Whether the staged tile fits in the stages of `tile` (else the kernel writes from the
+/// accumulators directly).
+pub(super) fn staged_fits(kernel: &ConvKernel, tile: &HopperTile, what: Staged) -> bool {
+    staged_bytes(kernel, tile, what) <= tile.stages * (tile.bm + tile.bn) * 128
+}
+
+/// Writes the Hopper kernel's epilogue through shared memory: `acc[mi][ni][4]` as laid out by
+/// `wgmma` m64nN (fragment (mi, ni) at tile rows `row + mi * 64 + g (+ 8)`, columns `ni * 8 +
+/// tg * 2 (+ 1)`; `row` a C expression relative to the tile), the tile at (`m0`, `n0`) of the
+/// output. [`Staged::Output`] adds the bias, applies ReLU and writes `y` in the kernel's output
+/// type and layout; [`Staged::Partial`] writes the raw sums to split `blockIdx.z` of `part`.
+///
+/// Ends the kernel's body. Contract: [`staged_fits`] holds; every multiply has completed in this thread (`wgmma`
+/// groups waited for), and the stages are not read again.
+pub(super) fn staged_epilogue(
+    k: &mut String,
+    kernel: &ConvKernel,
+    tile: &HopperTile,
+    row: &str,
+    what: Staged,
+) {
+    let s = &kernel.shape;
+    let (m, o, ohw) = (s.n * s.oh * s.ow, s.o, s.oh * s.ow);
+    let (bm, bn, threads) = (tile.bm, tile.bn, tile.threads());
+    let (mi, ni) = (tile.mr, bn / 8);
+    let (t, size, channel_major, ld) = geometry(kernel, tile, what);
+    let output = what == Staged::Output;
+    // Every warpgroup has waited for its own multiplies; after this barrier none reads a stage.
+    let _ = writeln!(k, "  __syncthreads();\n  {t}* so = ({t}*)smem;");
+    if output {
+        let _ = writeln!(
+            k,
+            "  float bv[{ni}][2];\n  #pragma unroll\n  for (int ni = 0; ni < {ni}; ++ni)\n    #pragma unroll\n    for (int e = 0; e < 2; ++e) {{\n      const int oc = n0 + ni * 8 + tg * 2 + e;\n      bv[ni][e] = oc < {o} ? bias[oc] : 0.f;\n    }}"
+        );
+    }
+    let add = |v: &str, e: usize| {
+        if output {
+            let b = format!("{v} + bv[ni][{e}]");
+            if kernel.relu {
+                format!("({b} < 0.f ? 0.f : {b})")
+            } else {
+                b
+            }
+        } else {
+            v.to_string()
+        }
+    };
+    let _ = writeln!(
+        k,
+        "  #pragma unroll\n  for (int mi = 0; mi < {mi}; ++mi)\n    #pragma unroll\n    for (int ni = 0; ni < {ni}; ++ni)\n      #pragma unroll\n      for (int h = 0; h < 2; ++h) {{\n        const int r = {row} + mi * 64 + g + h * 8, c = ni * 8 + tg * 2;\n        const float v0 = {}, v1 = {};",
+        add("acc[mi][ni][2 * h]", 0),
+        add("acc[mi][ni][2 * h + 1]", 1)
+    );
+    let conv = |v: &str| {
+        if output {
+            to_output(kernel, v)
+        } else {
+            v.to_string()
+        }
+    };
+    if channel_major {
+        let _ = writeln!(
+            k,
+            "        so[c * {ld} + r] = {};\n        so[(c + 1) * {ld} + r] = {};",
+            conv("v0"),
+            conv("v1")
+        );
+    } else if size == 2 {
+        let _ = writeln!(
+            k,
+            "        *(unsigned int*)(so + r * {ld} + c) = (unsigned int){} | ((unsigned int){} << 16);",
+            conv("v0"),
+            conv("v1")
+        );
+    } else {
+        let _ = writeln!(
+            k,
+            "        *(float2*)(so + r * {ld} + c) = make_float2(v0, v1);"
+        );
+    }
+    k.push_str("      }\n  __syncthreads();\n");
+    let dst = if output {
+        "y".to_string()
+    } else {
+        let _ = writeln!(k, "  float* pz = part + (long long)blockIdx.z * {};", m * o);
+        "pz".to_string()
+    };
+    // Elements per 16-byte chunk, and the columns of the tile worth copying: all of them, or
+    // O's where one tile spans every output channel (a 64-column tile for O = 16 copies 16).
+    let v = 16 / size;
+    let cols = if o <= bn { o.next_multiple_of(v) } else { bn };
+    let copy_out = |k: &mut String, count: usize, body: &str| {
+        let _ = writeln!(
+            k,
+            "  #pragma unroll 4\n  for (int i = tid; i < {count}; i += {threads}) {{\n{body}  }}"
+        );
+    };
+    if channel_major {
+        if ohw % 2 == 0 {
+            // Two consecutive pixels of one channel per thread (never in two images: OHW even).
+            let pair = if size == 2 { "unsigned int" } else { "float2" };
+            let half = bm / 2;
+            copy_out(
+                k,
+                half * cols,
+                &format!(
+                    "    const int r = (i % {half}) * 2, c = i / {half}, mm = m0 + r, oc = n0 + c;\n    if (mm < {m} && oc < {o}) *({pair}*)({dst} + ((long long)(mm / {ohw}) * {o} + oc) * {ohw} + mm % {ohw}) = *(const {pair}*)(so + c * {ld} + r);\n"
+                ),
+            );
+        } else {
+            copy_out(
+                k,
+                bm * cols,
+                &format!(
+                    "    const int r = i % {bm}, c = i / {bm}, mm = m0 + r, oc = n0 + c;\n    if (mm < {m} && oc < {o}) {dst}[((long long)(mm / {ohw}) * {o} + oc) * {ohw} + mm % {ohw}] = so[c * {ld} + r];\n"
+                ),
+            );
+        }
+    } else if output && kernel.layout == ConvLayout::Nc32hw32 {
+        // 32 channels of one pixel are contiguous: a thread per 16-byte piece of them, the
+        // pieces of consecutive pixels next.
+        let (at, _) = output_offset(kernel);
+        let g = 32 / v;
+        copy_out(
+            k,
+            bm * cols / v,
+            &format!(
+                "    const int q = i % {g}, r = (i / {g}) % {bm}, grp = i / {}, mm = m0 + r, oc = n0 + grp * 32 + q * {v};\n    if (mm < {m} && oc < {o}) {{ const long long at = {at}; *(uint4*)({dst} + at) = *(const uint4*)(so + r * {ld} + grp * 32 + q * {v}); }}\n",
+                g * bm
+            ),
+        );
+    } else if o % v == 0 {
+        // Row-major (NHWC or the workspace): 16-byte pieces of a pixel's channels.
+        let ch = cols / v;
+        copy_out(
+            k,
+            bm * ch,
+            &format!(
+                "    const int r = i / {ch}, q = i % {ch}, mm = m0 + r, oc = n0 + q * {v};\n    if (mm < {m} && oc < {o}) *(uint4*)({dst} + (long long)mm * {o} + oc) = *(const uint4*)(so + r * {ld} + q * {v});\n"
+            ),
+        );
+    } else {
+        copy_out(
+            k,
+            bm * cols,
+            &format!(
+                "    const int r = i / {cols}, c = i % {cols}, mm = m0 + r, oc = n0 + c;\n    if (mm < {m} && oc < {o}) {dst}[(long long)mm * {o} + oc] = so[r * {ld} + c];\n"
+            ),
+        );
+    }
+    k.push_str("}\n");
+}
