@@ -175,25 +175,55 @@ pub fn hopper_unsupported_reason(k: &ConvKernel) -> Option<String> {
     None
 }
 
-/// The tile and the splits of K the Hopper kernel runs `kernel` with: [`hopper_tile`]'s tile
-/// and [`splits_for`] its splits.
+/// The share of the GPU's block slots a plan must fill to be taken ahead of a smaller tile.
+const MIN_FILL: f64 = 0.7;
+
+/// The fewest K steps per split for a tile that fills the GPU only with K split (see
+/// [`hopper_plan`]).
+const MIN_STEPS_PER_WIDE_SPLIT: usize = 7;
+
+/// The tile and the splits of K the Hopper kernel runs `kernel` with. In the order of
+/// [`hopper_tile`]'s candidates, the first tile whose blocks fill at least 70% of the GPU's
+/// block slots, or that fills them with K split among 3 or more blocks ([`splits_for`]) of at
+/// least 7 K steps each; else the tile with the most blocks, with the splits [`splits_for`]
+/// gives it.
+///
+/// Why the split counts: measured on an H100 (every tile forced on the 52 layers of three
+/// networks that are not depthwise, batch 1, 8 and 32, `bench/results/conv.md`), a wide tile
+/// split into blocks of 7 or more K steps beat the 64 x 64 tile that fills the GPU unsplit by
+/// up to 60% (the 512-channel 3x3 layers on 7x7 and 14x14 planes at batch 8 and 32: 72 steps
+/// in 5 splits), and lost to it by 5-25% with 4-5 steps per split (128-channel 3x3 layers,
+/// 1024-channel 1x1 layers), where the workspace's traffic and the second launch outweigh
+/// the wider tile.
 pub fn hopper_plan(kernel: &ConvKernel) -> HopperTile {
-    let tile = hopper_tile(&kernel.shape);
+    let s = &kernel.shape;
     let steps = HopperK::of(kernel).steps(kernel);
-    tile.with_splits(splits_for(&tile, &kernel.shape, steps))
-        .expect("splits_for stays in range")
+    let split = |t: &HopperTile| {
+        t.with_splits(splits_for(t, s, steps))
+            .expect("splits_for stays in range")
+    };
+    let candidates = candidate_tiles(s);
+    for t in &candidates {
+        if t.fill(s) >= MIN_FILL {
+            return split(t);
+        }
+        let wide = split(t);
+        if wide.splits > 1
+            && steps / wide.splits >= MIN_STEPS_PER_WIDE_SPLIT
+            && wide.fill(s) >= MIN_FILL
+        {
+            return wide;
+        }
+    }
+    split(&most_blocks(&candidates, s))
 }
 
-/// The tile for `s`: the first of these whose blocks fill at least 70% of the GPU's block
-/// slots on average over their waves (else the one with the most blocks), among those not
-/// wider than O (wider tiles compute zeros): 128 x 256 (four stages, one block per SM);
-/// 128 x 128 with three stages and no multiplies in flight across steps (two blocks per SM);
-/// 128 x 128 with four stages (one block); 128 x 64 the same two ways; 64 x 64. Measured on
-/// the H200 (every tile on the ResNet-50 3x3 layers, `bench/results/conv.md`): the widest tile
-/// won wherever it filled the GPU (128 x 256 at 98 blocks for 132 SMs); two blocks per SM won
-/// by 5% where there are waves enough for them, and lost where there are not.
-pub fn hopper_tile(s: &ConvShape) -> HopperTile {
-    let candidates: Vec<HopperTile> = [
+/// The candidate tiles for `s`, widest first, none wider than O (wider tiles compute zeros):
+/// 128 x 256 (four stages, one block per SM); 128 x 128 with three stages and no multiplies in
+/// flight across steps (two blocks per SM); 128 x 128 with four stages (one block); 128 x 64
+/// the same two ways; 64 x 64.
+fn candidate_tiles(s: &ConvShape) -> Vec<HopperTile> {
+    [
         (128, 256, 4, 1),
         (128, 128, 3, 0),
         (128, 128, 4, 1),
@@ -204,20 +234,33 @@ pub fn hopper_tile(s: &ConvShape) -> HopperTile {
     .into_iter()
     .filter(|&(_, bn, _, _)| bn <= s.o.max(64))
     .filter_map(|(bm, bn, st, f)| HopperTile::new(bm, bn, st)?.with_in_flight(f))
-    .collect();
+    .collect()
+}
+
+/// The candidate with the most blocks for `s` (the last, i.e. smallest, on a tie).
+fn most_blocks(candidates: &[HopperTile], s: &ConvShape) -> HopperTile {
+    *candidates
+        .iter()
+        .max_by_key(|t| {
+            let (x, y, _) = t.grid(s);
+            x * y
+        })
+        .expect("the candidate tiles are valid")
+}
+
+/// The tile for `s` without splitting K: the first of [`candidate_tiles`] whose blocks fill at
+/// least 70% of the GPU's block slots on average over their waves, else the one with the most
+/// blocks (whose K walk a split then shortens). Measured on the H200 (every tile on the
+/// ResNet-50 3x3 layers, `bench/results/conv.md`): the widest tile won wherever it filled the
+/// GPU (128 x 256 at 98 blocks for 132 SMs); two blocks per SM won by 5% where there are waves
+/// enough for them, and lost where there are not.
+pub fn hopper_tile(s: &ConvShape) -> HopperTile {
+    let candidates = candidate_tiles(s);
     candidates
         .iter()
-        .find(|t| t.fill(s) >= 0.7)
-        .or_else(|| {
-            // None fills the GPU: the most blocks (the smallest tile on a tie), whose K walk the
-            // split of K then shortens.
-            candidates.iter().max_by_key(|t| {
-                let (x, y, _) = t.grid(s);
-                x * y
-            })
-        })
+        .find(|t| t.fill(s) >= MIN_FILL)
         .copied()
-        .expect("the candidate tiles are valid")
+        .unwrap_or_else(|| most_blocks(&candidates, s))
 }
 
 /// `wgmma` m64nNk16 with f32 sums (N = `n`, operands `ty` = "f16" or "bf16") as a device

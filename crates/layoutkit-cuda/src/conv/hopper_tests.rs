@@ -298,3 +298,25 @@ fn the_output_tile_is_staged_in_shared_memory_and_written_in_runs_of_its_layout(
     assert!(src.contains("float* pz = part + (long long)blockIdx.z * 25088;"));
     assert!(src.contains("*(uint4*)(pz + (long long)mm * 512 + oc)"));
 }
+
+#[test]
+fn a_wide_tile_is_split_where_each_split_keeps_seven_steps() {
+    let mut k = stem(ConvLayout::Nhwc, 32);
+    // Batch 32, 512 -> 512 3x3 on 7x7: 200 blocks of 64 x 64 fill 76% of the slots unsplit,
+    // but 26 blocks of 128 x 256 split 5 ways (14 steps each) fill 98%.
+    k.shape = layer(512, 512, 7, 1);
+    k.shape.n = 32;
+    let plan = hopper_plan(&k);
+    assert_eq!(
+        (plan.bm, plan.bn, plan.stages, plan.splits),
+        (128, 256, 4, 5)
+    );
+    assert!(plan.fill(&k.shape) >= 0.7);
+    assert_eq!(hopper_tile(&k.shape).bm, 64, "the unsplit rule alone");
+    // Batch 8, 128 -> 128 3x3 on 28x28: 18 steps would split 4 ways, 4 steps each: 64 x 64
+    // unsplit.
+    k.shape = layer(128, 128, 28, 1);
+    k.shape.n = 8;
+    let plan = hopper_plan(&k);
+    assert_eq!((plan.bm, plan.bn, plan.splits), (64, 64, 1));
+}
