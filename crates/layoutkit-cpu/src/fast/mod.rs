@@ -80,20 +80,19 @@ pub fn convert_fast(
     // image's 4 lanes): the fill after each element joins the copy as its pad, written by
     // the strided kernel's whole-record moves (`records`), which keeps its fill region to
     // run apart if the split finds no padded kernel after all.
+    // With a cast too: the strided kernel casts pieces of the source whole, then expands them.
     let mut own_fill: Vec<Option<&Region>> = vec![None; padded.len()];
-    if cast.is_identity() {
-        for (c, own) in padded.iter_mut().zip(own_fill.iter_mut()) {
-            if c.pad > 0 {
-                continue;
-            }
-            if let Some(k) = fills
-                .iter()
-                .position(|f| records::fills_records(c.region, f))
-            {
-                let f = fills.remove(k);
-                c.pad = f.dims.last().map_or(0, |l| l.extent);
-                *own = Some(f);
-            }
+    for (c, own) in padded.iter_mut().zip(own_fill.iter_mut()) {
+        if c.pad > 0 {
+            continue;
+        }
+        if let Some(k) = fills
+            .iter()
+            .position(|f| records::fills_records(c.region, f))
+        {
+            let f = fills.remove(k);
+            c.pad = f.dims.last().map_or(0, |l| l.extent);
+            *own = Some(f);
         }
     }
     let mut left = Vec::new();
@@ -304,7 +303,95 @@ impl Job<'_> {
         }
     }
 
+    /// `count` units of `unit` elements back to back in the source from element `so`, each
+    /// written cast, followed by `pad` (fill bytes), as records back to back in the
+    /// destination from element `d0` (one channel into NCHW32c with a quantising cast): pieces
+    /// of the source cast whole (vectorised) into a scratch buffer, then expanded into records
+    /// by [`records::expand_streamed`]. Returns false (nothing written) when no records kernel
+    /// has these sizes.
     #[allow(clippy::too_many_arguments)]
+    fn cast_records(
+        &self,
+        so: usize,
+        d0: usize,
+        count: usize,
+        unit: usize,
+        pad: &[u8],
+        dst: &mut [u8],
+        scratch: &mut Scratch,
+    ) -> bool {
+        let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
+        let (data, out) = (unit * ds, unit * ds + pad.len());
+        let Scratch {
+            bufs, stream_buf, ..
+        } = scratch;
+        let bufs = bufs
+            .get_or_insert_with(|| Box::new([TileBuf([0; TILE_BYTES]), TileBuf([0; TILE_BYTES])]));
+        let casted = &mut bufs[0].0;
+        let stream = stream_buf.get_or_insert_with(|| AlignedBuf::zeroed(SCRATCH_BYTES));
+        let per = (TILE_BYTES / data).max(1);
+        let mut r = 0;
+        while r < count {
+            let m = per.min(count - r);
+            let s = (so + r * unit) * ss;
+            let piece = &mut casted[..m * data];
+            (self.run)(&self.src[s..s + m * unit * ss], piece, m * unit, &self.cast);
+            let d = d0 * ds + r * out;
+            if !records::expand_streamed(piece, &mut dst[d..d + m * out], (data, out), pad, stream)
+            {
+                // Sizes without a kernel fail on the first piece, before anything is written.
+                debug_assert_eq!(r, 0);
+                return false;
+            }
+            r += m;
+        }
+        true
+    }
+
+    /// The inverse of [`Job::cast_records`] without padding: `count` units of `unit` elements,
+    /// `stride` elements apart in the source from `so`, written cast back to back from `d0`
+    /// (NCHW32c's one-channel records back to planes with a cast): pieces gathered by
+    /// [`records::compact`] into a scratch buffer, then cast whole. Returns false (nothing
+    /// written) when no records kernel has these sizes.
+    #[allow(clippy::too_many_arguments)]
+    fn compact_cast(
+        &self,
+        so: usize,
+        d0: usize,
+        count: usize,
+        unit: usize,
+        stride: usize,
+        dst: &mut [u8],
+        scratch: &mut Scratch,
+    ) -> bool {
+        let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
+        let (data, step) = (unit * ss, stride * ss);
+        let bufs = scratch
+            .bufs
+            .get_or_insert_with(|| Box::new([TileBuf([0; TILE_BYTES]), TileBuf([0; TILE_BYTES])]));
+        let packed = &mut bufs[0].0;
+        let per = (TILE_BYTES / data).max(1);
+        let mut r = 0;
+        while r < count {
+            let m = per.min(count - r);
+            let s = so * ss + r * step;
+            let src = &self.src[s..s + (m - 1) * step + data];
+            if !records::compact(src, &mut packed[..m * data], m, data, step) {
+                debug_assert_eq!(r, 0);
+                return false;
+            }
+            let d = (d0 + r * unit) * ds;
+            (self.run)(
+                &packed[..m * data],
+                &mut dst[d..d + m * unit * ds],
+                m * unit,
+                &self.cast,
+            );
+            r += m;
+        }
+        true
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn kernel(
         &self,
@@ -397,6 +484,23 @@ impl Job<'_> {
                         copy_few(&mut out[..n], &self.src[s..s + n]);
                         copy_few(&mut out[n..], pad);
                     }
+                    return;
+                }
+                let count = l.extent;
+                let out = unit * ds + pad.len();
+                if count > 0
+                    && l.src_stride == unit as isize
+                    && l.dst_stride * ds as isize == out as isize
+                    && self.cast_records(so, d0, count, unit, pad, dst, scratch)
+                {
+                    return;
+                }
+                if count > 0
+                    && pad.is_empty()
+                    && l.dst_stride == unit as isize
+                    && l.src_stride > unit as isize
+                    && self.compact_cast(so, d0, count, unit, l.src_stride as usize, dst, scratch)
+                {
                     return;
                 }
                 for j in 0..l.extent {
