@@ -244,6 +244,13 @@ fn fast_engine_on_larger_transposes_and_casts() {
         // them: the strips left over are gathered, cast in one run and copied out.
         ("NHWC", "NCHW", "N=3,C=256,H=7,W=7"),
         ("NCHW", "NHWC", "N=2,C=24,H=20,W=22"),
+        // Tiles of a few elements repeated along an outer loop, moved by table (MACE's filter
+        // image with three input channels: 4 x 3 and 4 x 27 blocks; the last group of four
+        // output channels partial), on several threads.
+        ("OIHW", "mace:conv2d_filter", "O=45001,I=3,H=1,W=1"),
+        ("mace:conv2d_filter", "OIHW", "O=45001,I=3,H=1,W=1"),
+        ("OIHW", "mace:conv2d_filter", "O=1001,I=3,H=3,W=3"),
+        ("OIHW", "OIHW16i16o", "O=4001,I=3,H=1,W=1"),
     ];
     let casts = [
         CastSpec::identity(DType::F32),

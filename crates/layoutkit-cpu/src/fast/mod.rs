@@ -12,6 +12,7 @@
 mod buffer;
 mod cast_tiles;
 mod casts;
+mod gather;
 mod interleave;
 mod items;
 mod records;
@@ -277,12 +278,42 @@ impl Job<'_> {
         let m = it.kernel_loops();
         let outer = &it.dims[..it.dims.len() - m];
         let kernel = &it.dims[it.dims.len() - m..];
+        // Tiles too small for the transpose kernels (a few elements per row), repeated along
+        // the innermost outer loop: that loop's blocks moved by one table (`gather`).
+        let size = self.cast.src.size_bytes();
+        let table = match outer.last() {
+            Some(&batch)
+                if it.kind == Kind::Tile
+                    && it.pad == 0
+                    && it.tail == 0
+                    && self.cast.is_identity() =>
+            {
+                gather::block_moves(kernel, it.unit, size).map(|moves| (batch, moves))
+            }
+            _ => None,
+        };
+        let outer = if table.is_some() {
+            &outer[..outer.len() - 1]
+        } else {
+            outer
+        };
         // Odometer over the item's outer loops; the kernel does the rest.
         let mut scratch = Scratch::new();
         let mut idx = vec![0usize; outer.len()];
         let (mut so, mut d) = (it.src_offset as isize, it.dst_offset as isize);
         loop {
-            self.kernel(it, so as usize, d as usize, kernel, dst, &mut scratch);
+            match &table {
+                Some((batch, moves)) => {
+                    let at = (so, d);
+                    match size {
+                        1 => gather::move_blocks::<1>(self.src, dst, at, *batch, moves),
+                        2 => gather::move_blocks::<2>(self.src, dst, at, *batch, moves),
+                        4 => gather::move_blocks::<4>(self.src, dst, at, *batch, moves),
+                        _ => gather::move_blocks::<8>(self.src, dst, at, *batch, moves),
+                    }
+                }
+                None => self.kernel(it, so as usize, d as usize, kernel, dst, &mut scratch),
+            }
             let mut j = outer.len();
             loop {
                 if j == 0 {

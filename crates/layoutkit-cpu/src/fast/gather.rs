@@ -1,0 +1,199 @@
+//! Tiles too small for the transpose kernels, repeated along an outer loop: the 4 x 3 block of
+//! each group of four output channels of a 1x1 filter with three input channels in MACE's filter
+//! image, the 4 x 9 x I blocks of its 3x3 filters. The tile kernel pays its setup per block of a
+//! dozen elements (2 of 100 bytes per byte of a copy on 64 KiB f16 filters), and its rows are
+//! shorter than one vector. Here the block's element moves are listed once per work item as a
+//! table of source offsets in destination order, and every repetition of the block is one pass
+//! over the table: loads wherever the table says, stores in order.
+
+use layoutkit_core::plan::LoopDim;
+
+/// The most elements of a block moved by table.
+pub(super) const MAX_BLOCK: usize = 256;
+
+/// The longest destination run (bytes) of a tile moved by table: tiles whose rows are a whole
+/// vector or more stay with the transpose kernels.
+pub(super) const MAX_ROW_BYTES: usize = 32;
+
+/// The most destination rows (positions of the tile's source-contiguous loops) of a tile moved
+/// by table: longer tiles of short rows are the few-channel interleave kernels' (NHWC <->
+/// mace:in_out_width with C = 3, 64 rows of 3 channels: 32% of the copy there, 27% by table).
+pub(super) const MAX_ROWS: usize = 36;
+
+/// The element moves of one block of `loops` with `unit` elements per position: `(destination
+/// offset, source offset)` pairs in elements, sorted by destination offset. None when the block
+/// has more than [`MAX_BLOCK`] elements, more than [`MAX_ROWS`] destination rows (the last
+/// loop's runs of units), or rows of [`MAX_ROW_BYTES`] or more.
+pub(super) fn block_moves(
+    loops: &[LoopDim],
+    unit: usize,
+    size: usize,
+) -> Option<Vec<(isize, isize)>> {
+    let row_units = loops.last().map_or(1, |l| l.extent);
+    let rows: usize = loops.iter().map(|l| l.extent).product::<usize>() / row_units.max(1);
+    let count = unit * rows * row_units;
+    if count == 0
+        || count > MAX_BLOCK
+        || rows > MAX_ROWS
+        || row_units * unit * size >= MAX_ROW_BYTES
+    {
+        return None;
+    }
+    let mut moves = Vec::with_capacity(count);
+    let mut idx = vec![0usize; loops.len()];
+    let (mut s, mut d) = (0isize, 0isize);
+    'all: loop {
+        for e in 0..unit as isize {
+            moves.push((d + e, s + e));
+        }
+        let mut j = loops.len();
+        loop {
+            if j == 0 {
+                break 'all;
+            }
+            j -= 1;
+            idx[j] += 1;
+            s += loops[j].src_stride;
+            d += loops[j].dst_stride;
+            if idx[j] < loops[j].extent {
+                break;
+            }
+            s -= loops[j].src_stride * loops[j].extent as isize;
+            d -= loops[j].dst_stride * loops[j].extent as isize;
+            idx[j] = 0;
+        }
+    }
+    moves.sort_unstable();
+    Some(moves)
+}
+
+/// Moves the block `moves` (from [`block_moves`]) `batch.extent` times: repetition `b` from
+/// source element `so + b * batch.src_stride` to destination element `d0 + b *
+/// batch.dst_stride`, elements of `N` bytes.
+///
+/// Panics unless every element moved lies inside `src` and `dst` (checked once per call from
+/// the block's extreme offsets, not per element).
+pub(super) fn move_blocks<const N: usize>(
+    src: &[u8],
+    dst: &mut [u8],
+    (so, d0): (isize, isize),
+    batch: LoopDim,
+    moves: &[(isize, isize)],
+) {
+    if batch.extent == 0 || moves.is_empty() {
+        return;
+    }
+    // The lowest and highest element any repetition touches, on each side.
+    let span = |base: isize, stride: isize, lo: isize, hi: isize| {
+        let last = base + (batch.extent as isize - 1) * stride;
+        (base.min(last) + lo, base.max(last) + hi)
+    };
+    let (s_lo, s_hi) = span(
+        so,
+        batch.src_stride,
+        moves.iter().map(|m| m.1).min().unwrap_or(0),
+        moves.iter().map(|m| m.1).max().unwrap_or(0),
+    );
+    let (d_lo, d_hi) = span(d0, batch.dst_stride, moves[0].0, moves[moves.len() - 1].0);
+    assert!(s_lo >= 0 && (s_hi as usize + 1) * N <= src.len());
+    assert!(d_lo >= 0 && (d_hi as usize + 1) * N <= dst.len());
+    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
+    // Destination offsets 0, 1, 2, ...: the stores walk the block in order.
+    let dense = moves.iter().enumerate().all(|(j, m)| m.0 == j as isize);
+    for b in 0..batch.extent as isize {
+        let (s, d) = (so + b * batch.src_stride, d0 + b * batch.dst_stride);
+        // SAFETY: every `s + sm` and `d + dm` lies within the extremes asserted above, inside
+        // `src` and `dst` (N bytes each); unaligned reads and writes of [u8; N].
+        unsafe {
+            let (sb, db) = (sp.offset(s * N as isize), dp.offset(d * N as isize));
+            if dense {
+                for (j, &(_, sm)) in moves.iter().enumerate() {
+                    let v = sb
+                        .offset(sm * N as isize)
+                        .cast::<[u8; N]>()
+                        .read_unaligned();
+                    db.add(j * N).cast::<[u8; N]>().write_unaligned(v);
+                }
+            } else {
+                for &(dm, sm) in moves {
+                    let v = sb
+                        .offset(sm * N as isize)
+                        .cast::<[u8; N]>()
+                        .read_unaligned();
+                    db.offset(dm * N as isize)
+                        .cast::<[u8; N]>()
+                        .write_unaligned(v);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn l(extent: usize, src_stride: isize, dst_stride: isize) -> LoopDim {
+        LoopDim {
+            extent,
+            src_stride,
+            dst_stride,
+        }
+    }
+
+    #[test]
+    fn the_moves_of_a_block_are_its_elements_in_destination_order() {
+        // MACE's 1x1 filter image with I = 3: i (3: source 1, destination 4), k (4: 3, 1).
+        let moves = block_moves(&[l(3, 1, 4), l(4, 3, 1)], 1, 2).unwrap();
+        let want: Vec<(isize, isize)> = (0..12).map(|d| (d, (d % 4) * 3 + d / 4)).collect();
+        assert_eq!(moves, want);
+        // Units of 2 elements.
+        let moves = block_moves(&[l(2, 2, 4), l(2, 4, 2)], 2, 1).unwrap();
+        assert_eq!(
+            moves,
+            vec![
+                (0, 0),
+                (1, 1),
+                (2, 4),
+                (3, 5),
+                (4, 2),
+                (5, 3),
+                (6, 6),
+                (7, 7)
+            ]
+        );
+        // Rows of a whole vector, or too many elements: not by table.
+        assert!(block_moves(&[l(3, 1, 16), l(16, 3, 1)], 1, 4).is_none());
+        assert!(
+            block_moves(&[l(3, 1, 8), l(8, 3, 1)], 1, 4).is_none(),
+            "32-byte rows"
+        );
+        assert!(
+            block_moves(&[l(3, 1, 4), l(4, 3, 1)], 1, 4).is_some(),
+            "16-byte rows"
+        );
+        assert!(block_moves(&[l(100, 1, 3), l(3, 100, 1)], 1, 1).is_none());
+        assert!(
+            block_moves(&[l(64, 1, 3), l(3, 64, 1)], 1, 4).is_none(),
+            "64 rows"
+        );
+        assert!(block_moves(&[l(9, 1, 12), l(3, 9, 4), l(4, 27, 1)], 1, 2).is_some());
+    }
+
+    #[test]
+    fn blocks_move_as_the_definition_says() {
+        let moves = block_moves(&[l(3, 1, 4), l(4, 3, 1)], 1, 4).unwrap();
+        let src: Vec<u8> = (0..5 * 12 * 4).map(|i| i as u8).collect();
+        let mut dst = vec![0u8; 5 * 16 * 4];
+        // Five blocks, 12 elements apart in the source, 16 in the destination.
+        move_blocks::<4>(&src, &mut dst, (0, 0), l(5, 12, 16), &moves);
+        for b in 0..5 {
+            for (dm, sm) in &moves {
+                let (s, d) = ((b * 12 + sm) as usize * 4, (b * 16 + dm) as usize * 4);
+                assert_eq!(dst[d..d + 4], src[s..s + 4]);
+            }
+            let gap = (b * 16 + 12) as usize * 4;
+            assert!(dst[gap..gap + 16].iter().all(|&v| v == 0));
+        }
+    }
+}
