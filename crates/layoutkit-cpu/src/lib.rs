@@ -34,6 +34,7 @@
 #[doc = include_str!("../../../README.md")]
 mod readme_examples {}
 
+mod conv_auto;
 #[allow(unsafe_code)]
 mod conv_blocked;
 #[allow(unsafe_code)]
@@ -48,6 +49,7 @@ mod planned;
 mod reference;
 mod winograd;
 
+pub use conv_auto::{conv2d_auto, conv2d_engine, CpuConvEngine};
 pub use conv_blocked::{
     conv2d_blocked, conv2d_blocked_into, conv2d_blocked_unsupported, BlockedFilter, ConvKernels,
 };

@@ -1,12 +1,10 @@
-//! 2-D convolution on CPU arrays (the fast implicit-GEMM engine where it applies, else the
-//! reference), with the command line's rules for output layout and type.
+//! 2-D convolution on CPU arrays (the engine `layoutkit_cpu::conv2d_engine` chooses: int8, the
+//! register-blocked engine, or the reference), with the command line's rules for output layout
+//! and type.
 
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::{parse_format, view, DType, ShapedLayout};
-use layoutkit_cpu::{
-    conv2d_blocked, conv2d_fast_supports, conv2d_int8, conv2d_int8_supports, conv2d_reference,
-    ConvKernels, Epilogue, TensorRef,
-};
+use layoutkit_cpu::{conv2d_auto, ConvKernels, Epilogue, TensorRef};
 use pyo3::prelude::*;
 
 use crate::layouts::parse_dtype;
@@ -199,34 +197,20 @@ pub fn conv2d_cpu(
             bias: bias.as_deref(),
             relu,
         };
-        // As `layoutkit conv` chooses: the register-blocked engine (which hands what it does
-        // not cover to the implicit GEMM) for f32 NCHW/NHWC/NCHW<x>c, the int8 engine for i8
-        // activations and filters, else the reference.
-        let out = if conv2d_int8_supports(&xr, &wr) && !xs.is_strided() && !ws.is_strided() {
-            conv2d_int8(
-                &conv,
-                xr,
-                wr,
-                &epilogue,
-                &ys,
-                yt,
-                threads.max(1),
-                ConvKernels::Auto,
-            )
-        } else if conv2d_fast_supports(&xr) && !xs.is_strided() && !ws.is_strided() {
-            conv2d_blocked(
-                &conv,
-                xr,
-                wr,
-                &epilogue,
-                &ys,
-                yt,
-                threads.max(1),
-                ConvKernels::Auto,
-            )
-        } else {
-            conv2d_reference(&conv, xr, wr, &epilogue, &ys, yt)
-        }
+        // As `layoutkit conv` chooses (`conv2d_engine`): int8 for i8 operands, the
+        // register-blocked engine for f32 NCHW/NHWC/NCHW<x>c, else (strided views included)
+        // the reference.
+        let out = conv2d_auto(
+            &conv,
+            xr,
+            wr,
+            &epilogue,
+            &ys,
+            yt,
+            threads,
+            ConvKernels::Auto,
+        )
+        .map(|(out, _)| out)
         .map_err(value_error)?;
         if want > 0 {
             // SAFETY: see above; `out` has exactly `want` bytes (the engine's contract).

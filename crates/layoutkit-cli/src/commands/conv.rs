@@ -6,8 +6,8 @@ use layoutkit_core::cast::Scalar;
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::{npy, parse_format, CastSpec, DType, Dims, ShapedLayout};
 use layoutkit_cpu::{
-    conv2d_blocked, conv2d_fast, conv2d_fast_supports, conv2d_int8, conv2d_int8_supports,
-    conv2d_reference, ConvKernels, Epilogue, TensorRef,
+    conv2d_auto, conv2d_blocked, conv2d_engine, conv2d_fast, conv2d_reference, ConvKernels,
+    CpuConvEngine, Epilogue, TensorRef,
 };
 use serde_json::json;
 
@@ -106,22 +106,23 @@ pub fn run(a: &ConvArgs, json_out: bool) -> Result<()> {
         dtype: w_dtype,
         data: &w_data,
     };
-    let engine = match a.engine {
-        ConvEngine::Auto if conv2d_fast_supports(&xr) || conv2d_int8_supports(&xr, &wr) => {
-            ConvEngine::Blocked
-        }
-        ConvEngine::Auto => ConvEngine::Reference,
-        e => e,
-    };
     let threads = a
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
+    // `auto` is the library's choice (int8, blocked or reference); `blocked` the same where it
+    // chooses a fast engine, else the blocked engine's own error.
+    let auto = conv2d_engine(&xr, &wr);
+    let engine = match a.engine {
+        ConvEngine::Auto if auto == CpuConvEngine::Reference => ConvEngine::Reference,
+        ConvEngine::Auto => ConvEngine::Blocked,
+        e => e,
+    };
     let start = Instant::now();
     let (out, engine) = match a.device {
         Device::Cuda => (conv_cuda(&conv, xr, wr, &epilogue, &y, y_dtype)?, "cuda"),
-        Device::Cpu if engine == ConvEngine::Blocked && conv2d_int8_supports(&xr, &wr) => (
-            conv2d_int8(
+        Device::Cpu if engine == ConvEngine::Blocked && auto != CpuConvEngine::Reference => {
+            let (out, ran) = conv2d_auto(
                 &conv,
                 xr,
                 wr,
@@ -130,9 +131,9 @@ pub fn run(a: &ConvArgs, json_out: bool) -> Result<()> {
                 y_dtype,
                 threads,
                 ConvKernels::Auto,
-            )?,
-            "int8",
-        ),
+            )?;
+            (out, ran.name())
+        }
         Device::Cpu if engine == ConvEngine::Blocked => (
             conv2d_blocked(
                 &conv,

@@ -94,7 +94,7 @@ impl Job<'_> {
             // SAFETY: the rows hold the tile (asserted above); destination rows belong to this
             // item alone; `fused` exists only where the CPU has its features.
             let done = unsafe { fused.run(rows, true) };
-            self.cast_strips(rows, done);
+            self.cast_strips(rows, done, &mut scratch.bufs);
             return;
         }
         // Casts: transpose into a buffer of source elements, cast it whole (long vectorised
@@ -142,24 +142,37 @@ impl Job<'_> {
     /// a run call per element cost about 90 instructions, and the strips are a third of a
     /// tile where its width is not a multiple of the kernel's 16 or 32 columns (f32 -> i8
     /// NHWC -> NCHW on 7x7 planes: 17 of 49 columns; NCHW -> NHWC with C = 24: 8 of 24).
-    pub(super) fn cast_strips<R: transpose::Rows>(&self, rows: R, (da, db): (usize, usize)) {
+    ///
+    /// The two buffers are the scratch tile buffers `bufs` where the strips fit them (the
+    /// casting tiles do), else allocated.
+    pub(super) fn cast_strips<R: transpose::Rows>(
+        &self,
+        rows: R,
+        (da, db): (usize, usize),
+        bufs: &mut Option<Box<[TileBuf; 2]>>,
+    ) {
         let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
         let (na, nb) = (rows.na(), rows.nb());
         // Rows `..da` from column `db`, then rows `da..` whole (none when the kernel did every
         // row, or every column of its rows).
         let strips = [(0, da.min(na), db.min(nb)), (da.min(na), na, 0)];
-        let mut gathered = Vec::new();
-        let mut casted = Vec::new();
+        let mut heap = (Vec::new(), Vec::new());
         for (a0, a1, from) in strips {
             let w = nb - from;
             if a1 <= a0 || w == 0 {
                 continue;
             }
             let n = (a1 - a0) * w;
-            gathered.clear();
-            gathered.resize(n * ss, 0u8);
-            casted.clear();
-            casted.resize(n * ds, 0u8);
+            let (gathered, casted): (&mut [u8], &mut [u8]) = if n * ss.max(ds) <= TILE_BYTES {
+                let [g, c] = &mut **bufs.get_or_insert_with(|| {
+                    Box::new([TileBuf([0; TILE_BYTES]), TileBuf([0; TILE_BYTES])])
+                });
+                (&mut g.0[..n * ss], &mut c.0[..n * ds])
+            } else {
+                heap.0.resize(n * ss, 0u8);
+                heap.1.resize(n * ds, 0u8);
+                (&mut heap.0[..n * ss], &mut heap.1[..n * ds])
+            };
             for b in from..nb {
                 let src = rows.src(b);
                 for a in a0..a1 {
@@ -175,7 +188,7 @@ impl Job<'_> {
                     };
                 }
             }
-            (self.run)(&gathered, &mut casted, n, &self.cast);
+            (self.run)(gathered, casted, n, &self.cast);
             for a in a0..a1 {
                 let row = &casted[(a - a0) * w * ds..(a - a0 + 1) * w * ds];
                 // SAFETY: elements `from..nb` of destination row a are inside the row (as

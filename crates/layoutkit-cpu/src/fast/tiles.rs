@@ -335,7 +335,7 @@ impl Job<'_> {
             // SAFETY: every row of the tile is inside its buffer (asserted above); the
             // destination rows belong to this item alone; the CPU has the kernel's features.
             let done = unsafe { fused.run(rows, true) };
-            self.cast_strips(rows, done);
+            self.cast_strips(rows, done, &mut scratch.bufs);
             return;
         }
         // SAFETY: every row of the tile is inside its buffer (asserted above), and through the
