@@ -34,6 +34,12 @@ echo "== the CPU engine's property tests again on the AVX2 builds of its kernels
 # other x86-64 CPUs run.
 LAYOUTKIT_CPU_KERNELS=avx2 cargo test -p layoutkit-cpu --test planned_vs_reference
 
+echo "== the CPU engine's property tests with streaming stores on every destination"
+# Destinations smaller than the L2 caches are written with plain stores, so the random (small)
+# shapes above ran those; here the streaming kernels run on the same shapes.
+LAYOUTKIT_CPU_STREAM=always cargo test -p layoutkit-cpu --test planned_vs_reference \
+  --test few_channels_vs_reference
+
 echo "== the CPU engine on aarch64 (NEON kernels), under qemu"
 if rustup target list --installed 2>/dev/null | grep -q aarch64-unknown-linux-gnu \
   || rustup target add aarch64-unknown-linux-gnu; then

@@ -20,6 +20,7 @@ mod microkernel;
 #[cfg(target_arch = "x86_64")]
 mod microkernel_x86;
 mod packing;
+pub(crate) use packing::cache_sizes;
 mod runtime;
 
 use layoutkit_core::conv::Conv2d;

@@ -54,8 +54,15 @@ pub fn convert_fast(
     let mut fill_bytes = [0u8; 8];
     fill.write(&mut fill_bytes);
     let ds = cast.dst.size_bytes();
+    // Non-temporal stores only for destinations larger than the L2 caches of the threads
+    // writing them: a smaller one stays in cache, where the next reader finds it and where
+    // ordinary stores are faster (a 200 KB NCHW -> NHWC ran at memory speed, 9-19 GB/s, while
+    // a copy of it ran from L2 at 70-110).
+    let stream = stream_override()
+        .unwrap_or_else(|| dst_data.len() > crate::conv_blocked::cache_sizes().1 * threads.max(1));
     let job = Job {
         src: src_data,
+        stream,
         dst: SharedMut::new(dst_data),
         cast: *cast,
         run: run_kernel(cast),
@@ -154,6 +161,18 @@ pub fn convert_fast(
         work();
     });
     Ok(())
+}
+
+/// `LAYOUTKIT_CPU_STREAM=always` or `never` (read once): streaming stores for every
+/// destination, or for none, whatever its size (the tests run both kinds of store on small
+/// tensors this way); anything else leaves the choice to the destination's size.
+fn stream_override() -> Option<bool> {
+    static MODE: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
+    *MODE.get_or_init(|| match std::env::var("LAYOUTKIT_CPU_STREAM").as_deref() {
+        Ok("always") => Some(true),
+        Ok("never") => Some(false),
+        _ => None,
+    })
 }
 
 /// Conversions of fewer elements run on one thread whatever the thread count.
@@ -262,6 +281,8 @@ impl SharedMut {
 
 struct Job<'a> {
     src: &'a [u8],
+    /// Whether final destination lines are written with non-temporal (streaming) stores.
+    stream: bool,
     dst: SharedMut,
     cast: CastSpec,
     run: RunKernel,
@@ -273,6 +294,16 @@ struct Job<'a> {
 }
 
 impl Job<'_> {
+    /// Copies a finished piece to its final destination: streamed past the cache where the
+    /// job streams ([`Job::stream`]), else plain stores.
+    fn out_copy(&self, dst: &mut [u8], src: &[u8]) {
+        if self.stream {
+            transpose::stream_copy(dst, src);
+        } else {
+            dst.copy_from_slice(src);
+        }
+    }
+
     fn execute(&self, it: &Item) {
         let dst = self.dst.slice();
         let m = it.kernel_loops();
@@ -368,8 +399,13 @@ impl Job<'_> {
             let piece = &mut casted[..m * data];
             (self.run)(&self.src[s..s + m * unit * ss], piece, m * unit, &self.cast);
             let d = d0 * ds + r * out;
-            if !records::expand_streamed(piece, &mut dst[d..d + m * out], (data, out), pad, stream)
-            {
+            if !records::expand_streamed(
+                piece,
+                &mut dst[d..d + m * out],
+                (data, out),
+                pad,
+                (stream, self.stream),
+            ) {
                 // Sizes without a kernel fail on the first piece, before anything is written.
                 debug_assert_eq!(r, 0);
                 return false;
@@ -483,7 +519,7 @@ impl Job<'_> {
                             &mut dst[d..d + out_bytes],
                             (n, out),
                             pad,
-                            buf,
+                            (buf, self.stream),
                         ) {
                             return;
                         }

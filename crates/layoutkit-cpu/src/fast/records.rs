@@ -79,15 +79,15 @@ pub(super) fn expand(
 
 /// [`expand`] of all records of `src` (`data` bytes each) into `dst` (`out` bytes each), a
 /// scratch-sized piece at a time through `buf`, each piece then streamed to the destination
-/// past the cache: the destination is several times the source, and ordinary stores read each
-/// of its lines before writing it. Returns false (nothing written) when no kernel has these
-/// sizes.
+/// past the cache when `stream` (the destination is several times the source, and ordinary
+/// stores read each of its lines before writing it), else copied. Returns false (nothing
+/// written) when no kernel has these sizes.
 pub(super) fn expand_streamed(
     src: &[u8],
     dst: &mut [u8],
     (data, out): (usize, usize),
     fill: &[u8],
-    buf: &mut [u8],
+    (buf, stream): (&mut [u8], bool),
 ) -> bool {
     let count = src.len() / data;
     let per = (buf.len() / out).max(1);
@@ -100,7 +100,12 @@ pub(super) fn expand_streamed(
             debug_assert_eq!(r, 0);
             return false;
         }
-        super::transpose::stream_copy(&mut dst[r * out..(r + m) * out], piece);
+        let to = &mut dst[r * out..(r + m) * out];
+        if stream {
+            super::transpose::stream_copy(to, piece);
+        } else {
+            to.copy_from_slice(piece);
+        }
         r += m;
     }
     true

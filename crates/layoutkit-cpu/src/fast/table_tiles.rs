@@ -74,7 +74,7 @@ impl Job<'_> {
             };
             // SAFETY: the rows hold the tile (asserted above); the destination rows belong to
             // this item alone, and the source is never written.
-            unsafe { transpose::transpose_rows_dyn(rows, unit * ss, true) };
+            unsafe { transpose::transpose_rows_dyn(rows, unit * ss, self.stream) };
             return;
         }
         if let Some(fused) = self.fused.filter(|_| unit == 1) {
@@ -93,7 +93,7 @@ impl Job<'_> {
             };
             // SAFETY: the rows hold the tile (asserted above); destination rows belong to this
             // item alone; `fused` exists only where the CPU has its features.
-            let done = unsafe { fused.run(rows, true) };
+            let done = unsafe { fused.run(rows, self.stream) };
             self.cast_strips(rows, done, &mut scratch.bufs);
             return;
         }
@@ -127,7 +127,7 @@ impl Job<'_> {
             let out =
                 unsafe { std::slice::from_raw_parts_mut(dst_base.add(r as usize * ds), nb * ds) };
             let row = &casted[a * nb * ds..(a + 1) * nb * ds];
-            if row.len() % 64 == 0 && out.as_ptr() as usize % 64 == 0 {
+            if self.stream && row.len() % 64 == 0 && out.as_ptr() as usize % 64 == 0 {
                 // Whole lines: streamed past the cache, as the identity tiles do.
                 transpose::stream_copy(out, row);
             } else {

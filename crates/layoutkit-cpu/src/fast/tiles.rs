@@ -334,7 +334,7 @@ impl Job<'_> {
             };
             // SAFETY: every row of the tile is inside its buffer (asserted above); the
             // destination rows belong to this item alone; the CPU has the kernel's features.
-            let done = unsafe { fused.run(rows, true) };
+            let done = unsafe { fused.run(rows, self.stream) };
             self.cast_strips(rows, done, &mut scratch.bufs);
             return;
         }
@@ -381,7 +381,7 @@ impl Job<'_> {
             None => dst,
         };
         let rows = rows(out);
-        let stream = scratch_bytes.is_none();
+        let stream = scratch_bytes.is_none() && self.stream;
         // SAFETY: the rows are inside their buffers (the caller's contract; the scratch holds
         // SCRATCH_BYTES); the source is never written.
         unsafe {
@@ -401,7 +401,7 @@ impl Job<'_> {
             // SAFETY: the tile's destination range is inside the buffer and belongs to this
             // item (the caller's contract).
             let out = unsafe { std::slice::from_raw_parts_mut(dst, bytes) };
-            transpose::stream_copy(out, tile);
+            self.out_copy(out, tile);
         }
     }
 
