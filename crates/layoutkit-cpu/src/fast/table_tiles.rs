@@ -173,20 +173,31 @@ impl Job<'_> {
                 heap.1.resize(n * ds, 0u8);
                 (&mut heap.0[..n * ss], &mut heap.1[..n * ds])
             };
-            for b in from..nb {
-                let src = rows.src(b);
-                for a in a0..a1 {
-                    let at = ((a - a0) * w + b - from) * ss;
-                    // SAFETY: element a of source row b is inside the row (the caller checked
-                    // every row against its buffer); `at` is inside `gathered` (n elements).
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(
-                            src.add(a * ss),
-                            gathered.as_mut_ptr().add(at),
-                            ss,
-                        )
-                    };
+            // Element moves of a size known at compile time (a run-time size made each one a
+            // `memcpy` call: 13 instructions per element of f32 -> i8 NCHW -> NHWC, C = 24).
+            fn gather<const N: usize, R: transpose::Rows>(
+                rows: &R,
+                out: &mut [u8],
+                (a0, a1): (usize, usize),
+                (from, nb): (usize, usize),
+            ) {
+                let w = nb - from;
+                for b in from..nb {
+                    let src = rows.src(b);
+                    for a in a0..a1 {
+                        let at = ((a - a0) * w + b - from) * N;
+                        // SAFETY: element a of source row b is inside the row (the caller
+                        // checked every row against its buffer).
+                        let v = unsafe { src.add(a * N).cast::<[u8; N]>().read_unaligned() };
+                        out[at..at + N].copy_from_slice(&v);
+                    }
                 }
+            }
+            match ss {
+                1 => gather::<1, R>(&rows, gathered, (a0, a1), (from, nb)),
+                2 => gather::<2, R>(&rows, gathered, (a0, a1), (from, nb)),
+                4 => gather::<4, R>(&rows, gathered, (a0, a1), (from, nb)),
+                _ => gather::<8, R>(&rows, gathered, (a0, a1), (from, nb)),
             }
             (self.run)(gathered, casted, n, &self.cast);
             for a in a0..a1 {
