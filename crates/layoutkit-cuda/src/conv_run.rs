@@ -361,6 +361,10 @@ impl Cuda {
     /// splits K ([`DeviceConv::workspace_bytes`] > 0) keeps one workspace: its runs must not
     /// overlap in time (queue them on one stream, or order the streams); otherwise use one
     /// DeviceConv per stream.
+    ///
+    /// The tensor-core kernels copy the activations and the filter, and the Hopper kernel
+    /// stores the output, 16 bytes at a time: on those paths `x`, `w` and `y` must start on
+    /// 16-byte boundaries (an error otherwise; allocations from CUDA's allocators do).
     pub unsafe fn conv2d_on_stream(
         &self,
         conv: &DeviceConv,
@@ -373,6 +377,15 @@ impl Cuda {
         conv.check_sizes(x_bytes, w_bytes, y_bytes)?;
         if conv.y_bytes == 0 {
             return Ok(());
+        }
+        if matches!(conv.path, ConvPath::Hopper(_) | ConvPath::TensorCore)
+            && [x, w, y].iter().any(|p| p % 16 != 0)
+        {
+            return Err(Error::Unsupported(format!(
+                "the {} convolution kernel needs its activations, filter and output on 16-byte \
+                 boundaries (addresses {x:#x}, {w:#x}, {y:#x})",
+                conv.path
+            )));
         }
         // SAFETY: the caller guarantees `stream` is a live stream of this context; the
         // wrapper does not own it (dropping it destroys nothing).
