@@ -6,7 +6,7 @@
 //! table of source offsets in destination order, and every repetition of the block is one pass
 //! over the table: loads wherever the table says, stores in order.
 
-use layoutkit_core::plan::LoopDim;
+use layoutkit_core::plan::{LoopDim, Region};
 
 /// The most elements of a block moved by table.
 pub(super) const MAX_BLOCK: usize = 256;
@@ -23,7 +23,7 @@ pub(super) const MAX_ROWS: usize = 36;
 /// The element moves of one block of `loops` with `unit` elements per position: `(destination
 /// offset, source offset)` pairs in elements, sorted by destination offset. None when the block
 /// has more than [`MAX_BLOCK`] elements, more than [`MAX_ROWS`] destination rows (the last
-/// loop's runs of units), or rows of [`MAX_ROW_BYTES`] or more.
+/// loop's runs of units), rows of [`MAX_ROW_BYTES`] or more, or a loop with a negative stride.
 pub(super) fn block_moves(
     loops: &[LoopDim],
     unit: usize,
@@ -32,37 +32,33 @@ pub(super) fn block_moves(
     let row_units = loops.last().map_or(1, |l| l.extent);
     let rows: usize = loops.iter().map(|l| l.extent).product::<usize>() / row_units.max(1);
     let count = unit * rows * row_units;
+    // (Offsets from the block's start are counted from 0 up: no reversed loops.)
+    let reversed = loops.iter().any(|l| l.src_stride < 0 || l.dst_stride < 0);
     if count == 0
+        || reversed
         || count > MAX_BLOCK
         || rows > MAX_ROWS
         || row_units * unit * size >= MAX_ROW_BYTES
     {
         return None;
     }
+    // The block as a region from offset 0 whose innermost loop is the unit's elements: each
+    // run start is one position's first element.
+    let mut dims = loops.to_vec();
+    dims.push(LoopDim {
+        extent: unit,
+        src_stride: 1,
+        dst_stride: 1,
+    });
+    let block = Region {
+        src_offset: 0,
+        dst_offset: 0,
+        dims,
+    };
     let mut moves = Vec::with_capacity(count);
-    let mut idx = vec![0usize; loops.len()];
-    let (mut s, mut d) = (0isize, 0isize);
-    'all: loop {
-        for e in 0..unit as isize {
-            moves.push((d + e, s + e));
-        }
-        let mut j = loops.len();
-        loop {
-            if j == 0 {
-                break 'all;
-            }
-            j -= 1;
-            idx[j] += 1;
-            s += loops[j].src_stride;
-            d += loops[j].dst_stride;
-            if idx[j] < loops[j].extent {
-                break;
-            }
-            s -= loops[j].src_stride * loops[j].extent as isize;
-            d -= loops[j].dst_stride * loops[j].extent as isize;
-            idx[j] = 0;
-        }
-    }
+    block.for_each_run(|s, d| {
+        moves.extend((0..unit as isize).map(|e| (d as isize + e, s as isize + e)));
+    });
     moves.sort_unstable();
     Some(moves)
 }
