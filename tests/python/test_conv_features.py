@@ -99,9 +99,15 @@ def test_cuda_kernel_choice_rules():
     x = ("NCHW", [2, 64, 14, 14], [12544, 196, 14, 1], "f16")
     w = ("OIHW", [32, 64, 3, 3], [576, 9, 3, 1], "f16")
     # f16 NCHW with C a multiple of 32 is planned through NHWC (the tensor-core kernels read
-    # NHWC 2-5x faster); the output is written f16 when asked, else f32
+    # NHWC 2-5x faster) and the kernel writes NCHW itself; the output is f16 when asked, else f32
     assert _native.conv2d_cuda_kernel(x, w, bias=True, relu=False, out_dtype="f16", **conv) == \
-        ("NHWC", "f16", "f16", "N=2,C=64,H=14,W=14", "N=2,C=32,H=14,W=14")
+        ("NHWC", "f16", "f16", "N=2,C=64,H=14,W=14", "N=2,C=32,H=14,W=14", "NCHW")
+    # NHWC activations with an NCHW output asked: written NCHW; NHWC asked: NHWC
+    xh = ("NHWC", [2, 14, 14, 64], [12544, 896, 64, 1], "f16")
+    assert _native.conv2d_cuda_kernel(xh, w, bias=False, relu=False, output_format="NCHW", **conv)[5] == "NCHW"
+    assert _native.conv2d_cuda_kernel(xh, w, bias=False, relu=False, **conv)[5] == "NHWC"
+    # an output layout no kernel writes (kHWC8) stays in the kernel's input layout
+    assert _native.conv2d_cuda_kernel(xh, w, bias=False, relu=False, output_format="kHWC8", **conv)[5] == "NHWC"
     # where only the direct kernel applies (C = 3, groups), NCHW is read in place
     x3 = ("NCHW", [1, 3, 14, 14], [588, 196, 14, 1], "f16")
     w3 = ("OIHW", [8, 3, 3, 3], [27, 9, 3, 1], "f16")
@@ -114,6 +120,8 @@ def test_cuda_kernel_choice_rules():
     xi = ("NCHW", [2, 64, 14, 14], [12544, 196, 14, 1], "i8")
     wi = ("OIHW", [32, 64, 3, 3], [576, 9, 3, 1], "i8")
     assert _native.conv2d_cuda_kernel(xi, wi, bias=False, relu=False, **conv)[:3] == ("NHWC", "i8", "i32")
+    # ... and writes the layout it reads (the i32 output is converted after)
+    assert _native.conv2d_cuda_kernel(xi, wi, bias=False, relu=False, **conv)[5] == "NHWC"
     assert _native.conv2d_cuda_kernel(xi, wi, bias=True, relu=False, **conv)[:3] == ("NHWC", "f16", "f32")
     # padded blocked activations: the true C from x_dims
     xp = ("NC/32HW32", [2, 2, 14, 14, 32], [12544, 6272, 448, 32, 1], "f16")

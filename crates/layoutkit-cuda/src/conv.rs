@@ -37,7 +37,7 @@ pub mod splitk;
 mod staged;
 pub use depthwise::{depthwise_applies, depthwise_launch, depthwise_source, OUTPUTS_PER_THREAD};
 pub use direct::{
-    direct_grid, direct_source, direct_unsupported_reason, padded_elements, DIRECT_THREADS,
+    direct_grid, direct_source, direct_unsupported_reason, DIRECT_THREADS,
 };
 pub use hopper::{hopper_plan, hopper_source, hopper_tile, hopper_unsupported_reason, HopperTile};
 pub use hopper_k::HopperK;
@@ -102,26 +102,34 @@ impl ConvLayout {
     }
 }
 
-/// One generated kernel: the problem, the layout, the input element type (f16, bf16 or i8;
-/// the filter has the same), the output element type (f16 or f32 for f16 inputs, bf16 or f32
-/// for bf16, i32 for i8) and the epilogue (bias, not for i8; ReLU).
+/// One generated kernel: the problem, the layouts it reads and writes, the input element type
+/// (f16, bf16 or i8; the filter has the same), the output element type (f16 or f32 for f16
+/// inputs, bf16 or f32 for bf16, i32 for i8) and the epilogue (bias, not for i8; ReLU).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConvKernel {
     pub shape: ConvShape,
+    /// The layout of the activations.
     pub layout: ConvLayout,
+    /// The layout of the output: `layout`, or NCHW written by a kernel reading NHWC (the
+    /// route NCHW activations take through NHWC, [`ConvKernel::for_problem`]; see
+    /// [`out_layout_reason`] for which kernels write a layout other than the one they read).
+    pub out_layout: ConvLayout,
     pub input: DType,
     pub out: DType,
     pub bias: bool,
     pub relu: bool,
 }
 
-/// NCHW activations are converted to NHWC (and the output back) when the convolution has at
-/// least this many FLOP per converted byte ([`ConvKernel::flop_per_converted_byte`]), else
-/// read in place. Fitted to the fair benchmark on an H100 (`bench/results/conv.md`, ResNet-50,
-/// batch 1, 8, 32 and 64, 88 layer-and-batch cases): it picks the faster of the two plans in
-/// 76 cases, and the chosen plans run at a geometric mean of 0.98 of the faster (worst 0.56:
-/// a batch-1 1x1 layer). Every 3x3 layer is above it; 1x1 layers with few channels are below.
-pub const NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE: f64 = 64.0;
+/// NCHW activations are converted to NHWC (the kernel then writes NCHW itself) when the
+/// convolution has at least this many FLOP per byte of activations and output
+/// ([`ConvKernel::flop_per_converted_byte`]), else read in place. Fitted to the fair benchmark
+/// on an H100 (`bench/results/conv.md`, ResNet-50, VGG-16 and MobileNetV2, batch 1, 8, 32 and
+/// 64: the 180 layer-and-batch cases with C a multiple of 32, both routes timed): the chosen
+/// route runs at a geometric mean of 0.966 of the faster one (64, fitted when the output was
+/// converted back by a second pass, gives 0.91 on the same cases). Every 3x3 layer is above it;
+/// below it are 1x1 layers that widen few channels (e.g. 32 -> 192 at batch 1 and 8), which
+/// the NCHW kernel reads faster than the conversion costs.
+pub const NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE: f64 = 12.0;
 
 impl ConvKernel {
     /// The kernel for a convolution of activations with logical dims `x_dims` (N, C, H, W) of
@@ -133,9 +141,14 @@ impl ConvKernel {
     ///   rounded to f16 when they are of another type), both with f32 sums;
     /// * the kernel reads the activations in `x_format` when it has that layout (NHWC, NCHW,
     ///   NC/32HW32), else in NHWC, and writes its output in the same layout; NCHW activations
-    ///   of a problem a tensor-core kernel takes are planned through NHWC (converted first, the
-    ///   output converted back) when the convolution has enough work to hide the conversions
-    ///   ([`NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE`]); int8 never reads NCHW;
+    ///   of a problem a tensor-core kernel takes are planned through NHWC (converted first)
+    ///   when the convolution has enough work to hide the conversion
+    ///   ([`NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE`]), and that kernel writes NCHW itself; int8
+    ///   never reads NCHW;
+    /// * `y_format`, where given, is the layout the caller wants the output in (else
+    ///   `x_format`): an f16/bf16 tensor-core kernel reading NHWC writes NCHW directly when
+    ///   asked (no conversion pass after it); other requests leave the output in the
+    ///   kernel's input layout for the caller to convert;
     /// * the output type is `out` when the kernel writes it (f16 or f32 for f16, bf16 or f32
     ///   for bf16, i32 for int8), else f32 (i32 for int8); the caller converts from there.
     ///
@@ -151,6 +164,7 @@ impl ConvKernel {
         bias: bool,
         relu: bool,
         out: Option<DType>,
+        y_format: Option<&str>,
     ) -> Result<ConvKernel, layoutkit_core::Error> {
         let y_dims = conv.output_dims(x_dims, w_dims)?;
         let int8 = x_dtype == DType::I8 && w_dtype == DType::I8 && !bias;
@@ -189,6 +203,7 @@ impl ConvKernel {
                 conv: *conv,
             },
             layout,
+            out_layout: layout,
             input,
             out,
             bias,
@@ -196,6 +211,7 @@ impl ConvKernel {
         };
         let nhwc = ConvKernel {
             layout: ConvLayout::Nhwc,
+            out_layout: ConvLayout::Nhwc,
             ..kernel
         };
         if kernel.layout == ConvLayout::Nchw
@@ -204,12 +220,23 @@ impl ConvKernel {
         {
             kernel = nhwc;
         }
+        let wanted = ConvLayout::from_format(y_format.unwrap_or(x_format));
+        if let Some(wanted) = wanted {
+            let other = ConvKernel {
+                out_layout: wanted,
+                ..kernel
+            };
+            if out_layout_reason(&other).is_none() {
+                kernel = other;
+            }
+        }
         Ok(kernel)
     }
 
     /// FLOP (2 x MACs) per byte that converting the activations to NHWC and the output back
-    /// moves (each read once and written once): how much convolution work there is to hide
-    /// the two conversions behind.
+    /// would move (each read once and written once): how much convolution work there is to
+    /// hide conversions behind (the measure [`NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE`] was fitted on,
+    /// with the output written NCHW by the kernel).
     pub fn flop_per_converted_byte(&self) -> f64 {
         let s = &self.shape;
         let macs = s.n * s.o * s.oh * s.ow * s.kh * s.kw * (s.c / s.conv.groups.max(1));
@@ -218,10 +245,56 @@ impl ConvKernel {
         2.0 * macs as f64 / (2 * (x + y)).max(1) as f64
     }
 
+    /// Elements of the activations in `layout` (NC/32HW32 pads C to whole blocks).
+    pub fn x_elements(&self) -> usize {
+        let s = &self.shape;
+        layout_elements(self.layout, s.n, s.c, s.h, s.w)
+    }
+
+    /// Elements of the output in `out_layout` (NC/32HW32 pads O to whole blocks).
+    pub fn y_elements(&self) -> usize {
+        let s = &self.shape;
+        layout_elements(self.out_layout, s.n, s.o, s.oh, s.ow)
+    }
+
     /// Channels per K step: 64 bytes of them.
     pub fn step_channels(&self) -> usize {
         64 / self.input.size_bytes()
     }
+}
+
+/// Elements of an `n x c x h x w` tensor in `layout` (NC/32HW32 pads C to whole blocks).
+fn layout_elements(layout: ConvLayout, n: usize, c: usize, h: usize, w: usize) -> usize {
+    let c = if layout == ConvLayout::Nc32hw32 {
+        c.div_ceil(32) * 32
+    } else {
+        c
+    };
+    n * c * h * w
+}
+
+/// Why the tensor-core kernels cannot write `k`'s output in `k.out_layout`, or None when they
+/// can: each writes the layout it reads, and the f16/bf16 ones (`mma.sync`, Hopper, split K)
+/// reading NHWC also write NCHW (each epilogue computes its output offsets from
+/// `out_layout`). Part of [`unsupported_reason`] and [`hopper_unsupported_reason`]. The direct
+/// kernel writes any of the layouts; depthwise layers' kernel the layout it reads.
+pub fn out_layout_reason(k: &ConvKernel) -> Option<String> {
+    if k.out_layout == k.layout {
+        return None;
+    }
+    let route = k.layout == ConvLayout::Nhwc
+        && k.out_layout == ConvLayout::Nchw
+        && matches!(k.input, DType::F16 | DType::BF16);
+    if !route || unsupported_reason(&ConvKernel { out_layout: k.layout, ..*k }).is_some() {
+        return Some(format!(
+            "the CUDA kernels write the layout they read ({}), or NCHW from an f16/bf16              tensor-core kernel reading NHWC; not {} from {} {}",
+            k.layout.format(),
+            k.out_layout.format(),
+            k.input,
+            k.layout.format()
+        ));
+    }
+    None
 }
 
 /// Why the tensor-core kernel does not take a problem, or None when it does.
@@ -269,7 +342,7 @@ pub fn unsupported_reason(k: &ConvKernel) -> Option<String> {
     if elems.iter().any(|&e| e >= 1 << 31) {
         return Some("tensors of 2^31 elements or more are not in the CUDA kernel yet".into());
     }
-    None
+    out_layout_reason(k)
 }
 
 /// Streaming multiprocessors assumed when choosing tiles (the H100 has 132, the H200 132).

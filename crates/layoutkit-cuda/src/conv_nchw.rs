@@ -1,11 +1,12 @@
 //! NCHW activations through NHWC: our NCHW loaders read each pixel's 2-byte channels through
 //! registers (no `cp.async` runs of channels), which the fair benchmark measures at 19-63% of
-//! the NHWC kernel on ResNet-50's tensor-core layers, while converting the input to NHWC and the
-//! output back costs two memory passes of the activations. [`ConvKernel::for_problem`] therefore
-//! plans NCHW activations through NHWC where a tensor-core kernel takes the problem and it has
-//! enough work per converted byte ([`crate::conv::NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE`]), and reads
-//! NCHW in place otherwise (the direct kernel: the stem's C = 3 runs 4x faster that way; 1x1
-//! layers with few channels); [`Cuda::conv2d_nchw_via_nhwc_timed`] times the planned route.
+//! the NHWC kernel on ResNet-50's tensor-core layers, while converting the input to NHWC costs
+//! one memory pass of the activations (the f16/bf16 kernels then write NCHW themselves; int8
+//! output takes a second pass back). [`ConvKernel::for_problem`] therefore plans NCHW
+//! activations through NHWC where a tensor-core kernel takes the problem and it has enough work
+//! per converted byte ([`crate::conv::NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE`]), and reads NCHW in
+//! place otherwise (the direct kernel: the stem's C = 3 runs 4x faster that way; 1x1 layers
+//! with few channels); [`Cuda::conv2d_nchw_via_nhwc_timed`] times the planned route.
 
 use cudarc::driver::{DevicePtr, DevicePtrMut};
 use layoutkit_core::plan::ConversionPlan;
@@ -15,14 +16,16 @@ use crate::conv::{ConvKernel, ConvLayout};
 use crate::{Cuda, Error, Timing};
 
 impl Cuda {
-    /// Convolves NCHW activations `x` with the OHWI filter `w` through `kernel` (an NHWC
-    /// kernel): each repetition converts `x` to NHWC, runs the kernel and converts its output
-    /// to NCHW, all three timed together (CUDA events around `launches` back-to-back rounds;
-    /// time per round). Returns the NCHW output of the kernel's output type.
+    /// Convolves NCHW activations `x` with the OHWI filter `w` through `kernel` (a kernel
+    /// reading NHWC): each repetition converts `x` to NHWC, runs the kernel and, where the
+    /// kernel writes NHWC (`out_layout`), converts its output to NCHW, all timed together
+    /// (CUDA events around `launches` back-to-back rounds; time per round). Returns the NCHW
+    /// output of the kernel's output type.
     ///
-    /// Contract: the output equals [`Cuda::conv2d_timed`]'s output for `kernel` converted to
-    /// NCHW (the conversions are exact); errors for a kernel that is not NHWC, buffers of the
-    /// wrong size, and what [`Cuda::prepare_conv`] refuses.
+    /// Contract: the output equals [`Cuda::conv2d_timed`]'s output for the NHWC kernel
+    /// converted to NCHW (the conversions are exact); errors for a kernel that does not read
+    /// NHWC or writes neither NHWC nor NCHW, buffers of the wrong size, and what
+    /// [`Cuda::prepare_conv`] refuses.
     pub fn conv2d_nchw_via_nhwc_timed(
         &self,
         kernel: &ConvKernel,
@@ -31,11 +34,17 @@ impl Cuda {
         repeats: usize,
         launches: usize,
     ) -> Result<(Vec<u8>, Timing), Error> {
-        if kernel.layout != ConvLayout::Nhwc || kernel.bias {
+        if kernel.layout != ConvLayout::Nhwc
+            || !matches!(kernel.out_layout, ConvLayout::Nhwc | ConvLayout::Nchw)
+            || kernel.bias
+        {
             return Err(Error::Unsupported(
-                "conv2d_nchw_via_nhwc_timed runs an NHWC kernel without bias".into(),
+                "conv2d_nchw_via_nhwc_timed runs a kernel reading NHWC, writing NHWC or NCHW, \
+                 without bias"
+                    .into(),
             ));
         }
+        let convert_back = kernel.out_layout == ConvLayout::Nhwc;
         let s = &kernel.shape;
         let dims = |c: usize, h: usize, w: usize| {
             Dims::parse(&format!("N={},C={c},H={h},W={w}", s.n)).map_err(Error::from)
@@ -87,15 +96,26 @@ impl Cuda {
                 // synchronised; `raw` is this object's own stream.
                 unsafe {
                     self.launch_all(&pre, xp, xnp, &self.stream)?;
-                    self.conv2d_on_stream(
-                        &conv,
-                        (xnp, x_bytes),
-                        (wp, w_bytes),
-                        bp,
-                        (ynp, y_bytes),
-                        raw,
-                    )?;
-                    self.launch_all(&post, ynp, yp, &self.stream)
+                    if convert_back {
+                        self.conv2d_on_stream(
+                            &conv,
+                            (xnp, x_bytes),
+                            (wp, w_bytes),
+                            bp,
+                            (ynp, y_bytes),
+                            raw,
+                        )?;
+                        self.launch_all(&post, ynp, yp, &self.stream)
+                    } else {
+                        self.conv2d_on_stream(
+                            &conv,
+                            (xnp, x_bytes),
+                            (wp, w_bytes),
+                            bp,
+                            (yp, y_bytes),
+                            raw,
+                        )
+                    }
                 }
             })?
         };

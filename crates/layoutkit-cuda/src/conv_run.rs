@@ -7,7 +7,7 @@ use crate::conv::splitk::{reduce_grid, reduce_source, workspace_bytes, REDUCE_TH
 use crate::conv::{
     block, conv_source, depthwise_applies, depthwise_launch, depthwise_source, direct_grid,
     direct_source, direct_unsupported_reason, grid, hopper_plan, hopper_source,
-    hopper_unsupported_reason, padded_elements, unsupported_reason, ConvKernel, HopperTile,
+    hopper_unsupported_reason, unsupported_reason, ConvKernel, HopperTile,
     DIRECT_THREADS,
 };
 use crate::{Cuda, Error, Timing};
@@ -137,7 +137,8 @@ impl Cuda {
 
     /// Runs `kernel` once: convolves `x` (the physical array in `kernel.layout`, of
     /// `kernel.input`) with `w` (OHWI, same type), adds `bias` (O values; f16 inputs only) and
-    /// applies ReLU when `kernel.relu`; returns the output in `kernel.layout` of `kernel.out`.
+    /// applies ReLU when `kernel.relu`; returns the output in `kernel.out_layout` of
+    /// `kernel.out`.
     /// Then runs `repeats` more times on the same device memory, each timed with CUDA events
     /// around `launches` back-to-back launches (the time is per launch).
     ///
@@ -340,9 +341,9 @@ impl Cuda {
             config,
             workspace,
             reduce,
-            x_bytes: padded_elements(kernel, s.c, s.h, s.w) * e,
+            x_bytes: kernel.x_elements() * e,
             w_bytes: s.o * s.kh * s.kw * (s.c / s.conv.groups.max(1)) * e,
-            y_bytes: padded_elements(kernel, s.o, s.oh, s.ow) * kernel.out.size_bytes(),
+            y_bytes: kernel.y_elements() * kernel.out.size_bytes(),
         })
     }
 
@@ -350,7 +351,7 @@ impl Cuda {
     /// framework's current stream), reading the activations at `x` (the physical array of
     /// `kernel.layout`), the filter at `w` (OHWI) and `kernel.shape.o` f32 bias values at
     /// `bias` (zeros for none: every float kernel reads them; unused by int8 kernels), and
-    /// writing the output at `y`. Returns once queued: nothing is synchronised. Contract: as
+    /// writing the output at `y` (in `kernel.out_layout`). Returns once queued: nothing is synchronised. Contract: as
     /// [`Cuda::conv2d_timed`] (the same kernels).
     ///
     /// # Safety

@@ -14,8 +14,8 @@ use layoutkit_core::{parse_format, DType, Dims};
 use layoutkit_cpu::{conv2d_reference, Epilogue, TensorRef};
 use layoutkit_cuda::conv::HopperTile;
 use layoutkit_cuda::conv::{
-    conv_source, direct_source, direct_unsupported_reason, unsupported_reason, ConvKernel,
-    ConvLayout, ConvShape, NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE,
+    conv_source, direct_source, direct_unsupported_reason, out_layout_reason, unsupported_reason,
+    ConvKernel, ConvLayout, ConvShape, NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE,
 };
 use layoutkit_cuda::{ConvPath, Cuda};
 
@@ -123,6 +123,7 @@ fn the_kernel_source_names_its_contract() {
     let kernel = ConvKernel {
         shape: s,
         layout: ConvLayout::Nhwc,
+        out_layout: ConvLayout::Nhwc,
         input: DType::F16,
         out: DType::F16,
         bias: true,
@@ -151,6 +152,7 @@ fn the_kernel_source_names_its_contract() {
         out: DType::I32,
         bias: false,
         layout: ConvLayout::Nc32hw32,
+        out_layout: ConvLayout::Nc32hw32,
         shape: ConvShape { o: 64, ..s },
         ..kernel
     };
@@ -159,12 +161,14 @@ fn the_kernel_source_names_its_contract() {
     assert!(unsupported_reason(&ConvKernel { bias: true, ..int8 }).is_some());
     assert!(unsupported_reason(&ConvKernel {
         layout: ConvLayout::Nchw,
+        out_layout: ConvLayout::Nchw,
         ..int8
     })
     .is_some());
     // NC/32HW32 output blocks need whole blocks of output channels.
     assert!(unsupported_reason(&ConvKernel {
         layout: ConvLayout::Nc32hw32,
+        out_layout: ConvLayout::Nc32hw32,
         ..kernel
     })
     .unwrap()
@@ -240,6 +244,7 @@ fn kernel_for(
             conv,
         },
         layout,
+        out_layout: layout,
         input,
         out,
         bias: input != DType::I8,
@@ -270,7 +275,7 @@ fn check(cuda: &Cuda, kernel: &ConvKernel, seed: u64, paths: &[ConvPath], what: 
         .unwrap()
         .shaped(&xd)
         .unwrap();
-    let ys = parse_format(kernel.layout.format())
+    let ys = parse_format(kernel.out_layout.format())
         .unwrap()
         .shaped(&yd)
         .unwrap();
@@ -302,7 +307,11 @@ fn check(cuda: &Cuda, kernel: &ConvKernel, seed: u64, paths: &[ConvPath], what: 
             .unwrap();
         let got = values(&got, out);
         assert_eq!(got.len(), want.len());
-        let what = format!("{what} {} {input}->{out} ({p})", kernel.layout.format());
+        let what = format!(
+            "{what} {}->{} {input}->{out} ({p})",
+            kernel.layout.format(),
+            kernel.out_layout.format()
+        );
         if input == DType::I8 {
             assert!(got == want, "{what}: not exact");
             eprintln!("{what}: exact");
@@ -399,6 +408,16 @@ fn tensor_core_convolution_matches_the_reference() {
                 }
                 let paths = paths_for(&cuda, &kernel);
                 checked += check(&cuda, &kernel, ci as u64, &paths, &format!("case {ci}"));
+                // The same kernel writing NCHW (the route of NCHW activations through NHWC),
+                // on every path it has, where a kernel writes NCHW from NHWC.
+                let to_nchw = ConvKernel {
+                    out_layout: ConvLayout::Nchw,
+                    ..kernel
+                };
+                if layout == ConvLayout::Nhwc && out_layout_reason(&to_nchw).is_none() {
+                    let paths = paths_for(&cuda, &to_nchw);
+                    checked += check(&cuda, &to_nchw, ci as u64, &paths, &format!("case {ci}"));
+                }
             }
         }
     }
@@ -492,7 +511,15 @@ fn random_problems_match_the_reference() {
             (DType::BF16, DType::BF16),
             (DType::I8, DType::I32),
         ][pick(4)];
-        let kernel = kernel_for(problem, layout, input, out, pick(2) == 0);
+        let mut kernel = kernel_for(problem, layout, input, out, pick(2) == 0);
+        // Half the NHWC problems write NCHW where a kernel does (NCHW's route through NHWC).
+        let to_nchw = ConvKernel {
+            out_layout: ConvLayout::Nchw,
+            ..kernel
+        };
+        if layout == ConvLayout::Nhwc && pick(2) == 0 && out_layout_reason(&to_nchw).is_none() {
+            kernel = to_nchw;
+        }
         if cuda.conv_path(&kernel).is_err() {
             continue;
         }
@@ -516,7 +543,8 @@ fn random_problems_match_the_reference() {
 }
 
 /// NCHW activations through NHWC (`Cuda::conv2d_nchw_via_nhwc_timed`): the output is the NHWC
-/// kernel's output converted to NCHW, bit for bit, for f16 and int8 problems of each kernel path.
+/// kernel's output converted to NCHW, bit for bit, for f16 and int8 problems of each kernel path,
+/// whether the kernel writes NCHW itself (f16) or a conversion pass follows it (int8).
 #[test]
 fn nchw_through_nhwc_equals_the_nhwc_kernel_converted() {
     let Some(cuda) = device() else { return };
@@ -547,8 +575,18 @@ fn nchw_through_nhwc_equals_the_nhwc_kernel_converted() {
         let x_nhwc = layoutkit_cpu::convert(&nchw(&xd), &x_nchw, &nhwc(&xd), &same(input)).unwrap();
         let (y_nhwc, _) = cuda.conv2d_timed(&kernel, &x_nhwc, &w, None, 0, 1).unwrap();
         let want = layoutkit_cpu::convert(&nhwc(&yd), &y_nhwc, &nchw(&yd), &same(out)).unwrap();
+        let route = ConvKernel {
+            out_layout: ConvLayout::Nchw,
+            ..kernel
+        };
+        let route = if out_layout_reason(&route).is_none() {
+            route
+        } else {
+            kernel
+        };
+        assert_eq!(route.out_layout == ConvLayout::Nchw, input != DType::I8);
         let (got, timing) = cuda
-            .conv2d_nchw_via_nhwc_timed(&kernel, &x_nchw, &w, 2, 3)
+            .conv2d_nchw_via_nhwc_timed(&route, &x_nchw, &w, 2, 3)
             .unwrap();
         assert_eq!(got, want, "problem {problem:?} {input}");
         assert_eq!(timing.seconds.len(), 2);
@@ -579,17 +617,29 @@ fn for_problem_plans_nchw_through_nhwc_for_tensor_core_problems() {
             bias,
             false,
             None,
+            None,
         )
         .unwrap()
     };
     let big = plan(64, 64, 3, DType::F16, true);
     assert!(big.flop_per_converted_byte() >= NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE);
-    assert_eq!(big.layout, ConvLayout::Nhwc);
-    let small = plan(64, 64, 1, DType::F16, true);
+    assert_eq!(
+        (big.layout, big.out_layout),
+        (ConvLayout::Nhwc, ConvLayout::Nchw)
+    );
+    let small = plan(32, 32, 1, DType::F16, true);
     assert!(small.flop_per_converted_byte() < NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE);
-    assert_eq!(small.layout, ConvLayout::Nchw);
+    assert_eq!(
+        (small.layout, small.out_layout),
+        (ConvLayout::Nchw, ConvLayout::Nchw)
+    );
     assert_eq!(plan(3, 64, 3, DType::F16, true).layout, ConvLayout::Nchw);
-    assert_eq!(plan(64, 64, 3, DType::I8, false).layout, ConvLayout::Nhwc);
+    // int8 reads NHWC and writes it: the caller converts the i32 output.
+    let int8 = plan(64, 64, 3, DType::I8, false);
+    assert_eq!(
+        (int8.layout, int8.out_layout),
+        (ConvLayout::Nhwc, ConvLayout::Nhwc)
+    );
     assert_eq!(plan(64, 64, 1, DType::I8, false).layout, ConvLayout::Nhwc);
     assert_eq!(plan(64, 64, 3, DType::I8, false).out, DType::I32);
     assert_eq!(plan(64, 64, 3, DType::F32, false).input, DType::F16);

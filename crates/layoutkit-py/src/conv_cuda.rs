@@ -20,8 +20,16 @@ use crate::{cuda_error, value_error};
 /// An operand: format, shape, strides (elements), element type.
 type Operand<'a> = (String, Vec<usize>, Vec<isize>, Bound<'a, PyAny>);
 
-/// `conv2d_cuda_kernel`'s answer: layout, input type, output type, input dims, output dims.
-type KernelInfo = (&'static str, &'static str, &'static str, String, String);
+/// `conv2d_cuda_kernel`'s answer: input layout, input type, output type, input dims, output
+/// dims, output layout.
+type KernelInfo = (
+    &'static str,
+    &'static str,
+    &'static str,
+    String,
+    String,
+    &'static str,
+);
 
 /// The kernel for these operands ([`ConvKernel::for_problem`]'s rules).
 #[allow(clippy::too_many_arguments)]
@@ -36,6 +44,7 @@ fn kernel(
     relu: bool,
     out_dtype: Option<&Bound<'_, PyAny>>,
     x_dims: Option<&Bound<'_, PyAny>>,
+    output_format: Option<&str>,
 ) -> PyResult<ConvKernel> {
     let xs = operand_layout(&x.0, &x.1, &x.2, x_dims)?;
     let ws = operand_layout(&w.0, &w.1, &w.2, None)?;
@@ -56,17 +65,18 @@ fn kernel(
         bias,
         relu,
         out,
+        output_format,
     )
     .map_err(value_error)
 }
 
 /// What the CUDA kernel for these operands reads and writes: `(layout, input dtype, output
-/// dtype, input dims, output dims)`: the activations must be given contiguous in `layout` and
-/// of the input type, the filter contiguous OHWI of the input type, and the output is written
-/// contiguous in `layout` with the output type. Errors (`ValueError`) name what no kernel
-/// takes.
+/// dtype, input dims, output dims, output layout)`: the activations must be given contiguous
+/// in `layout` and of the input type, the filter contiguous OHWI of the input type, and the
+/// output is written contiguous in `output layout` (`output_format` where the kernel writes
+/// it, else `layout`) with the output type. Errors (`ValueError`) name what no kernel takes.
 #[pyfunction]
-#[pyo3(signature = (x, w, stride, padding, dilation, groups, bias, relu, out_dtype = None, x_dims = None))]
+#[pyo3(signature = (x, w, stride, padding, dilation, groups, bias, relu, out_dtype = None, x_dims = None, output_format = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn conv2d_cuda_kernel(
     x: Operand<'_>,
@@ -79,9 +89,20 @@ pub fn conv2d_cuda_kernel(
     relu: bool,
     out_dtype: Option<&Bound<'_, PyAny>>,
     x_dims: Option<&Bound<'_, PyAny>>,
+    output_format: Option<&str>,
 ) -> PyResult<KernelInfo> {
     let k = kernel(
-        &x, &w, stride, padding, dilation, groups, bias, relu, out_dtype, x_dims,
+        &x,
+        &w,
+        stride,
+        padding,
+        dilation,
+        groups,
+        bias,
+        relu,
+        out_dtype,
+        x_dims,
+        output_format,
     )?;
     if let Some(why) = layoutkit_cuda::conv::unsupported_reason(&k)
         .filter(|_| layoutkit_cuda::conv::direct_unsupported_reason(&k).is_some())
@@ -91,7 +112,14 @@ pub fn conv2d_cuda_kernel(
     let s = &k.shape;
     let x = format!("N={},C={},H={},W={}", s.n, s.c, s.h, s.w);
     let y = format!("N={},C={},H={},W={}", s.n, s.o, s.oh, s.ow);
-    Ok((k.layout.format(), k.input.name(), k.out.name(), x, y))
+    Ok((
+        k.layout.format(),
+        k.input.name(),
+        k.out.name(),
+        x,
+        y,
+        k.out_layout.format(),
+    ))
 }
 
 /// Device buffers as (address, bytes): activations, filter, output; and the bias's address.
@@ -104,10 +132,11 @@ type Pointers = (Buffer, Buffer, u64, Buffer);
 type Prepared = Mutex<HashMap<(usize, usize, String), Arc<DeviceConv>>>;
 
 /// Queues the convolution on CUDA device `device`, stream `stream`: `x`, `w`, `b` and `y` are
-/// device addresses of the operands [`conv2d_cuda_kernel`] describes (`b`: O f32 values, zeros
-/// for none; ignored by int8 kernels), `*_len` their sizes in bytes (checked).
+/// device addresses of the operands [`conv2d_cuda_kernel`] describes for the same arguments
+/// (`output_format` included; `b`: O f32 values, zeros for none; ignored by int8 kernels),
+/// `*_len` their sizes in bytes (checked).
 #[pyfunction]
-#[pyo3(signature = (device, x, w, stride, padding, dilation, groups, bias, relu, out_dtype, pointers, stream, x_dims = None))]
+#[pyo3(signature = (device, x, w, stride, padding, dilation, groups, bias, relu, out_dtype, pointers, stream, x_dims = None, output_format = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn conv2d_cuda(
     py: Python<'_>,
@@ -124,10 +153,21 @@ pub fn conv2d_cuda(
     pointers: Pointers,
     stream: usize,
     x_dims: Option<&Bound<'_, PyAny>>,
+    output_format: Option<&str>,
 ) -> PyResult<()> {
     static PREPARED: OnceLock<Prepared> = OnceLock::new();
     let k = kernel(
-        &x, &w, stride, padding, dilation, groups, bias, relu, out_dtype, x_dims,
+        &x,
+        &w,
+        stride,
+        padding,
+        dilation,
+        groups,
+        bias,
+        relu,
+        out_dtype,
+        x_dims,
+        output_format,
     )?;
     if k.input != DType::I8 && bias && pointers.2 == 0 {
         return Err(value_error("the bias pointer is null"));

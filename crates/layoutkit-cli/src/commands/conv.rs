@@ -212,8 +212,10 @@ pub fn run(a: &ConvArgs, json_out: bool) -> Result<()> {
 /// The convolution on the GPU. The kernel reads the activations in their own layout when it
 /// has it (NHWC, NCHW, NC/32HW32), else in NHWC; i8 activations and filter (no bias) run the
 /// int8 kernel with exact i32 sums, bf16 activations the bf16 kernel, everything else f16,
-/// both with f32 sums (operands rounded on the host, exact when already of that type). The filter goes over as OHWI; the kernel's output
-/// (f32 or i32, in the kernel's layout) is converted on the host to `y`'s layout and `y_dtype`.
+/// both with f32 sums (operands rounded on the host, exact when already of that type). The
+/// filter goes over as OHWI; the kernel's output (f32 or i32, in the layout it writes: NCHW
+/// when `y` is NCHW and an f16/bf16 kernel reads NHWC, else the layout it reads) is converted
+/// on the host to `y`'s layout and `y_dtype`.
 fn conv_cuda(
     conv: &Conv2d,
     x: TensorRef<'_>,
@@ -235,6 +237,7 @@ fn conv_cuda(
         epilogue.bias.is_some(),
         epilogue.relu,
         None,
+        Some(&y.layout().to_string()),
     )?;
     let (input, layout) = (kernel.input, kernel.layout);
     let to = |t: TensorRef<'_>, format: &str, d: &Dims| -> Result<Vec<u8>> {
@@ -251,7 +254,7 @@ fn conv_cuda(
     let bias: Option<Vec<f32>> = epilogue.bias.map(|b| b.iter().map(|&v| v as f32).collect());
     let gpu = layoutkit_cuda::Cuda::new(0)?;
     let (raw, _) = gpu.conv2d_timed(&kernel, &xb, &wb, bias.as_deref(), 0, 1)?;
-    let plain = parse_format(layout.format())?.shaped(&out)?;
+    let plain = parse_format(kernel.out_layout.format())?.shaped(&out)?;
     Ok(layoutkit_cpu::convert(
         &plain,
         &raw,

@@ -100,7 +100,7 @@ fn run_cuda(
     layouts: &[String],
     json_out: bool,
 ) -> Result<()> {
-    use layoutkit_cuda::conv::{ConvKernel, ConvLayout, ConvShape};
+    use layoutkit_cuda::conv::{out_layout_reason, ConvKernel, ConvLayout, ConvShape};
     // `NCHW>NHWC`: NCHW activations converted to NHWC, the NHWC kernel, the output converted
     // back, timed together; `NCHW-planned`: what `conv` runs for NCHW activations (that route
     // or the NCHW kernel in place, as ConvKernel::for_problem plans it; see layoutkit-cuda's
@@ -189,6 +189,7 @@ fn run_cuda(
                 let mut kernel = ConvKernel {
                     shape,
                     layout,
+                    out_layout: layout,
                     input,
                     out: match input {
                         DType::I8 => DType::I32,
@@ -198,6 +199,17 @@ fn run_cuda(
                     relu: false,
                 };
                 let mut via_nhwc = route == Route::ViaNhwc;
+                if via_nhwc {
+                    // The kernel writes NCHW itself where it can (f16/bf16), else its NHWC
+                    // output is converted back.
+                    let to_nchw = ConvKernel {
+                        out_layout: ConvLayout::Nchw,
+                        ..kernel
+                    };
+                    if out_layout_reason(&to_nchw).is_none() {
+                        kernel = to_nchw;
+                    }
+                }
                 if route == Route::Planned {
                     let planned = ConvKernel::for_problem(
                         &conv,
@@ -209,9 +221,11 @@ fn run_cuda(
                         false,
                         false,
                         Some(kernel.out),
+                        None,
                     )?;
                     via_nhwc = planned.layout == ConvLayout::Nhwc;
                     kernel.layout = planned.layout;
+                    kernel.out_layout = planned.out_layout;
                 }
                 // Problems the tensor-core kernels do not take (the stem's C = 3, groups) run
                 // in the direct kernel where it takes them, as `conv` runs them.
@@ -281,7 +295,8 @@ fn run_cuda(
 enum Route {
     /// The kernel reads the layout itself.
     Kernel,
-    /// NCHW converted to NHWC and back around the NHWC kernel.
+    /// NCHW converted to NHWC for the kernel, which writes NCHW (f16, bf16) or NHWC converted
+    /// back (int8).
     ViaNhwc,
     /// NCHW as `conv` plans it.
     Planned,

@@ -29,6 +29,7 @@ pub fn depthwise_applies(k: &ConvKernel) -> bool {
         && s.o == s.c
         && s.c > 1
         && matches!(k.layout, ConvLayout::Nhwc | ConvLayout::Nchw)
+        && k.out_layout == k.layout
 }
 
 /// Channels per thread: two in NHWC with C even (one 4-byte load), else one.
@@ -178,6 +179,7 @@ mod tests {
                 },
             },
             layout,
+            out_layout: layout,
             input: DType::F16,
             out: DType::F16,
             bias: true,

@@ -32,20 +32,10 @@ pub fn direct_unsupported_reason(k: &ConvKernel) -> Option<String> {
             s.c, s.o
         ));
     }
-    if padded_elements(k, s.c, s.h, s.w).max(padded_elements(k, s.o, s.oh, s.ow)) >= 1 << 31 {
+    if k.x_elements().max(k.y_elements()) >= 1 << 31 {
         return Some("tensors of 2^31 elements or more are not in the CUDA kernel yet".into());
     }
     None
-}
-
-/// Elements of an `n x c x h x w` tensor in `k.layout` (NC/32HW32 pads C to whole blocks).
-pub fn padded_elements(k: &ConvKernel, c: usize, h: usize, w: usize) -> usize {
-    let c = if k.layout == ConvLayout::Nc32hw32 {
-        c.div_ceil(32) * 32
-    } else {
-        c
-    };
-    k.shape.n * c * h * w
 }
 
 /// Grid of the direct kernel for `k`.
@@ -139,7 +129,7 @@ pub fn direct_source(k: &ConvKernel) -> String {
     let _ = writeln!(
         src,
         "  float v = acc{bias};{relu}\n  {{\n    const int c = o, h = oh, w = ow;\n    y[{}] = {store};\n  }}\n}}",
-        index(k.layout, s.o, s.oh, s.ow)
+        index(k.out_layout, s.o, s.oh, s.ow)
     );
     src
 }

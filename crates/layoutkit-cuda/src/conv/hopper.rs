@@ -29,7 +29,7 @@ use super::hopper_k::{chunk_async_loads, register_loads, HopperK};
 use super::source::{a_loads, b_loads, epilogue, helpers, pixel_rows, tap, Frags};
 use super::splitk::{partial_epilogue, splits_for, MAX_SPLITS};
 use super::staged::{staged_epilogue, staged_fits, Staged};
-use super::{padded_elements, ConvKernel, ConvLayout, ConvShape, SMS};
+use super::{ConvKernel, ConvLayout, ConvShape, SMS};
 
 /// Shared memory per SM the tile choice may use (the H100's and H200's 228 KiB, less the
 /// 1 KiB each block reserves).
@@ -165,14 +165,14 @@ pub fn hopper_unsupported_reason(k: &ConvKernel) -> Option<String> {
         ));
     }
     let elems = [
-        padded_elements(k, s.c, s.h, s.w),
+        k.x_elements(),
         s.o * s.kh * s.kw * s.c,
-        padded_elements(k, s.o, s.oh, s.ow),
+        k.y_elements(),
     ];
     if elems.iter().any(|&e| e >= 1 << 31) {
         return Some("tensors of 2^31 elements or more are not in the CUDA kernel yet".into());
     }
-    None
+    super::out_layout_reason(k)
 }
 
 /// The share of the GPU's block slots a plan must fill to be taken ahead of a smaller tile.

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::conv::staged::{staged_fits, Staged};
+use crate::conv::{conv_source, depthwise_applies, out_layout_reason, splitk, unsupported_reason};
 use layoutkit_core::conv::Conv2d;
 
 fn layer(c: usize, o: usize, hw: usize, stride: usize) -> ConvShape {
@@ -63,6 +64,7 @@ fn source_has_one_wgmma_per_64_rows_and_16_channels() {
     let kernel = ConvKernel {
         shape: s,
         layout: ConvLayout::Nhwc,
+        out_layout: ConvLayout::Nhwc,
         input: DType::F16,
         out: DType::F16,
         bias: true,
@@ -99,6 +101,7 @@ fn source_has_one_wgmma_per_64_rows_and_16_channels() {
             "NCHW",
             ConvKernel {
                 layout: ConvLayout::Nchw,
+                out_layout: ConvLayout::Nchw,
                 ..kernel
             },
         ),
@@ -119,6 +122,7 @@ fn source_has_one_wgmma_per_64_rows_and_16_channels() {
             "NCHW with C = 128 (the mma.sync kernel's)",
             ConvKernel {
                 layout: ConvLayout::Nchw,
+                out_layout: ConvLayout::Nchw,
                 ..kernel
             },
         ),
@@ -148,6 +152,7 @@ fn stem(layout: ConvLayout, n: usize) -> ConvKernel {
             },
         },
         layout,
+        out_layout: layout,
         input: DType::F16,
         out: DType::F16,
         bias: true,
@@ -270,6 +275,7 @@ fn the_output_tile_is_staged_in_shared_memory_and_written_in_runs_of_its_layout(
     // NC/32HW32: 16-byte pieces of 32-channel groups.
     let nc32 = ConvKernel {
         layout: ConvLayout::Nc32hw32,
+        out_layout: ConvLayout::Nc32hw32,
         ..k
     };
     assert!(hopper_source(&nc32, &t).contains("grp * 32 + q * 8); }"));
@@ -319,4 +325,81 @@ fn a_wide_tile_is_split_where_each_split_keeps_seven_steps() {
     k.shape.n = 8;
     let plan = hopper_plan(&k);
     assert_eq!((plan.bm, plan.bn, plan.splits), (64, 64, 1));
+}
+
+/// A kernel reading NHWC writes NCHW when asked (the route of NCHW activations): the loads
+/// are NHWC's 16-byte channel runs, every output store (staged tile, direct epilogue, split-K
+/// reduction) is at NCHW offsets, and what cannot write another layout says so.
+#[test]
+fn an_nhwc_kernel_writes_nchw_when_asked() {
+    let s = layer(128, 96, 14, 1);
+    let nhwc = ConvKernel {
+        shape: s,
+        layout: ConvLayout::Nhwc,
+        out_layout: ConvLayout::Nhwc,
+        input: DType::F16,
+        out: DType::F16,
+        bias: true,
+        relu: false,
+    };
+    let k = ConvKernel {
+        out_layout: ConvLayout::Nchw,
+        ..nhwc
+    };
+    assert!(out_layout_reason(&k).is_none());
+    assert_eq!(k.y_elements(), nhwc.y_elements());
+    let ohw = s.oh * s.ow;
+    let nchw_store = format!("* {} + oc) * {ohw} + mm % {ohw}", s.o);
+    let nhwc_store = format!("(long long)mm * {} + oc", s.o);
+    for tile in [
+        hopper_plan(&k),
+        HopperTile::new(128, 128, 3).unwrap(),
+        HopperTile::new(64, 64, 4).unwrap().with_splits(3).unwrap(),
+    ] {
+        let src = hopper_source(&k, &tile);
+        assert!(src.contains("cp.async"), "NHWC channel runs: {tile:?}");
+        // (Split K writes pixel-major f32 sums to its workspace; the reduction writes y.)
+        if tile.splits <= 1 {
+            assert!(src.contains(&nchw_store), "NCHW stores: {tile:?}");
+            assert!(!src.contains(&nhwc_store), "no NHWC stores: {tile:?}");
+        }
+    }
+    let reduce = splitk::reduce_source(&k, 3);
+    assert!(reduce.contains(&nchw_store) && !reduce.contains(&nhwc_store));
+    let mma = conv_source(&k);
+    assert!(mma.contains(&nchw_store) && !mma.contains(&nhwc_store));
+    // int8, other pairs of layouts and depthwise layers write the layout they read.
+    for (why, bad) in [
+        (
+            "int8",
+            ConvKernel {
+                input: DType::I8,
+                out: DType::I32,
+                bias: false,
+                ..k
+            },
+        ),
+        (
+            "NC/32HW32 from NHWC",
+            ConvKernel {
+                out_layout: ConvLayout::Nc32hw32,
+                ..k
+            },
+        ),
+        (
+            "NHWC from NCHW",
+            ConvKernel {
+                layout: ConvLayout::Nchw,
+                out_layout: ConvLayout::Nhwc,
+                ..k
+            },
+        ),
+    ] {
+        assert!(out_layout_reason(&bad).is_some(), "{why}");
+        assert!(unsupported_reason(&bad).is_some(), "{why}");
+    }
+    let mut dw = k;
+    dw.shape.conv.groups = s.c;
+    dw.shape.o = s.c;
+    assert!(out_layout_reason(&dw).is_some() && !depthwise_applies(&dw));
 }

@@ -43,7 +43,7 @@ pub(super) fn helpers(k: &mut String, input: DType) {
 }
 
 /// CUDA source of the kernel `conv` for `kernel`: parameters `(x, w, y, bias)`, x in
-/// `kernel.layout` and w in OHWI (both of `kernel.input`), y in `kernel.layout` of
+/// `kernel.layout` and w in OHWI (both of `kernel.input`), y in `kernel.out_layout` of
 /// `kernel.out`, bias f32 (O values, zeros for none; unused for int8).
 pub fn conv_source(kernel: &ConvKernel) -> String {
     let s = &kernel.shape;
@@ -375,11 +375,11 @@ pub(super) fn epilogue(k: &mut String, kernel: &ConvKernel, frags: &Frags) {
 }
 
 /// The offset (a C expression of `mm`, the output pixel, and `oc`, the output channel) of
-/// output element (mm, oc) in `kernel.layout`, and the distance from it to (mm, oc + 1).
+/// output element (mm, oc) in `kernel.out_layout`, and the distance from it to (mm, oc + 1).
 pub(super) fn output_offset(kernel: &ConvKernel) -> (String, usize) {
     let s = &kernel.shape;
     let (o, ohw) = (s.o, s.oh * s.ow);
-    match kernel.layout {
+    match kernel.out_layout {
         ConvLayout::Nhwc => (format!("(long long)mm * {o} + oc"), 1),
         ConvLayout::Nc32hw32 => (
             format!(

@@ -92,7 +92,7 @@ pub(super) fn partial_epilogue(k: &mut String, kernel: &ConvKernel, frags: &Frag
 
 /// CUDA source of `conv_splitk_reduce(part, y, bias)`: one thread per output element (grid
 /// [`reduce_grid`], [`REDUCE_THREADS`] threads), adding the `splits` partial sums in order,
-/// then the bias (f32, O values), ReLU when `kernel.relu`, and writing `y` in `kernel.layout`
+/// then the bias (f32, O values), ReLU when `kernel.relu`, and writing `y` in `kernel.out_layout`
 /// of `kernel.out`.
 pub fn reduce_source(kernel: &ConvKernel, splits: usize) -> String {
     let s = &kernel.shape;

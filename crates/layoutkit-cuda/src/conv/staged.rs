@@ -45,7 +45,7 @@ fn geometry(
         (Staged::Output, DType::F16 | DType::BF16) => ("unsigned short", 2),
         _ => ("float", 4),
     };
-    let channel_major = what == Staged::Output && kernel.layout == ConvLayout::Nchw;
+    let channel_major = what == Staged::Output && kernel.out_layout == ConvLayout::Nchw;
     let ld = if channel_major {
         tile.bm + 4
     } else {
@@ -178,7 +178,7 @@ pub(super) fn staged_epilogue(
                 ),
             );
         }
-    } else if output && kernel.layout == ConvLayout::Nc32hw32 {
+    } else if output && kernel.out_layout == ConvLayout::Nc32hw32 {
         // 32 channels of one pixel are contiguous: a thread per 16-byte piece of them, the
         // pieces of consecutive pixels next.
         let (at, _) = output_offset(kernel);

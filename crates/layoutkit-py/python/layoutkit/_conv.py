@@ -115,8 +115,9 @@ def _conv2d_cuda(xi, wi, bias, args, relu, input_format, filter_format, output_f
     has_bias = bias is not None
     xo = (input_format, list(xi.shape), list(xi.strides), xi.dtype)
     wo = (filter_format, list(wi.shape), list(wi.strides), wi.dtype)
-    layout, in_t, k_out, x_dims, y_dims = _native.conv2d_cuda_kernel(
-        xo, wo, bias=has_bias, relu=relu, out_dtype=final, x_dims=x_dims, **args)
+    layout, in_t, k_out, x_dims, y_dims, y_layout = _native.conv2d_cuda_kernel(
+        xo, wo, bias=has_bias, relu=relu, out_dtype=final, x_dims=x_dims,
+        output_format=output_format, **args)
     x_k = xi.obj
     # `input_format` names x's memory order, so a dense view (channels_last included) in the
     # kernel's layout is read in place; anything else is converted on the stream first.
@@ -140,7 +141,7 @@ def _conv2d_cuda(xi, wi, bias, args, relu, input_format, filter_format, output_f
         with cupy.cuda.Device(xk.device):
             b_dev = cupy.asarray(b_values)
     b_address = _arrays.info(b_dev, "bias").address
-    shape = _native.Layout(layout).physical_shape(y_dims)
+    shape = _native.Layout(y_layout).physical_shape(y_dims)
     y_k = _arrays.empty_like_kind(xk, shape, k_out)
     yk = _arrays.info(y_k, "y")
     sizes = {"f32": 4, "f16": 2, "bf16": 2, "i8": 1, "i32": 4}
@@ -150,8 +151,8 @@ def _conv2d_cuda(xi, wi, bias, args, relu, input_format, filter_format, output_f
     pointers = ((xk.address, nbytes(xk)), (wk.address, nbytes(wk)), b_address, (yk.address, nbytes(yk)))
     _native.conv2d_cuda(xk.device, xo_k, wo_k, args["stride"], args["padding"], args["dilation"],
                         args["groups"], has_bias, relu, final, pointers, _arrays.cuda_stream(xk),
-                        x_dims=x_dims)
+                        x_dims=x_dims, output_format=y_layout)
     y = y_k
-    if not _same_layout(output_format, layout) or k_out != final:
-        y = convert(y_k, layout, output_format, dims=y_dims, dtype=final)
+    if not _same_layout(output_format, y_layout) or k_out != final:
+        y = convert(y_k, y_layout, output_format, dims=y_dims, dtype=final)
     return xi.back(y) if xi.back is not None else y
