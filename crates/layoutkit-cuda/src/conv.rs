@@ -36,9 +36,7 @@ mod source;
 pub mod splitk;
 mod staged;
 pub use depthwise::{depthwise_applies, depthwise_launch, depthwise_source, OUTPUTS_PER_THREAD};
-pub use direct::{
-    direct_grid, direct_source, direct_unsupported_reason, DIRECT_THREADS,
-};
+pub use direct::{direct_grid, direct_source, direct_unsupported_reason, DIRECT_THREADS};
 pub use hopper::{hopper_plan, hopper_source, hopper_tile, hopper_unsupported_reason, HopperTile};
 pub use hopper_k::HopperK;
 pub use source::conv_source;
@@ -285,7 +283,13 @@ pub fn out_layout_reason(k: &ConvKernel) -> Option<String> {
     let route = k.layout == ConvLayout::Nhwc
         && k.out_layout == ConvLayout::Nchw
         && matches!(k.input, DType::F16 | DType::BF16);
-    if !route || unsupported_reason(&ConvKernel { out_layout: k.layout, ..*k }).is_some() {
+    if !route
+        || unsupported_reason(&ConvKernel {
+            out_layout: k.layout,
+            ..*k
+        })
+        .is_some()
+    {
         return Some(format!(
             "the CUDA kernels write the layout they read ({}), or NCHW from an f16/bf16              tensor-core kernel reading NHWC; not {} from {} {}",
             k.layout.format(),

@@ -7,8 +7,7 @@ use crate::conv::splitk::{reduce_grid, reduce_source, workspace_bytes, REDUCE_TH
 use crate::conv::{
     block, conv_source, depthwise_applies, depthwise_launch, depthwise_source, direct_grid,
     direct_source, direct_unsupported_reason, grid, hopper_plan, hopper_source,
-    hopper_unsupported_reason, unsupported_reason, ConvKernel, HopperTile,
-    DIRECT_THREADS,
+    hopper_unsupported_reason, unsupported_reason, ConvKernel, HopperTile, DIRECT_THREADS,
 };
 use crate::{Cuda, Error, Timing};
 

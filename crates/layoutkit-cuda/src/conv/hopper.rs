@@ -164,11 +164,7 @@ pub fn hopper_unsupported_reason(k: &ConvKernel) -> Option<String> {
             s.o
         ));
     }
-    let elems = [
-        k.x_elements(),
-        s.o * s.kh * s.kw * s.c,
-        k.y_elements(),
-    ];
+    let elems = [k.x_elements(), s.o * s.kh * s.kw * s.c, k.y_elements()];
     if elems.iter().any(|&e| e >= 1 << 31) {
         return Some("tensors of 2^31 elements or more are not in the CUDA kernel yet".into());
     }
