@@ -6,8 +6,9 @@
 //! int8 inputs with i32 outputs and ReLU (exact); groups and depthwise in the direct kernel.
 //! On sm_90 the problems the Hopper (wgmma) kernel takes (any channel count, the stem's three
 //! included) also run with each of its tiles, with K split among several blocks, and in the
-//! `mma.sync` kernel where it takes them. Skipped without a GPU unless
-//! LAYOUTKIT_REQUIRE_CUDA=1; the source test needs no GPU.
+//! `mma.sync` kernel where it takes them; NHWC problems also written NCHW. Skipped without a
+//! GPU unless LAYOUTKIT_REQUIRE_CUDA=1; the source test needs no GPU. (NCHW activations'
+//! route through NHWC: `cuda_conv_nchw.rs`.)
 
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::{parse_format, DType, Dims};
@@ -15,9 +16,12 @@ use layoutkit_cpu::{conv2d_reference, Epilogue, TensorRef};
 use layoutkit_cuda::conv::HopperTile;
 use layoutkit_cuda::conv::{
     conv_source, direct_source, direct_unsupported_reason, out_layout_reason, unsupported_reason,
-    ConvKernel, ConvLayout, ConvShape, NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE,
+    ConvKernel, ConvLayout, ConvShape,
 };
 use layoutkit_cuda::{ConvPath, Cuda};
+
+mod common;
+use common::{bf16_noise, device, f16_noise, i8_noise, kernel_for, values, xorshift, Problem};
 
 /// Every Hopper tile shape, with three to five stages, one group of multiplies in flight or
 /// none.
@@ -30,78 +34,6 @@ const HOPPER_TILES: [(usize, usize, usize, usize); 7] = [
     (64, 64, 3, 1),
     (128, 128, 3, 0),
 ];
-
-fn device() -> Option<Cuda> {
-    match Cuda::new(0) {
-        Ok(c) => Some(c),
-        Err(e) => {
-            if std::env::var("LAYOUTKIT_REQUIRE_CUDA").as_deref() == Ok("1") {
-                panic!("LAYOUTKIT_REQUIRE_CUDA=1 but {e}");
-            }
-            eprintln!("skipped: {e}");
-            None
-        }
-    }
-}
-
-/// A deterministic xorshift stream (the test problems' data).
-fn xorshift(seed: u64) -> impl Iterator<Item = u64> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    std::iter::repeat_with(move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        s
-    })
-}
-
-/// int8 values in [-128, 127].
-fn i8_noise(n: usize, seed: u64) -> Vec<u8> {
-    xorshift(seed).take(n).map(|s| (s >> 56) as u8).collect()
-}
-
-/// bf16 bit patterns of values in [-1, 1).
-fn bf16_noise(n: usize, seed: u64) -> Vec<u8> {
-    f16_noise(n, seed)
-        .chunks_exact(2)
-        .flat_map(|c| {
-            let v = half::f16::from_le_bytes([c[0], c[1]]).to_f32();
-            half::bf16::from_f32(v).to_le_bytes()
-        })
-        .collect()
-}
-
-/// f16 bit patterns of values in [-1, 1) (multiples of 1/64: exact in f16).
-fn f16_noise(n: usize, seed: u64) -> Vec<u8> {
-    xorshift(seed)
-        .take(n)
-        .flat_map(|s| {
-            let v = ((s >> 58) as f32 - 32.0) / 32.0 + ((s >> 20) % 64) as f32 / 2048.0;
-            half::f16::from_f32(v).to_le_bytes()
-        })
-        .collect()
-}
-
-fn values(b: &[u8], t: DType) -> Vec<f64> {
-    match t {
-        DType::F16 => b
-            .chunks_exact(2)
-            .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f64())
-            .collect(),
-        DType::BF16 => b
-            .chunks_exact(2)
-            .map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f64())
-            .collect(),
-        DType::I32 => b
-            .chunks_exact(4)
-            .map(|c| i32::from_le_bytes(c.try_into().unwrap()) as f64)
-            .collect(),
-        _ => b
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes(c.try_into().unwrap()) as f64)
-            .collect(),
-    }
-}
 
 #[test]
 fn the_kernel_source_names_its_contract() {
@@ -198,58 +130,6 @@ fn the_kernel_source_names_its_contract() {
         ConvLayout::from_format("channels_last"),
         Some(ConvLayout::Nhwc)
     );
-}
-
-/// One problem: n, c, h, w, o, kernel size, stride, padding, dilation, groups.
-type Problem = (
-    usize,
-    usize,
-    usize,
-    usize,
-    usize,
-    usize,
-    usize,
-    usize,
-    usize,
-    usize,
-);
-
-/// The kernel input for `problem` in `layout` with `input` -> `out` (bias for 16-bit inputs).
-fn kernel_for(
-    problem: Problem,
-    layout: ConvLayout,
-    input: DType,
-    out: DType,
-    relu: bool,
-) -> ConvKernel {
-    let (n, c, h, w, o, k, stride, pad, dil, groups) = problem;
-    let conv = Conv2d {
-        stride: [stride; 2],
-        padding: [pad; 2],
-        dilation: [dil; 2],
-        groups,
-    };
-    let oh = |x: usize| (x + 2 * pad - dil * (k - 1) - 1) / stride + 1;
-    ConvKernel {
-        shape: ConvShape {
-            n,
-            h,
-            w,
-            c,
-            o,
-            kh: k,
-            kw: k,
-            oh: oh(h),
-            ow: oh(w),
-            conv,
-        },
-        layout,
-        out_layout: layout,
-        input,
-        out,
-        bias: input != DType::I8,
-        relu,
-    }
 }
 
 /// Runs `kernel` on data from `seed` with each of `paths` and checks every output against the
@@ -540,107 +420,4 @@ fn random_problems_match_the_reference() {
         "checked {checked} random convolutions on {} (kernels: {kinds:?})",
         cuda.name()
     );
-}
-
-/// NCHW activations through NHWC (`Cuda::conv2d_nchw_via_nhwc_timed`): the output is the NHWC
-/// kernel's output converted to NCHW, bit for bit, for f16 and int8 problems of each kernel path,
-/// whether the kernel writes NCHW itself (f16) or a conversion pass follows it (int8).
-#[test]
-fn nchw_through_nhwc_equals_the_nhwc_kernel_converted() {
-    let Some(cuda) = device() else { return };
-    for (i, (problem, input, out)) in [
-        ((2, 64, 9, 11, 96, 3, 1, 1, 1, 1), DType::F16, DType::F16),
-        ((1, 128, 7, 7, 64, 1, 1, 0, 1, 1), DType::F16, DType::F32),
-        ((2, 64, 10, 10, 64, 3, 2, 1, 1, 1), DType::I8, DType::I32),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let mut kernel = kernel_for(problem, ConvLayout::Nhwc, input, out, false);
-        kernel.bias = false;
-        let s = kernel.shape;
-        let noise = |n: usize, seed: u64| match input {
-            DType::I8 => i8_noise(n, seed),
-            _ => f16_noise(n, seed),
-        };
-        let x_nchw = noise(s.n * s.c * s.h * s.w, 11 + i as u64);
-        let w = noise(s.o * s.kh * s.kw * s.c, 23 + i as u64);
-        let dims = |c: usize, h: usize, w: usize| {
-            Dims::parse(&format!("N={},C={c},H={h},W={w}", s.n)).unwrap()
-        };
-        let (xd, yd) = (dims(s.c, s.h, s.w), dims(s.o, s.oh, s.ow));
-        let nchw = |d: &Dims| parse_format("NCHW").unwrap().shaped(d).unwrap();
-        let nhwc = |d: &Dims| parse_format("NHWC").unwrap().shaped(d).unwrap();
-        let same = |t| layoutkit_core::CastSpec::new(t, t, None).unwrap();
-        let x_nhwc = layoutkit_cpu::convert(&nchw(&xd), &x_nchw, &nhwc(&xd), &same(input)).unwrap();
-        let (y_nhwc, _) = cuda.conv2d_timed(&kernel, &x_nhwc, &w, None, 0, 1).unwrap();
-        let want = layoutkit_cpu::convert(&nhwc(&yd), &y_nhwc, &nchw(&yd), &same(out)).unwrap();
-        let route = ConvKernel {
-            out_layout: ConvLayout::Nchw,
-            ..kernel
-        };
-        let route = if out_layout_reason(&route).is_none() {
-            route
-        } else {
-            kernel
-        };
-        assert_eq!(route.out_layout == ConvLayout::Nchw, input != DType::I8);
-        let (got, timing) = cuda
-            .conv2d_nchw_via_nhwc_timed(&route, &x_nchw, &w, 2, 3)
-            .unwrap();
-        assert_eq!(got, want, "problem {problem:?} {input}");
-        assert_eq!(timing.seconds.len(), 2);
-    }
-}
-
-/// The plan `conv` and the Python package use: NCHW through NHWC where a tensor-core kernel
-/// takes the problem and it has enough FLOP per converted byte, NCHW in place where only the
-/// direct kernel takes it or the work is too little to hide the conversions, never NCHW for
-/// int8.
-#[test]
-fn for_problem_plans_nchw_through_nhwc_for_tensor_core_problems() {
-    let conv = |k: usize| Conv2d {
-        stride: [1, 1],
-        padding: [k / 2, k / 2],
-        dilation: [1, 1],
-        groups: 1,
-    };
-    let d = |s: &str| Dims::parse(s).unwrap();
-    let plan = |c: usize, o: usize, k: usize, x: DType, bias: bool| {
-        ConvKernel::for_problem(
-            &conv(k),
-            &d(&format!("N=1,C={c},H=8,W=8")),
-            "NCHW",
-            x,
-            &d(&format!("O={o},I={c},H={k},W={k}")),
-            x,
-            bias,
-            false,
-            None,
-            None,
-        )
-        .unwrap()
-    };
-    let big = plan(64, 64, 3, DType::F16, true);
-    assert!(big.flop_per_converted_byte() >= NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE);
-    assert_eq!(
-        (big.layout, big.out_layout),
-        (ConvLayout::Nhwc, ConvLayout::Nchw)
-    );
-    let small = plan(32, 32, 1, DType::F16, true);
-    assert!(small.flop_per_converted_byte() < NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE);
-    assert_eq!(
-        (small.layout, small.out_layout),
-        (ConvLayout::Nchw, ConvLayout::Nchw)
-    );
-    assert_eq!(plan(3, 64, 3, DType::F16, true).layout, ConvLayout::Nchw);
-    // int8 reads NHWC and writes it: the caller converts the i32 output.
-    let int8 = plan(64, 64, 3, DType::I8, false);
-    assert_eq!(
-        (int8.layout, int8.out_layout),
-        (ConvLayout::Nhwc, ConvLayout::Nhwc)
-    );
-    assert_eq!(plan(64, 64, 1, DType::I8, false).layout, ConvLayout::Nhwc);
-    assert_eq!(plan(64, 64, 3, DType::I8, false).out, DType::I32);
-    assert_eq!(plan(64, 64, 3, DType::F32, false).input, DType::F16);
 }
