@@ -421,3 +421,56 @@ fn random_problems_match_the_reference() {
         cuda.name()
     );
 }
+
+/// Narrow Hopper tiles (32 to 224 columns, multiples of 32; the rule's 128-row tiles with three
+/// stages and none in flight, its 64-row tiles with four) forced on problems whose O they fit
+/// or do not fit, with and without splitting K, against the reference (f16 and bf16 inputs).
+#[test]
+fn narrow_hopper_tiles_match_the_reference() {
+    let Some(cuda) = device() else { return };
+    let mut checked = 0;
+    for (ci, problem) in [
+        (2, 64, 9, 11, 96, 1, 1, 0, 1, 1),
+        (1, 96, 14, 14, 160, 1, 1, 0, 1, 1),
+        (2, 40, 7, 7, 24, 3, 1, 1, 1, 1),
+        (1, 128, 10, 10, 200, 3, 2, 1, 1, 1),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        for layout in [ConvLayout::Nhwc, ConvLayout::Nc32hw32] {
+            for (input, out) in [(DType::F16, DType::F16), (DType::BF16, DType::F32)] {
+                let kernel = kernel_for(problem, layout, input, out, true);
+                if !matches!(cuda.conv_path(&kernel), Ok(ConvPath::Hopper(_))) {
+                    // Not a Hopper GPU, or a problem the Hopper kernel does not take.
+                    continue;
+                }
+                let mut paths = Vec::new();
+                for (bm, bn, st, f) in [
+                    (64, 96, 4, 1),
+                    (128, 160, 3, 0),
+                    (64, 32, 4, 1),
+                    (128, 32, 3, 0),
+                    (128, 224, 3, 1),
+                ] {
+                    let tile = HopperTile::new(bm, bn, st)
+                        .and_then(|t| t.with_in_flight(f))
+                        .unwrap();
+                    paths.push(ConvPath::Hopper(tile));
+                    paths.push(ConvPath::Hopper(tile.with_splits(3).unwrap()));
+                }
+                checked += check(
+                    &cuda,
+                    &kernel,
+                    40 + ci as u64,
+                    &paths,
+                    &format!("narrow {ci}"),
+                );
+            }
+        }
+    }
+    eprintln!(
+        "checked {checked} convolutions in narrow tiles on {}",
+        cuda.name()
+    );
+}

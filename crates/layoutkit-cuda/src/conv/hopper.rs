@@ -53,7 +53,8 @@ pub struct HopperTile {
 
 impl HopperTile {
     /// The tile `bm x bn` with `stages` stages (2 to 8): one or two warpgroups of 64 or 128
-    /// rows, `bn` 64, 128 or 256; one group of multiplies in flight with three stages or more,
+    /// rows, `bn` a multiple of 32 up to 256 (`wgmma`'s N; the block's threads load the
+    /// filter rows 16 or 32 at a time); one group of multiplies in flight with three stages or more,
     /// none with two (a step is then loaded while the one before it is multiplied); None for
     /// other shapes.
     pub fn new(bm: usize, bn: usize, stages: usize) -> Option<HopperTile> {
@@ -72,7 +73,7 @@ impl HopperTile {
             in_flight: usize::from(stages >= 3),
             splits: 1,
         };
-        let ok = matches!(bn, 64 | 128 | 256) && (2..=8).contains(&stages);
+        let ok = bn % 32 == 0 && (32..=256).contains(&bn) && (2..=8).contains(&stages);
         (ok && t.shared_bytes() <= SMEM_PER_SM).then_some(t)
     }
 
@@ -217,9 +218,18 @@ pub fn hopper_plan(kernel: &ConvKernel) -> HopperTile {
 /// The candidate tiles for `s`, widest first, none wider than O (wider tiles compute zeros):
 /// 128 x 256 (four stages, one block per SM); 128 x 128 with three stages and no multiplies in
 /// flight across steps (two blocks per SM); 128 x 128 with four stages (one block); 128 x 64
-/// the same two ways; 64 x 64.
+/// the same two ways; 64 x 64. Where O is under 256 and not a multiple of 64 (MobileNetV2's
+/// 16, 24, 96, 144, 160), tiles exactly as wide as O rounded up to 32 come first: 128 rows with
+/// three stages, and 64 rows with four (measured on MobileNetV2's pointwise layers at batch 8,
+/// 32 and 64, every tile forced: 1.1-1.5x over the 64- or 128-column tile, whose last columns
+/// computed zeros; `bench/results/conv.md`).
 fn candidate_tiles(s: &ConvShape) -> Vec<HopperTile> {
-    [
+    let fitted = s.o.next_multiple_of(32);
+    let narrow = (s.o % 64 != 0 && s.o < 256)
+        .then_some([(128, fitted, 3, 0), (64, fitted, 4, 1)])
+        .into_iter()
+        .flatten();
+    let standard = [
         (128, 256, 4, 1),
         (128, 128, 3, 0),
         (128, 128, 4, 1),
@@ -228,9 +238,11 @@ fn candidate_tiles(s: &ConvShape) -> Vec<HopperTile> {
         (64, 64, 4, 1),
     ]
     .into_iter()
-    .filter(|&(_, bn, _, _)| bn <= s.o.max(64))
-    .filter_map(|(bm, bn, st, f)| HopperTile::new(bm, bn, st)?.with_in_flight(f))
-    .collect()
+    .filter(|&(_, bn, _, _)| bn <= s.o.max(64));
+    narrow
+        .chain(standard)
+        .filter_map(|(bm, bn, st, f)| HopperTile::new(bm, bn, st)?.with_in_flight(f))
+        .collect()
 }
 
 /// The candidate with the most blocks for `s` (the last, i.e. smallest, on a tie).

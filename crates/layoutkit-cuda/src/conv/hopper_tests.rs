@@ -30,6 +30,13 @@ fn layer(c: usize, o: usize, hw: usize, stride: usize) -> ConvShape {
 fn tiles_fit_the_shared_memory_and_fill_the_gpu() {
     assert!(HopperTile::new(128, 256, 5).is_none(), "240 KiB");
     assert!(HopperTile::new(96, 128, 4).is_none());
+    // Columns: multiples of 32 up to 256 (narrow output channel counts: 96, 160).
+    for bn in [32, 96, 160, 224] {
+        assert!(HopperTile::new(64, bn, 4).is_some(), "{bn}");
+    }
+    for bn in [16, 48, 80, 288] {
+        assert!(HopperTile::new(64, bn, 4).is_none(), "{bn}");
+    }
     for (c, o, hw, st) in [(64, 64, 56, 1), (256, 256, 14, 1), (512, 512, 7, 1)] {
         let s = layer(c, o, hw, st);
         let t = hopper_tile(&s);
@@ -402,4 +409,21 @@ fn an_nhwc_kernel_writes_nchw_when_asked() {
     dw.shape.conv.groups = s.c;
     dw.shape.o = s.c;
     assert!(out_layout_reason(&dw).is_some() && !depthwise_applies(&dw));
+}
+
+/// Narrow tiles (96 or 160 columns for O = 96 or 160): `wgmma`'s N is the tile's width, and
+/// the filter rows are loaded in whole passes of the block's threads.
+#[test]
+fn narrow_tiles_multiply_their_width_at_once() {
+    let mut k = stem(ConvLayout::Nhwc, 8);
+    k.shape = layer(576, 96, 14, 1);
+    for (bm, bn) in [(64, 96), (128, 96), (64, 160), (128, 32)] {
+        let t = HopperTile::new(bm, bn, 4).unwrap();
+        let src = hopper_source(&k, &t);
+        assert!(src.contains(&format!("m64n{bn}k16")), "{bm}x{bn}");
+        assert!(
+            src.contains(&format!("float acc[1][{}][4]", bn / 8)),
+            "{bm}x{bn}"
+        );
+    }
 }
