@@ -291,7 +291,8 @@ pub fn out_layout_reason(k: &ConvKernel) -> Option<String> {
         .is_some()
     {
         return Some(format!(
-            "the CUDA kernels write the layout they read ({}), or NCHW from an f16/bf16              tensor-core kernel reading NHWC; not {} from {} {}",
+            "the CUDA kernels write the layout they read ({}), or NCHW from an f16/bf16 \
+             tensor-core kernel reading NHWC; not {} from {} {}",
             k.layout.format(),
             k.out_layout.format(),
             k.input,

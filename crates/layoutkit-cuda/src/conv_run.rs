@@ -350,8 +350,8 @@ impl Cuda {
     /// framework's current stream), reading the activations at `x` (the physical array of
     /// `kernel.layout`), the filter at `w` (OHWI) and `kernel.shape.o` f32 bias values at
     /// `bias` (zeros for none: every float kernel reads them; unused by int8 kernels), and
-    /// writing the output at `y` (in `kernel.out_layout`). Returns once queued: nothing is synchronised. Contract: as
-    /// [`Cuda::conv2d_timed`] (the same kernels).
+    /// writing the output at `y` (in `kernel.out_layout`). Returns once queued: nothing is
+    /// synchronised. Contract: as [`Cuda::conv2d_timed`] (the same kernels).
     ///
     /// # Safety
     /// `x`, `w` and `y` must address the bytes [`DeviceConv::bytes`] gives of device memory in

@@ -353,7 +353,10 @@ mod tests {
         /// arbitrary bit patterns mixed, scales across the range, both 8-bit types.
         #[test]
         fn quantising_runs_equal_the_reference(
-            values in proptest::collection::vec((0u8..4, proptest::num::u32::ANY, -300i32..300, -8i32..=8), 0..200),
+            values in proptest::collection::vec(
+                (0u8..4, proptest::num::u32::ANY, -300i32..300, -8i32..=8),
+                0..200,
+            ),
             skip in 0usize..8,
             scale_bits in 0x0000_0001u32..0x7f80_0000,
             signed in proptest::bool::ANY,
@@ -375,14 +378,17 @@ mod tests {
                 .collect();
             let skip = skip.min(src.len());
             let bytes: Vec<u8> = src.iter().flat_map(|v| v.to_le_bytes()).collect();
-            let spec = CastSpec::new(DType::F32, dst, Some(Quantization { scale, zero_point })).unwrap();
+            let quant = Some(Quantization { scale, zero_point });
+            let spec = CastSpec::new(DType::F32, dst, quant).unwrap();
             let n = src.len() - skip;
             let mut got = vec![0u8; n];
             run_kernel(&spec)(&bytes[skip * 4..], &mut got, n, &spec);
             for (i, &x) in src[skip..].iter().enumerate() {
                 let mut want = [0u8; 1];
                 spec.apply(Scalar::F32(x)).write(&mut want);
-                proptest::prop_assert_eq!(got[i], want[0], "x {:e} scale {:e} zp {}", x, scale, zero_point);
+                proptest::prop_assert_eq!(
+                    got[i], want[0], "x {:e} scale {:e} zp {}", x, scale, zero_point
+                );
             }
         }
     }

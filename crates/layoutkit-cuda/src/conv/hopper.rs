@@ -54,9 +54,9 @@ pub struct HopperTile {
 impl HopperTile {
     /// The tile `bm x bn` with `stages` stages (2 to 8): one or two warpgroups of 64 or 128
     /// rows, `bn` a multiple of 32 up to 256 (`wgmma`'s N; the block's threads load the
-    /// filter rows 16 or 32 at a time); one group of multiplies in flight with three stages or more,
-    /// none with two (a step is then loaded while the one before it is multiplied); None for
-    /// other shapes.
+    /// filter rows 16 or 32 at a time); one group of multiplies in flight with three stages or
+    /// more, none with two (a step is then loaded while the one before it is multiplied);
+    /// None for other shapes.
     pub fn new(bm: usize, bn: usize, stages: usize) -> Option<HopperTile> {
         let (warpgroups, mr) = match bm {
             64 => (1, 1),

@@ -60,6 +60,7 @@ pub fn f16_noise(n: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
+/// The elements of `b` (of type `t`) as f64, for comparisons with the reference.
 pub fn values(b: &[u8], t: DType) -> Vec<f64> {
     match t {
         DType::F16 => b
