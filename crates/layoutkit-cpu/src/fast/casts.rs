@@ -194,10 +194,8 @@ fn quantize(x: f32, scale: f32, tiny: f32, zp: i32, lo: i32, hi: i32) -> i32 {
     }
 }
 
-/// The quantisation loop: 16 values at a time in AVX-512 where the CPU has it and
-/// `LAYOUTKIT_CPU_KERNELS` is not `avx2` ([`crate::fast::quant512`]), else 32 at a time in AVX2
-/// and FMA where the CPU has them ([`crate::fast::cast_tiles`]'s quantiser), the scalar loop
-/// for the rest.
+/// The quantisation loop: 32 values at a time in AVX2 and FMA where the CPU has them
+/// (detected once; [`crate::fast::cast_tiles`]'s quantiser), the scalar loop for the rest.
 fn quantize_slice(src: &[f32], dst: &mut [u8], scale: f32, zp: i32, lo: i32, hi: i32) {
     let mut done = 0;
     #[cfg(target_arch = "x86_64")]
@@ -214,16 +212,11 @@ fn quantize_slice(src: &[f32], dst: &mut [u8], scale: f32, zp: i32, lo: i32, hi:
             (0, 255) => Some(false),
             _ => None,
         };
-        if let Some(signed) = signed.filter(|_| src.len().min(dst.len()) >= 16) {
-            if crate::fast::quant512::available() {
-                // SAFETY: the CPU has AVX-512F and DQ (checked).
-                done = unsafe { crate::fast::quant512::quantize_run(src, dst, scale, zp, signed) };
-            } else if has {
-                // SAFETY: AVX2 and FMA are present (checked).
-                unsafe {
-                    let quant = Quant::new(scale, zp, lo, hi);
-                    done = quantize_run(src, dst, &quant, signed);
-                }
+        if let Some(signed) = signed.filter(|_| has && src.len().min(dst.len()) >= 32) {
+            // SAFETY: AVX2 and FMA are present (checked).
+            unsafe {
+                let quant = Quant::new(scale, zp, lo, hi);
+                done = quantize_run(src, dst, &quant, signed);
             }
         }
     }
@@ -390,20 +383,11 @@ mod tests {
             let n = src.len() - skip;
             let mut got = vec![0u8; n];
             run_kernel(&spec)(&bytes[skip * 4..], &mut got, n, &spec);
-            // Each vector kernel on its own as well (the run kernel takes one of them): the
-            // elements it did.
+            // The vector kernel on its own as well: the elements it did.
             let x = &src[skip..];
             let mut direct = Vec::new();
             #[cfg(target_arch = "x86_64")]
             {
-                if crate::fast::quant512::available() {
-                    let mut d = vec![0u8; n];
-                    // SAFETY: AVX-512F and DQ are present (checked).
-                    let done = unsafe {
-                        crate::fast::quant512::quantize_run(x, &mut d, scale, zero_point, signed)
-                    };
-                    direct.push(("avx512", d, done));
-                }
                 if std::arch::is_x86_feature_detected!("avx2")
                     && std::arch::is_x86_feature_detected!("fma")
                 {

@@ -15,8 +15,6 @@ mod casts;
 mod gather;
 mod interleave;
 mod items;
-#[cfg(target_arch = "x86_64")]
-mod quant512;
 mod record_casts;
 mod records;
 mod shape;

@@ -433,7 +433,7 @@ fn avx2() -> bool {
 /// the test command sets it to run the property tests on the AVX2 builds too). Unit tests can
 /// turn it off on their thread (`AVX2_BUILDS`).
 #[cfg(target_arch = "x86_64")]
-pub(super) fn avx512() -> bool {
+fn avx512() -> bool {
     use std::sync::OnceLock;
     static HAS: OnceLock<bool> = OnceLock::new();
     #[cfg(test)]
