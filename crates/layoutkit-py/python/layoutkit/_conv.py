@@ -45,9 +45,11 @@ def conv2d(x: Any, w: Any, *, bias: Any = None, stride: IntPair = 1, padding: In
     CUDA tensors (torch, cupy, or jax through them): layoutkit's tensor-core kernels (warpgroup
     MMA on Hopper, `mma.sync` elsewhere, a direct kernel for groups and odd channel counts) in
     device memory, queued on the caller's current stream with no host copy and no
-    synchronisation. The kernel reads NHWC, NCHW and NC/32HW32 activations in place; other
-    layouts, strided views and other element types are converted first by layoutkit's
-    conversion kernels on the same stream (as is the filter, to OHWI). int8 activations and
+    synchronisation. The kernel reads NHWC, NCHW and NC/32HW32 activations in place (NCHW with
+    enough work per byte is converted to NHWC first, and the kernel then writes NCHW itself);
+    other layouts, strided views and other element types are converted first by layoutkit's
+    conversion kernels on the same stream (as is the filter, to OHWI), and the output where
+    the kernel does not write `output_format` itself. int8 activations and
     filters without a bias run the int8 kernel (exact int32 sums); bf16 the bf16 kernel;
     anything else the f16 kernel (operands rounded to f16; f32 sums). The result is of `x`'s
     kind on its device.
