@@ -101,8 +101,9 @@ fn run_cuda(
     json_out: bool,
 ) -> Result<()> {
     use layoutkit_cuda::conv::{out_layout_reason, ConvKernel, ConvLayout, ConvShape};
-    // `NCHW>NHWC`: NCHW activations converted to NHWC, the NHWC kernel, the output converted
-    // back, timed together; `NCHW-planned`: what `conv` runs for NCHW activations (that route
+    // `NCHW>NHWC`: NCHW activations converted to NHWC and the kernel reading NHWC, which
+    // writes NCHW itself (f16/bf16; int8's output is converted back), timed together;
+    // `NCHW-planned`: what `conv` runs for NCHW activations (that route
     // or the NCHW kernel in place, as ConvKernel::for_problem plans it; see layoutkit-cuda's
     // conv_nchw.rs).
     let kinds: Vec<(ConvLayout, Route)> = layouts
