@@ -8,7 +8,7 @@ are timed with CUDA events, so only GPU time counts: eager PyTorch spends 10-30 
 per call, more than a batch-1 convolution takes. Our kernels are timed by `layoutkit conv bench
 --device cuda` in the same process run (CUDA events around back-to-back launches of the kernel
 alone: GPU time too), in NHWC, NCHW read in place, and NCHW through NHWC (our conversion of the
-input, the NHWC kernel, our conversion of the output, timed together), and NCHW as `conv` plans
+input, then the kernel reading NHWC and writing NCHW, timed together), and NCHW as `conv` plans
 it (one of those two routes). Medians of --repeats.
 
 The layers come from `layoutkit conv bench --list --json --net NET` (ResNet-50, VGG-16,
