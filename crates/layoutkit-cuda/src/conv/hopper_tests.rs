@@ -342,12 +342,8 @@ fn an_nhwc_kernel_writes_nchw_when_asked() {
     let s = layer(128, 96, 14, 1);
     let nhwc = ConvKernel {
         shape: s,
-        layout: ConvLayout::Nhwc,
-        out_layout: ConvLayout::Nhwc,
-        input: DType::F16,
-        out: DType::F16,
-        bias: true,
         relu: false,
+        ..stem(ConvLayout::Nhwc, s.n)
     };
     let k = ConvKernel {
         out_layout: ConvLayout::Nchw,
