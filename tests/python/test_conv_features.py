@@ -52,6 +52,22 @@ def test_conv2d_int8_is_exact():
     assert np.array_equal(y, conv_ref(x, w, 1, 1).astype(np.int64))
 
 
+def test_conv2d_int8_requantised_to_int8():
+    x = rng.integers(-128, 128, (2, 7, 6, 6), dtype=np.int8)
+    w = rng.integers(-128, 128, (5, 7, 3, 3), dtype=np.int8)
+    scale = np.array([0.002, -0.0013, 0.0625, 1.5e-4, 0.004], np.float32)
+    bias = np.array([3.0, -2.5, 0.5, 0.0, 10.0], np.float32)
+    y = lk.conv2d(x, w, padding=1, scale=scale, bias=bias, relu=True, out_dtype=np.int8)
+    assert y.dtype == np.int8
+    acc = conv_ref(x, w, 1, 1).astype(np.int64)
+    v = acc * scale.astype(np.float64)[None, :, None, None] + bias.astype(np.float64)[None, :, None, None]
+    want = np.clip(np.rint(np.maximum(v, 0.0)), -128, 127).astype(np.int8)  # rint: half to even
+    assert np.array_equal(y, want)
+    assert (y == 127).any(), "some outputs saturate"
+    with pytest.raises(ValueError, match="scale has 2 values"):
+        lk.conv2d(x, w, padding=1, scale=[1.0, 2.0], out_dtype=np.int8)
+
+
 def test_conv2d_errors():
     x = np.zeros((1, 8, 5, 5), np.float32)
     with pytest.raises(ValueError, match="conv2d"):
@@ -123,6 +139,9 @@ def test_cuda_kernel_choice_rules():
     # ... and writes the layout it reads (the i32 output is converted after)
     assert _native.conv2d_cuda_kernel(xi, wi, bias=False, relu=False, **conv)[5] == "NHWC"
     assert _native.conv2d_cuda_kernel(xi, wi, bias=True, relu=False, **conv)[:3] == ("NHWC", "f16", "f32")
+    # ... unless requantised to int8 (bias allowed): the int8 kernel writes int8
+    assert _native.conv2d_cuda_kernel(xi, wi, bias=True, relu=False, out_dtype="i8",
+                                      **conv)[:3] == ("NHWC", "i8", "i8")
     # padded blocked activations: the true C from x_dims
     xp = ("NC/32HW32", [2, 2, 14, 14, 32], [12544, 6272, 448, 32, 1], "f16")
     wp = ("OIHW", [32, 48, 3, 3], [432, 9, 3, 1], "f16")

@@ -1,6 +1,6 @@
 """layoutkit.conv2d on CUDA tensors (torch, and cupy where installed): our kernels in device
-memory on the caller's stream, checked against the CPU engines (f32 sums, exact int8) and
-against PyTorch's own convolution. Skipped without a CUDA device (run on the GPU machine)."""
+memory on the caller's stream, checked against the CPU engines (f32 sums, exact int8,
+requantised int8) and against PyTorch's own convolution. Skipped without a CUDA device (run on the GPU machine)."""
 
 import numpy as np
 import pytest
@@ -97,6 +97,23 @@ def test_int8_is_exact(fmt):
     y = lk.conv2d(xf, w.cuda(), padding=1, input_format=fmt, output_format="NCHW", relu=False)
     assert y.dtype == torch.int32
     assert torch.equal(y.cpu(), torch.from_numpy(np.asarray(want)))
+
+
+@pytest.mark.parametrize("fmt", ["NHWC", "NC/32HW32"])
+def test_int8_requantised_to_int8_equals_the_cpu_engine(fmt):
+    g = torch.Generator().manual_seed(11)
+    x = torch.randint(-128, 128, (2, 96, 10, 10), generator=g, dtype=torch.int8)
+    w = torch.randint(-128, 128, (64, 96, 3, 3), generator=g, dtype=torch.int8)
+    scale = (torch.rand(64, generator=g) * 4e-4).numpy()
+    bias = (torch.randn(64, generator=g) * 8).numpy()
+    want = lk.conv2d(x.numpy(), w.numpy(), padding=1, scale=scale, bias=bias, relu=True, out_dtype=np.int8)
+    xf = lk.convert(x.cuda(), "NCHW", fmt)
+    y = lk.conv2d(xf, w.cuda(), padding=1, input_format=fmt, output_format="NCHW", scale=scale, bias=bias,
+                  relu=True, out_dtype=torch.int8)
+    assert y.dtype == torch.int8
+    assert torch.equal(y.cpu(), torch.from_numpy(np.asarray(want)))
+    with pytest.raises(ValueError, match="scale requantises"):
+        lk.conv2d(xf, w.cuda(), padding=1, input_format=fmt, scale=scale)
 
 
 def test_grouped_and_depthwise_run_the_direct_kernel():

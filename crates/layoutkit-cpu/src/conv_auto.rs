@@ -48,7 +48,8 @@ pub fn conv2d_engine(x: &TensorRef<'_>, w: &TensorRef<'_>) -> CpuConvEngine {
     }
 }
 
-/// The convolution of [`conv2d_reference`] by the engine [`conv2d_engine`] chooses, on
+/// The convolution of [`conv2d_reference`] by the engine [`conv2d_engine`] chooses (the
+/// reference where the epilogue has a requantisation scale the blocked engine lacks), on
 /// `threads` threads with the kernel build `kernels` (int8 and blocked engines); returns the
 /// output and the engine that ran.
 ///
@@ -65,7 +66,10 @@ pub fn conv2d_auto(
     threads: usize,
     kernels: ConvKernels,
 ) -> Result<(Vec<u8>, CpuConvEngine), Error> {
-    let engine = conv2d_engine(&x, &w);
+    let engine = match conv2d_engine(&x, &w) {
+        CpuConvEngine::Blocked if epilogue.scale.is_some() => CpuConvEngine::Reference,
+        e => e,
+    };
     let threads = threads.max(1);
     let out = match engine {
         CpuConvEngine::Int8 => conv2d_int8(conv, x, w, epilogue, y, y_dtype, threads, kernels),

@@ -11,7 +11,7 @@ use layoutkit_core::conv::Conv2d;
 use layoutkit_core::{parse_format, CastSpec, DType, Dims, ShapedLayout, Token};
 use rayon::prelude::*;
 
-use crate::conv_reference::check_problem;
+use crate::conv_reference::{check_problem, no_scale};
 use crate::{convert, Epilogue, Error, TensorRef};
 
 /// Output channels per register tile (two AVX vectors).
@@ -118,6 +118,7 @@ pub fn conv2d_fast(
     y_dtype: DType,
     threads: usize,
 ) -> Result<Vec<u8>, Error> {
+    no_scale(epilogue, "fast")?;
     check_problem(conv, x.layout, w.layout, epilogue, y)?;
     let packed = PackedFilter::new(w, conv.groups)?;
     conv2d_fast_packed(conv, x, &packed, epilogue, y, y_dtype, threads)
@@ -173,6 +174,7 @@ pub fn conv2d_fast_packed(
     y_dtype: DType,
     threads: usize,
 ) -> Result<Vec<u8>, Error> {
+    no_scale(epilogue, "fast")?;
     let out = check_problem(conv, x.layout, &w.oihw, epilogue, y)?;
     if w.groups != conv.groups {
         return Err(Error::Unsupported(format!(

@@ -14,11 +14,26 @@ pub struct TensorRef<'a> {
     pub data: &'a [u8],
 }
 
-/// What happens to each output element after the sum: `+ bias[o]`, then `max(0, .)`.
+/// What happens to each output element after the sum: `* scale[o]` (requantisation: the
+/// per-output-channel factor that takes an int8 convolution's i32 sums to the output's
+/// quantised scale), `+ bias[o]`, then `max(0, .)`, each where present. The float engines
+/// take no scale ([`no_scale`]); the reference and the int8 convolution do.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Epilogue<'a> {
     pub bias: Option<&'a [f64]>,
     pub relu: bool,
+    pub scale: Option<&'a [f64]>,
+}
+
+/// Errors when `epilogue` has a requantisation scale: for the engines that have none (the
+/// float convolutions; a scale is for int8 sums).
+pub(crate) fn no_scale(epilogue: &Epilogue<'_>, engine: &str) -> Result<(), Error> {
+    match epilogue.scale {
+        Some(_) => Err(Error::Unsupported(format!(
+            "the {engine} convolution has no requantisation scale (int8 operands have one)"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// `t` as plain `plain` (`NCHW` or `OIHW`) f64 values, logical order.
@@ -70,12 +85,14 @@ pub(crate) fn check_problem(
         )));
     }
     let o = out.entries()[1].1;
-    if let Some(b) = epilogue.bias {
-        if b.len() != o {
-            return Err(conv_err(format!(
-                "the bias has {} values, the output has O = {o} channels",
-                b.len()
-            )));
+    for (what, v) in [("bias", epilogue.bias), ("scale", epilogue.scale)] {
+        if let Some(v) = v {
+            if v.len() != o {
+                return Err(conv_err(format!(
+                    "the {what} has {} values, the output has O = {o} channels",
+                    v.len()
+                )));
+            }
         }
     }
     Ok(out)
@@ -86,7 +103,8 @@ pub(crate) fn check_problem(
 ///
 /// Contract: `y`'s dims are `conv.output_dims(x, w)` (errors otherwise, as for bad parameters,
 /// a bias whose length is not `O`, or buffers that do not match their layouts). Every product is
-/// exact in f64 and the sum is accumulated in f64 in the order `c, kh, kw`; the result is
+/// exact in f64 and the sum is accumulated in f64 in the order `c, kh, kw`, then multiplied
+/// by the scale and added to the bias in f64 (each rounded to f64 once); the result is
 /// rounded once to `y_dtype` (round half to even; integer types saturate, so i8 operands give
 /// the exact i32 sum whenever it fits). Padding of `y`'s layout holds its fill value.
 pub fn conv2d_reference(
@@ -131,6 +149,9 @@ pub fn conv2d_reference(
                                     * wv[((oi * ci + cl) * kh + r) * kw + s];
                             }
                         }
+                    }
+                    if let Some(f) = epilogue.scale {
+                        acc *= f[oi];
                     }
                     if let Some(b) = epilogue.bias {
                         acc += b[oi];

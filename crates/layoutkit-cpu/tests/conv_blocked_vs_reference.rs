@@ -85,7 +85,7 @@ proptest! {
             let xb = convert(&plain_x, &noise_f32(plain_x.elements(), seed), &xs, &CastSpec::identity(DType::F32)).unwrap();
             let wb = noise_f32(ws.elements(), seed + 7);
             let bias: Vec<f64> = (0..groups * og).map(|i| (i as f64) * 0.25 - 1.0).collect();
-            let ep = Epilogue { bias: with_bias.then_some(&bias[..]), relu };
+            let ep = Epilogue { bias: with_bias.then_some(&bias[..]), relu, scale: None };
             let xr = TensorRef { layout: &xs, dtype: DType::F32, data: &xb };
             let wr = TensorRef { layout: &ws, dtype: DType::F32, data: &wb };
             let want = values(&conv2d_reference(&conv, xr, wr, &ep, &ys, DType::F32).unwrap());

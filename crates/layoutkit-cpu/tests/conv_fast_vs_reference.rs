@@ -64,7 +64,7 @@ proptest! {
         let plain_w = shaped("OIHW", &wd);
         let wb = convert(&plain_w, &noise_f32(plain_w.elements(), seed + 7), &ws, &layoutkit_core::CastSpec::identity(DType::F32)).unwrap();
         let bias: Vec<f64> = (0..groups * og).map(|i| (i as f64) * 0.25 - 1.0).collect();
-        let ep = Epilogue { bias: with_bias.then_some(&bias[..]), relu };
+        let ep = Epilogue { bias: with_bias.then_some(&bias[..]), relu, scale: None };
         let xr = TensorRef { layout: &xs, dtype: DType::F32, data: &xb };
         let wr = TensorRef { layout: &ws, dtype: DType::F32, data: &wb };
         prop_assert!(conv2d_fast_supports(&xr));

@@ -1,7 +1,7 @@
 //! The int8 convolution against the f64 reference, on every tile build this CPU runs
 //! (AVX-512 VNNI, AVX2, portable), with exact equality of the output bytes: random problems
-//! (odd channel counts, groups, depthwise, dilation, stride, padding, bias, ReLU), activations
-//! in NCHW, NHWC and NCHW4c, outputs in i32, i8 (saturating) and f32, values drawn from the
+//! (odd channel counts, groups, depthwise, dilation, stride, padding, requantisation scale,
+//! bias, ReLU), activations in NCHW, NHWC and NCHW4c, outputs in i32, i8 (saturating) and f32, values drawn from the
 //! full i8 range or only the extremes -128 and 127 (the inputs where a saturating
 //! `vpmaddubsw` scheme would be wrong), 1 to 3 threads.
 
@@ -94,6 +94,7 @@ fn check(
     x_fmt: &str,
     y_fmt: &str,
     y_dtype: DType,
+    scale: bool,
     bias: bool,
     relu: bool,
     extremes: bool,
@@ -117,9 +118,19 @@ fn check(
     let xb = noise_i8(xs.elements(), seed, extremes);
     let wb = noise_i8(ws.elements(), seed ^ 0x55, extremes);
     let bias_v: Vec<f64> = (0..o).map(|i| i as f64 * 37.5 - 300.0).collect();
+    // Requantisation scales as f32 holds them: dyadic ones (exact products, so halves to
+    // round to even) and others, some negative.
+    let scale_v: Vec<f64> = (0..o)
+        .map(|i| match i % 3 {
+            0 => (1 + i % 7) as f64 / 64.0,
+            1 => -((0.0031 + i as f64 * 0.0017) as f32 as f64),
+            _ => (0.0123 + i as f64 * 0.0009) as f32 as f64,
+        })
+        .collect();
     let ep = Epilogue {
         bias: bias.then_some(&bias_v[..]),
         relu,
+        scale: scale.then_some(&scale_v[..]),
     };
     let x = TensorRef {
         layout: &xs,
@@ -137,7 +148,7 @@ fn check(
         let got = conv2d_int8(&conv, x, w, &ep, &ys, y_dtype, threads, k).unwrap();
         assert!(
             got == want,
-            "{p:?} {x_fmt}->{y_fmt} {y_dtype} bias={bias} relu={relu} build {}",
+            "{p:?} {x_fmt}->{y_fmt} {y_dtype} scale={scale} bias={bias} relu={relu} build {}",
             conv2d_int8_build(k).unwrap()
         );
     }
@@ -172,7 +183,7 @@ fn depthwise_extremes_match_exactly() {
         padding: [1, 1],
         dilation: [1, 1],
     };
-    check(&p, "NHWC", "NCHW", DType::I32, false, false, true, 2, 3);
+    check(&p, "NHWC", "NCHW", DType::I32, false, false, false, true, 2, 3);
 }
 
 #[test]
@@ -190,8 +201,9 @@ fn deep_reductions_of_extremes_match_exactly() {
         padding: [1, 1],
         dilation: [1, 1],
     };
-    check(&p, "NCHW16c", "NHWC", DType::I32, false, false, true, 1, 4);
-    check(&p, "NCHW", "NCHW", DType::I8, true, true, false, 2, 5);
+    check(&p, "NCHW16c", "NHWC", DType::I32, false, false, false, true, 1, 4);
+    check(&p, "NCHW", "NCHW", DType::I8, false, true, true, false, 2, 5);
+    check(&p, "NCHW", "NHWC", DType::I8, true, true, false, true, 2, 6);
 }
 
 proptest! {
@@ -201,6 +213,7 @@ proptest! {
         p in problem(),
         fmt in 0usize..3,
         out in 0usize..3,
+        scale in any::<bool>(),
         bias in any::<bool>(),
         relu in any::<bool>(),
         extremes in any::<bool>(),
@@ -211,6 +224,6 @@ proptest! {
         let c = p.groups * p.cg;
         let x_fmt = if x_fmt == "NCHW4c" && c % 4 != 0 { "NHWC" } else { x_fmt };
         let y_dtype = [DType::I32, DType::I8, DType::F32][out];
-        check(&p, x_fmt, "NCHW", y_dtype, bias, relu, extremes, threads, seed);
+        check(&p, x_fmt, "NCHW", y_dtype, scale, bias, relu, extremes, threads, seed);
     }
 }

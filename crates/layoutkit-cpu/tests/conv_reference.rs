@@ -1,6 +1,7 @@
 //! The reference convolution: a hand-computed case, then its contracts as properties (any
 //! operand layout gives the same values, stride subsamples, padding is zeros, groups split the
-//! channels, i8 sums are exact in i32) and its errors.
+//! channels, i8 sums are exact in i32, requantised i8 outputs round half to even and
+//! saturate) and its errors.
 
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::{parse_format, CastSpec, DType, Dims, ShapedLayout};
@@ -101,6 +102,7 @@ fn a_hand_computed_convolution() {
     let ep = Epilogue {
         bias: Some(&bias),
         relu: true,
+        scale: None,
     };
     let (_, y) = run(
         &Conv2d::default(),
@@ -111,6 +113,78 @@ fn a_hand_computed_convolution() {
         &ep,
     );
     assert_eq!(y, vec![8.0, 4.0, 0.0, 0.0]);
+    // Requantisation: scale first, then bias, then ReLU: -12 * -0.5 + 20 = 26, ... .
+    let scale = [-0.5];
+    let ep = Epilogue {
+        scale: Some(&scale),
+        ..ep
+    };
+    let (_, y) = run(
+        &Conv2d::default(),
+        "N=1,C=1,H=3,W=3",
+        &x,
+        "O=1,I=1,H=2,W=2",
+        &neg,
+        &ep,
+    );
+    assert_eq!(y, vec![26.0, 28.0, 32.0, 34.0]);
+}
+
+#[test]
+fn requantised_i8_output_rounds_halves_to_even_and_saturates() {
+    // One input channel, a 1x1 filter of 1: the sums are the inputs themselves.
+    let x: Vec<u8> = [5i8, 7, -5, 127, -128, 3].iter().map(|&v| v as u8).collect();
+    let xs = shaped("NCHW", "N=1,C=1,H=1,W=6");
+    let ws = shaped("OIHW", "O=1,I=1,H=1,W=1");
+    let ys = shaped("NCHW", "N=1,C=1,H=1,W=6");
+    let tensor = |layout, data| TensorRef {
+        layout,
+        dtype: DType::I8,
+        data,
+    };
+    let scale = [0.5];
+    let bias = [0.0];
+    let out = |relu: bool, bias: Option<&[f64]>, scale: f64| {
+        let scale = [scale];
+        let ep = Epilogue {
+            bias,
+            relu,
+            scale: Some(&scale),
+        };
+        conv2d_reference(
+            &Conv2d::default(),
+            tensor(&xs, &x),
+            tensor(&ws, &[1u8]),
+            &ep,
+            &ys,
+            DType::I8,
+        )
+        .unwrap()
+        .iter()
+        .map(|&b| b as i8)
+        .collect::<Vec<i8>>()
+    };
+    // 2.5 -> 2, 3.5 -> 4, -2.5 -> -2, 63.5 -> 64, -64, 1.5 -> 2.
+    assert_eq!(out(false, None, scale[0]), vec![2, 4, -2, 64, -64, 2]);
+    assert_eq!(out(true, Some(&bias), scale[0]), vec![2, 4, 0, 64, 0, 2]);
+    // x 3: 381 and -384 saturate.
+    assert_eq!(out(false, None, 3.0), vec![15, 21, -15, 127, -128, 9]);
+    // A scale of the wrong length is an error.
+    let two = [1.0, 2.0];
+    let ep = Epilogue {
+        scale: Some(&two),
+        ..Epilogue::default()
+    };
+    let e = conv2d_reference(
+        &Conv2d::default(),
+        tensor(&xs, &x),
+        tensor(&ws, &[1u8]),
+        &ep,
+        &ys,
+        DType::I8,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("the scale has 2 values"), "{e}");
 }
 
 /// A random convolution problem: (conv, x dims, w dims).
@@ -395,6 +469,7 @@ fn bad_problems_are_errors_that_name_the_operands() {
     let ep = Epilogue {
         bias: Some(&bias),
         relu: false,
+        scale: None,
     };
     let e = conv2d_reference(&Conv2d::default(), xr, wr, &ep, &right, DType::F32).unwrap_err();
     assert!(e.to_string().contains("the bias has 2 values"), "{e}");

@@ -7,8 +7,9 @@
 //! `ldmatrix`.
 //!
 //! * Element types: f16 or bf16 inputs with f32 sums (`m16n8k16`; f16 or f32 output for f16,
-//!   bf16 or f32 for bf16; optional bias and ReLU), or int8 inputs with i32 sums (`m16n8k32`,
-//!   exact i32 output, optional ReLU).
+//!   bf16 or f32 for bf16; optional bias and ReLU), or int8 inputs with i32 sums (`m16n8k32`:
+//!   the exact i32 sums with optional ReLU, or requantised to i8 with a per-channel scale and
+//!   bias, [`requant`]).
 //! * Layouts ([`ConvLayout`]), the same for activations and output: NHWC and NC/32HW32 load
 //!   16 consecutive bytes of channels per `cp.async` (a 64-byte K step is one pixel's
 //!   channel block in NC/32HW32); NCHW has no run of channels, so each thread loads its
@@ -32,6 +33,7 @@ mod depthwise;
 mod direct;
 mod hopper;
 mod hopper_k;
+pub mod requant;
 mod source;
 pub mod splitk;
 mod staged;
@@ -39,6 +41,7 @@ pub use depthwise::{depthwise_applies, depthwise_launch, depthwise_source, OUTPU
 pub use direct::{direct_grid, direct_source, direct_unsupported_reason, DIRECT_THREADS};
 pub use hopper::{hopper_plan, hopper_source, hopper_tile, hopper_unsupported_reason, HopperTile};
 pub use hopper_k::HopperK;
+pub use requant::{channel_params, requantised};
 pub use source::conv_source;
 
 /// CUDA device function rounding an f32 to f16 bits (nearest even), shared by the kernels.
@@ -102,7 +105,8 @@ impl ConvLayout {
 
 /// One generated kernel: the problem, the layouts it reads and writes, the input element type
 /// (f16, bf16 or i8; the filter has the same), the output element type (f16 or f32 for f16
-/// inputs, bf16 or f32 for bf16, i32 for i8) and the epilogue (bias, not for i8; ReLU).
+/// inputs, bf16 or f32 for bf16, i32 (the exact sums) or i8 (requantised: per-channel scale,
+/// [`requant`]) for i8) and the epilogue (bias, not for an i32 output; ReLU).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConvKernel {
     pub shape: ConvShape,
@@ -134,9 +138,10 @@ impl ConvKernel {
     /// type `x_dtype` in the layout `x_format` and a filter with dims `w_dims` (O, I, H, W) of
     /// type `w_dtype`; the rules the command line and the Python package share:
     ///
-    /// * i8 activations and filter with no bias run the int8 kernel (exact i32 sums, i32
-    ///   output); bf16 activations the bf16 kernel; everything else the f16 kernel (operands
-    ///   rounded to f16 when they are of another type), both with f32 sums;
+    /// * i8 activations and filter run the int8 kernel (exact i32 sums) with no bias (i32
+    ///   output), or with `out` i8 (requantised with a per-channel scale, bias allowed; the
+    ///   scale is given at launch); bf16 activations the bf16 kernel; everything else the f16
+    ///   kernel (operands rounded to f16 when they are of another type), both with f32 sums;
     /// * the kernel reads the activations in `x_format` when it has that layout (NHWC, NCHW,
     ///   NC/32HW32), else in NHWC, and writes its output in the same layout; NCHW activations
     ///   of a problem a tensor-core kernel takes are planned through NHWC (converted first)
@@ -148,7 +153,8 @@ impl ConvKernel {
     ///   asked (no conversion pass after it); other requests leave the output in the
     ///   kernel's input layout for the caller to convert;
     /// * the output type is `out` when the kernel writes it (f16 or f32 for f16, bf16 or f32
-    ///   for bf16, i32 for int8), else f32 (i32 for int8); the caller converts from there.
+    ///   for bf16, i32 or i8 for int8), else f32 (i32 for int8); the caller converts from
+    ///   there.
     ///
     /// Errors: dims that do not make a convolution (see [`Conv2d::output_dims`]).
     #[allow(clippy::too_many_arguments)]
@@ -165,7 +171,7 @@ impl ConvKernel {
         y_format: Option<&str>,
     ) -> Result<ConvKernel, layoutkit_core::Error> {
         let y_dims = conv.output_dims(x_dims, w_dims)?;
-        let int8 = x_dtype == DType::I8 && w_dtype == DType::I8 && !bias;
+        let int8 = x_dtype == DType::I8 && w_dtype == DType::I8 && (!bias || out == Some(DType::I8));
         let input = if int8 {
             DType::I8
         } else if x_dtype == DType::BF16 {
@@ -177,6 +183,7 @@ impl ConvKernel {
             .filter(|l| !(int8 && *l == ConvLayout::Nchw))
             .unwrap_or(ConvLayout::Nhwc);
         let out = match (input, out) {
+            (DType::I8, Some(DType::I8)) => DType::I8,
             (DType::I8, _) => DType::I32,
             (DType::F16, Some(DType::F16)) => DType::F16,
             (DType::BF16, Some(DType::BF16)) => DType::BF16,
@@ -311,20 +318,16 @@ pub fn unsupported_reason(k: &ConvKernel) -> Option<String> {
     match (k.input, k.out) {
         (DType::F16, DType::F16 | DType::F32) => {}
         (DType::BF16, DType::BF16 | DType::F32) => {}
-        (DType::I8, DType::I32) => {}
+        (DType::I8, DType::I32 | DType::I8) => {}
         (i, o) => {
             return Some(format!(
                 "the CUDA kernel takes f16 inputs (f16 or f32 output), bf16 (bf16 or f32) or \
-                 i8 (i32 output), not {i} -> {o}"
+                 i8 (i32 or requantised i8 output), not {i} -> {o}"
             ))
         }
     }
-    if k.input == DType::I8 && (k.layout == ConvLayout::Nchw || k.bias) {
-        return Some(
-            "int8 convolution on the GPU reads NHWC or NC/32HW32 and has no bias (exact i32 \
-             sums)"
-                .into(),
-        );
+    if let Some(why) = int8_reason(k) {
+        return Some(why);
     }
     let kc = k.step_channels();
     if s.c % kc != 0 {
@@ -348,6 +351,23 @@ pub fn unsupported_reason(k: &ConvKernel) -> Option<String> {
         return Some("tensors of 2^31 elements or more are not in the CUDA kernel yet".into());
     }
     out_layout_reason(k)
+}
+
+/// Why the int8 kernels do not take `k` (its channel count aside), or None: they read NHWC
+/// or NC/32HW32, and a bias needs the requantised (i8) output (the i32 output is the exact
+/// sums).
+fn int8_reason(k: &ConvKernel) -> Option<String> {
+    if k.input != DType::I8 {
+        return None;
+    }
+    if k.layout == ConvLayout::Nchw {
+        return Some("int8 convolution on the GPU reads NHWC or NC/32HW32, not NCHW".into());
+    }
+    (k.bias && k.out == DType::I32).then(|| {
+        "int8 convolution on the GPU adds a bias only when requantising to i8 (its i32 output \
+         is the exact sums)"
+            .into()
+    })
 }
 
 /// Streaming multiprocessors assumed when choosing tiles (the H100 has 132, the H200 132).

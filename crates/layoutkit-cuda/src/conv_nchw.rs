@@ -77,10 +77,9 @@ impl Cuda {
         };
         let d_x = self.stream.clone_htod(x).map_err(htod)?;
         let d_w = self.stream.clone_htod(w).map_err(htod)?;
-        let d_b = self
-            .stream
-            .clone_htod(&vec![0f32; s.o.max(1)])
-            .map_err(htod)?;
+        let mut params = crate::conv::channel_params(kernel, None, None);
+        params.push(0.0);
+        let d_b = self.stream.clone_htod(&params).map_err(htod)?;
         let (mut d_xn, mut d_yn, mut d_y) = (alloc(x_bytes)?, alloc(y_bytes)?, alloc(y_bytes)?);
         let timing = {
             let (xp, _a) = d_x.device_ptr(&self.stream);

@@ -135,9 +135,9 @@ impl Cuda {
     }
 
     /// Runs `kernel` once: convolves `x` (the physical array in `kernel.layout`, of
-    /// `kernel.input`) with `w` (OHWI, same type), adds `bias` (O values; f16 inputs only) and
-    /// applies ReLU when `kernel.relu`; returns the output in `kernel.out_layout` of
-    /// `kernel.out`.
+    /// `kernel.input`) with `w` (OHWI, same type), multiplies by `scale` (O values; a
+    /// requantised int8 kernel only, ones where None), adds `bias` (O values) and applies
+    /// ReLU when `kernel.relu`; returns the output in `kernel.out_layout` of `kernel.out`.
     /// Then runs `repeats` more times on the same device memory, each timed with CUDA events
     /// around `launches` back-to-back launches (the time is per launch).
     ///
@@ -147,19 +147,21 @@ impl Cuda {
     /// groups, depthwise, any channel count; [`crate::conv::direct_unsupported_reason`]).
     ///
     /// Contract: errors (naming the tensor-core kernel's reason) for problems neither kernel
-    /// takes, buffers of the wrong size, a bias that does not match `kernel.bias`, and GPUs
-    /// older than sm_80. f16: f32 sums of exact products; int8: exact i32 sums.
+    /// takes, buffers of the wrong size, a bias that does not match `kernel.bias`, a scale for
+    /// a kernel that does not requantise ([`crate::conv::requantised`]), and GPUs older than
+    /// sm_80. f16: f32 sums of exact products; int8: exact i32 sums (requantised: the
+    /// reference convolution's bytes, [`crate::conv::requant`]).
     pub fn conv2d_timed(
         &self,
         kernel: &ConvKernel,
         x: &[u8],
         w: &[u8],
-        bias: Option<&[f32]>,
+        (bias, scale): (Option<&[f32]>, Option<&[f32]>),
         repeats: usize,
         launches: usize,
     ) -> Result<(Vec<u8>, Timing), Error> {
         let path = self.conv_path(kernel)?;
-        self.conv2d_timed_with(kernel, path, x, w, bias, repeats, launches)
+        self.conv2d_timed_with(kernel, path, x, w, (bias, scale), repeats, launches)
     }
 
     /// [`Cuda::conv2d_timed`] with the kernel `path` chosen by the caller (to compare them).
@@ -173,7 +175,7 @@ impl Cuda {
         path: ConvPath,
         x: &[u8],
         w: &[u8],
-        bias: Option<&[f32]>,
+        (bias, scale): (Option<&[f32]>, Option<&[f32]>),
         repeats: usize,
         launches: usize,
     ) -> Result<(Vec<u8>, Timing), Error> {
@@ -183,22 +185,27 @@ impl Cuda {
                 "the bias given does not match the kernel's (ConvKernel::bias)".into(),
             ));
         }
+        if scale.is_some() && !crate::conv::requantised(kernel) {
+            return Err(Error::Unsupported(format!(
+                "a requantisation scale is for int8 convolutions with an i8 output, not {} -> {}",
+                kernel.input, kernel.out
+            )));
+        }
         conv.check_sizes(x.len(), w.len(), conv.y_bytes)?;
         let o = kernel.shape.o;
-        let bias: Vec<f32> = match bias {
-            Some(b) if b.len() == o => b.to_vec(),
-            Some(b) => {
+        for (what, v) in [("bias", bias), ("scale", scale)] {
+            if let Some(v) = v.filter(|v| v.len() != o) {
                 return Err(Error::Unsupported(format!(
-                    "the bias has {} values, the output has O = {o}",
-                    b.len()
-                )))
+                    "the {what} has {} values, the output has O = {o}",
+                    v.len()
+                )));
             }
-            None => vec![0.0; o],
-        };
+        }
+        let params = crate::conv::channel_params(kernel, bias, scale);
         let map = |e| Error::driver("cuMemcpyHtoD", e);
         let d_x = self.stream.clone_htod(x).map_err(map)?;
         let d_w = self.stream.clone_htod(w).map_err(map)?;
-        let d_b = self.stream.clone_htod(&bias).map_err(map)?;
+        let d_b = self.stream.clone_htod(&params).map_err(map)?;
         let alloc = |bytes: usize| {
             self.stream
                 .alloc_zeros::<u8>(bytes.max(1))
@@ -348,15 +355,18 @@ impl Cuda {
 
     /// Queues `conv` on `stream` (a raw `CUstream` of this GPU's primary context, e.g. a
     /// framework's current stream), reading the activations at `x` (the physical array of
-    /// `kernel.layout`), the filter at `w` (OHWI) and `kernel.shape.o` f32 bias values at
-    /// `bias` (zeros for none: every float kernel reads them; unused by int8 kernels), and
+    /// `kernel.layout`), the filter at `w` (OHWI) and the per-channel parameters at `bias`
+    /// ([`crate::conv::channel_params`]: O f32 bias values, zeros for none, which every float
+    /// kernel reads; 2 x O for a requantised int8 kernel, the scales then the biases; unused
+    /// by int8 kernels with an i32 output), and
     /// writing the output at `y` (in `kernel.out_layout`). Returns once queued: nothing is
     /// synchronised. Contract: as [`Cuda::conv2d_timed`] (the same kernels).
     ///
     /// # Safety
     /// `x`, `w` and `y` must address the bytes [`DeviceConv::bytes`] gives of device memory in
     /// this GPU's primary context (readable, readable, writable), `bias` `4 * O` readable bytes
-    /// (any address for int8 kernels), all valid until the queued work has run; `y` must not
+    /// (`8 * O` for a requantised int8 kernel, any address for an int8 kernel with an i32
+    /// output), all valid until the queued work has run; `y` must not
     /// overlap the others; `stream` must be a live stream of that context. A `conv` that
     /// splits K ([`DeviceConv::workspace_bytes`] > 0) keeps one workspace: its runs must not
     /// overlap in time (queue them on one stream, or order the streams); otherwise use one

@@ -11,8 +11,7 @@
 //! route through NHWC: `cuda_conv_nchw.rs`.)
 
 use layoutkit_core::conv::Conv2d;
-use layoutkit_core::{parse_format, DType, Dims};
-use layoutkit_cpu::{conv2d_reference, Epilogue, TensorRef};
+use layoutkit_core::DType;
 use layoutkit_cuda::conv::HopperTile;
 use layoutkit_cuda::conv::{
     conv_source, direct_source, direct_unsupported_reason, out_layout_reason, unsupported_reason,
@@ -21,7 +20,7 @@ use layoutkit_cuda::conv::{
 use layoutkit_cuda::{ConvPath, Cuda};
 
 mod common;
-use common::{bf16_noise, device, f16_noise, i8_noise, kernel_for, values, xorshift, Problem};
+use common::{check, device, kernel_for, xorshift, Problem};
 
 /// Every Hopper tile shape, with three to five stages, one group of multiplies in flight or
 /// none.
@@ -135,82 +134,6 @@ fn the_kernel_source_names_its_contract() {
 /// Runs `kernel` on data from `seed` with each of `paths` and checks every output against the
 /// reference convolution: exact for int8, relative error under 1e-2 otherwise (issue 7's
 /// bound). Returns how many runs were checked.
-fn check(cuda: &Cuda, kernel: &ConvKernel, seed: u64, paths: &[ConvPath], what: &str) -> usize {
-    let s = &kernel.shape;
-    let (input, out) = (kernel.input, kernel.out);
-    let xd = Dims::parse(&format!("N={},C={},H={},W={}", s.n, s.c, s.h, s.w)).unwrap();
-    let wd = Dims::parse(&format!(
-        "O={},I={},H={},W={}",
-        s.o,
-        s.c / s.conv.groups,
-        s.kh,
-        s.kw
-    ))
-    .unwrap();
-    let yd = s.conv.output_dims(&xd, &wd).unwrap();
-    let e = |i: usize| yd.entries()[i].1;
-    assert_eq!((e(2), e(3)), (s.oh, s.ow), "{what}: output extents");
-    let ws = parse_format("OHWI").unwrap().shaped(&wd).unwrap();
-    let xs = parse_format(kernel.layout.format())
-        .unwrap()
-        .shaped(&xd)
-        .unwrap();
-    let ys = parse_format(kernel.out_layout.format())
-        .unwrap()
-        .shaped(&yd)
-        .unwrap();
-    let bias: Vec<f64> = (0..s.o).map(|i| (i % 7) as f64 * 0.5 - 1.5).collect();
-    let bias32: Vec<f32> = bias.iter().map(|&v| v as f32).collect();
-    let noise = |n: usize, seed: u64| match input {
-        DType::I8 => i8_noise(n, seed),
-        DType::BF16 => bf16_noise(n, seed),
-        _ => f16_noise(n, seed),
-    };
-    let (xb, wb) = (noise(xs.elements(), seed), noise(ws.elements(), 100 + seed));
-    let ep = Epilogue {
-        bias: kernel.bias.then_some(&bias[..]),
-        relu: kernel.relu,
-    };
-    let tensor = |layout, data| TensorRef {
-        layout,
-        dtype: input,
-        data,
-    };
-    let want = values(
-        &conv2d_reference(&s.conv, tensor(&xs, &xb), tensor(&ws, &wb), &ep, &ys, out).unwrap(),
-        out,
-    );
-    let b = kernel.bias.then_some(&bias32[..]);
-    for &p in paths {
-        let (got, _) = cuda
-            .conv2d_timed_with(kernel, p, &xb, &wb, b, 0, 1)
-            .unwrap();
-        let got = values(&got, out);
-        assert_eq!(got.len(), want.len());
-        let what = format!(
-            "{what} {}->{} {input}->{out} ({p})",
-            kernel.layout.format(),
-            kernel.out_layout.format()
-        );
-        if input == DType::I8 {
-            assert!(got == want, "{what}: not exact");
-            eprintln!("{what}: exact");
-        } else {
-            let err: f64 = got
-                .iter()
-                .zip(&want)
-                .map(|(a, b)| (a - b) * (a - b))
-                .sum::<f64>()
-                .sqrt();
-            let norm: f64 = want.iter().map(|v| v * v).sum::<f64>().sqrt();
-            let rel = err / norm.max(1e-30);
-            assert!(rel < 1e-2, "{what}: relative error {rel}");
-            eprintln!("{what}: relative error {rel:.2e}");
-        }
-    }
-    paths.len()
-}
-
 /// The kernels to check `kernel` with: the device's choice and, where that is the Hopper
 /// kernel and the output is 16-bit, every Hopper tile (two of them, 256 x 64 and 128 x 256,
 /// also with K split among 3 blocks; one with one group of multiplies in flight, one with
@@ -273,6 +196,7 @@ fn tensor_core_convolution_matches_the_reference() {
         (DType::BF16, DType::F32, false),
         (DType::BF16, DType::BF16, true),
         (DType::I8, DType::I32, true),
+        (DType::I8, DType::I8, true),
     ];
     let mut checked = 0;
     for (ci, &problem) in cases.iter().enumerate() {
@@ -390,7 +314,8 @@ fn random_problems_match_the_reference() {
             (DType::F16, DType::F16),
             (DType::BF16, DType::BF16),
             (DType::I8, DType::I32),
-        ][pick(4)];
+            (DType::I8, DType::I8),
+        ][pick(5)];
         let mut kernel = kernel_for(problem, layout, input, out, pick(2) == 0);
         // Half the NHWC problems write NCHW where a kernel does (NCHW's route through NHWC).
         let to_nchw = ConvKernel {

@@ -123,10 +123,11 @@ pub fn conv2d_output(
 }
 
 /// Convolves CPU arrays: `x` and `w` read in place (any layouts, strided views too), an
-/// optional bias (f64 values, one per output channel), ReLU; writes the output (row-major,
-/// `output_format`, `out_dtype`) to address `y` of `y_len` bytes. GIL released.
+/// optional requantisation scale and bias (f64 values, one per output channel; the scale for
+/// int8 operands), ReLU; writes the output (row-major, `output_format`, `out_dtype`) to
+/// address `y` of `y_len` bytes. GIL released.
 #[pyfunction]
-#[pyo3(signature = (x, w, bias, y, y_len, stride, padding, dilation, groups, relu, output_format = None, out_dtype = None, threads = 1, x_dims = None))]
+#[pyo3(signature = (x, w, bias, y, y_len, stride, padding, dilation, groups, relu, output_format = None, out_dtype = None, threads = 1, x_dims = None, scale = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn conv2d_cpu(
     py: Python<'_>,
@@ -144,6 +145,7 @@ pub fn conv2d_cpu(
     out_dtype: Option<&Bound<'_, PyAny>>,
     threads: usize,
     x_dims: Option<&Bound<'_, PyAny>>,
+    scale: Option<Vec<f64>>,
 ) -> PyResult<()> {
     let Problem {
         conv,
@@ -196,6 +198,7 @@ pub fn conv2d_cpu(
         let epilogue = Epilogue {
             bias: bias.as_deref(),
             relu,
+            scale: scale.as_deref(),
         };
         // As `layoutkit conv` chooses (`conv2d_engine`): int8 for i8 operands, the
         // register-blocked engine for f32 NCHW/NHWC/NCHW<x>c, else (strided views included)

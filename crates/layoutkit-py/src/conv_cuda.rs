@@ -104,9 +104,12 @@ pub fn conv2d_cuda_kernel(
         x_dims,
         output_format,
     )?;
-    if let Some(why) = layoutkit_cuda::conv::unsupported_reason(&k)
-        .filter(|_| layoutkit_cuda::conv::direct_unsupported_reason(&k).is_some())
-    {
+    // Some kernel takes it: `mma.sync`, the Hopper kernel (on sm_90; elsewhere the call
+    // names why not) or the direct kernel.
+    if let Some(why) = layoutkit_cuda::conv::unsupported_reason(&k).filter(|_| {
+        layoutkit_cuda::conv::hopper_unsupported_reason(&k).is_some()
+            && layoutkit_cuda::conv::direct_unsupported_reason(&k).is_some()
+    }) {
         return Err(value_error(why));
     }
     let s = &k.shape;
@@ -133,8 +136,9 @@ type Prepared = Mutex<HashMap<(usize, usize, String), Arc<DeviceConv>>>;
 
 /// Queues the convolution on CUDA device `device`, stream `stream`: `x`, `w`, `b` and `y` are
 /// device addresses of the operands [`conv2d_cuda_kernel`] describes for the same arguments
-/// (`output_format` included; `b`: O f32 values, zeros for none; ignored by int8 kernels),
-/// `*_len` their sizes in bytes (checked).
+/// (`output_format` included; `b`: the per-channel parameters, f32: O bias values, zeros for
+/// none; for int8 requantised to i8 the O scales then the O biases; ignored by int8 kernels
+/// with an i32 output), `*_len` their sizes in bytes (checked).
 #[pyfunction]
 #[pyo3(signature = (device, x, w, stride, padding, dilation, groups, bias, relu, out_dtype, pointers, stream, x_dims = None, output_format = None))]
 #[allow(clippy::too_many_arguments)]
@@ -169,8 +173,9 @@ pub fn conv2d_cuda(
         x_dims,
         output_format,
     )?;
-    if k.input != DType::I8 && bias && pointers.2 == 0 {
-        return Err(value_error("the bias pointer is null"));
+    let requant = layoutkit_cuda::conv::requantised(&k);
+    if (k.input != DType::I8 && bias || requant) && pointers.2 == 0 {
+        return Err(value_error("the bias (channel parameters) pointer is null"));
     }
     let (xp, wp, bp, yp) = pointers;
     py.detach(|| {
@@ -193,8 +198,8 @@ pub fn conv2d_cuda(
         };
         // SAFETY: the package passes device addresses of tensors it holds on `device` (the
         // primary context, where PyTorch and CuPy allocate) with their sizes in bytes (checked
-        // against the kernel's), a bias of O f32 values, a fresh output, and the caller's live
-        // current stream.
+        // against the kernel's), the per-channel parameters (O f32 values, 2 x O for a
+        // requantised int8 kernel), a fresh output, and the caller's live current stream.
         unsafe { cuda.conv2d_on_stream(&conv, xp, wp, bp, yp, stream as _) }.map_err(cuda_error)
     })
 }

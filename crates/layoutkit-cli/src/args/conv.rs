@@ -47,7 +47,9 @@ pub struct ConvBenchArgs {
     #[arg(long)]
     pub layouts: Option<String>,
     /// Input element types on CUDA (comma-separated): f16 and bf16 (f32 sums, output of the
-    /// input's type) and i8 (exact i32 sums and output; NHWC and NC/32HW32, C a multiple of 64).
+    /// input's type), i8 (exact i32 sums and output; NHWC and NC/32HW32; C a multiple of 16 on
+    /// Hopper GPUs (wgmma), of 64 elsewhere (mma.sync)) and i8q (i8 requantised to an i8
+    /// output with a per-channel scale in the epilogue).
     #[arg(long, default_value = "f16")]
     pub types: String,
     /// Only the layers whose name contains this (e.g. 3x3).
@@ -61,9 +63,9 @@ pub struct ConvBenchArgs {
     pub threads: Option<usize>,
     /// Where to run: cpu (the fast engine, f32, every layout in --layouts) or cuda (the
     /// tensor-core kernels reading the activations in each of --layouts, OHWI filter: wgmma
-    /// on Hopper GPUs where C is a multiple of 64, else mma.sync where C is a multiple of 32,
-    /// else the direct kernel (f16: the stem's C = 3, groups); the last column names the
-    /// kernel).
+    /// on Hopper GPUs (f16/bf16 any C without groups, int8 C a multiple of 16), else mma.sync
+    /// where C is a multiple of 32 (int8: 64), else the direct kernel (f16: groups,
+    /// depthwise); the last column names the kernel).
     #[arg(long, value_enum, default_value = "cpu")]
     pub device: Device,
     /// Print the layer list (after --filter) and time nothing; with --json, one object per
@@ -141,6 +143,12 @@ pub struct ConvArgs {
     /// Bias .npy: O values, added to each output channel.
     #[arg(long)]
     pub bias: Option<PathBuf>,
+    /// Requantisation scale .npy: O values; each output channel's sum is multiplied by its
+    /// value before the bias (int8 operands: `y = round(sum * scale + bias)`, saturated to
+    /// --output-dtype, e.g. i8; the CPU's int8 engine, the reference and the CUDA int8
+    /// kernels with an i8 output take it).
+    #[arg(long)]
+    pub scale: Option<PathBuf>,
     /// Apply max(0, x) after the bias.
     #[arg(long)]
     pub relu: bool,
@@ -159,7 +167,7 @@ pub struct ConvArgs {
     /// Where to run: cpu (--engine), or cuda (the tensor-core kernels, reading NHWC, NCHW or
     /// NC/32HW32 activations in place and others converted to NHWC; f16 or bf16 with f32
     /// sums, or, for i8 activations and filter without bias, int8 with exact i32 sums; wgmma
-    /// on Hopper GPUs for f16/bf16 NHWC and NC/32HW32 with C a multiple of 64, else mma.sync;
+    /// on Hopper GPUs (f16/bf16 without groups, int8 with C a multiple of 16), else mma.sync;
     /// groups, depthwise and other channel counts in f16 run a direct kernel; the filter goes
     /// over as OHWI, the output is converted to --output-format on the host).
     #[arg(long, value_enum, default_value = "cpu")]

@@ -48,13 +48,14 @@ fn operand(
     Ok((shaped, array.header.dtype, array.data.to_vec()))
 }
 
-/// The bias file's values as f64 (any element type, one value per output channel).
-fn read_bias(path: &Path) -> Result<Vec<f64>> {
+/// A bias or scale file's values as f64 (any element type, one value per output channel;
+/// `what` names it in errors).
+fn read_channel_values(path: &Path, what: &str) -> Result<Vec<f64>> {
     let file = read_input(path)?;
     let array = npy::decode(&file).with_context(|| input_name(path))?;
     if array.header.shape.len() != 1 {
         bail!(
-            "{} has shape {}; a bias is one value per output channel",
+            "{} has shape {}; a {what} is one value per output channel",
             input_name(path),
             list(&array.header.shape)
         );
@@ -91,10 +92,12 @@ pub fn run(a: &ConvArgs, json_out: bool) -> Result<()> {
         None if x_dtype.is_float() => x_dtype,
         None => DType::I32,
     };
-    let bias = a.bias.as_deref().map(read_bias).transpose()?;
+    let bias = a.bias.as_deref().map(|p| read_channel_values(p, "bias")).transpose()?;
+    let scale = a.scale.as_deref().map(|p| read_channel_values(p, "scale")).transpose()?;
     let epilogue = Epilogue {
         bias: bias.as_deref(),
         relu: a.relu,
+        scale: scale.as_deref(),
     };
     let xr = TensorRef {
         layout: &x,
@@ -210,8 +213,9 @@ pub fn run(a: &ConvArgs, json_out: bool) -> Result<()> {
 }
 
 /// The convolution on the GPU. The kernel reads the activations in their own layout when it
-/// has it (NHWC, NCHW, NC/32HW32), else in NHWC; i8 activations and filter (no bias) run the
-/// int8 kernel with exact i32 sums, bf16 activations the bf16 kernel, everything else f16,
+/// has it (NHWC, NCHW, NC/32HW32), else in NHWC; i8 activations and filter run the int8
+/// kernel with exact i32 sums (no bias; or requantised with the scale and bias when `y_dtype`
+/// is i8; the scale and bias are rounded to f32), bf16 activations the bf16 kernel, everything else f16,
 /// both with f32 sums (operands rounded on the host, exact when already of that type). The
 /// filter goes over as OHWI; the kernel's output (f32 or i32, in the layout it writes: NCHW
 /// when `y` is NCHW and an f16/bf16 kernel reads NHWC, else the layout it reads) is converted
@@ -236,7 +240,8 @@ fn conv_cuda(
         w.dtype,
         epilogue.bias.is_some(),
         epilogue.relu,
-        None,
+        // int8 operands requantised to an i8 output: the kernel writes i8 itself.
+        (y_dtype == DType::I8).then_some(DType::I8),
         Some(&y.layout().to_string()),
     )?;
     let (input, layout) = (kernel.input, kernel.layout);
@@ -251,9 +256,18 @@ fn conv_cuda(
     };
     let xb = to(x, layout.format(), &xd)?;
     let wb = to(w, "OHWI", &wd)?;
-    let bias: Option<Vec<f32>> = epilogue.bias.map(|b| b.iter().map(|&v| v as f32).collect());
+    let f32s = |v: &[f64]| -> Vec<f32> { v.iter().map(|&v| v as f32).collect() };
+    let bias = epilogue.bias.map(f32s);
+    let scale = epilogue.scale.map(f32s);
     let gpu = layoutkit_cuda::Cuda::new(0)?;
-    let (raw, _) = gpu.conv2d_timed(&kernel, &xb, &wb, bias.as_deref(), 0, 1)?;
+    let (raw, _) = gpu.conv2d_timed(
+        &kernel,
+        &xb,
+        &wb,
+        (bias.as_deref(), scale.as_deref()),
+        0,
+        1,
+    )?;
     let plain = parse_format(kernel.out_layout.format())?.shaped(&out)?;
     Ok(layoutkit_cpu::convert(
         &plain,

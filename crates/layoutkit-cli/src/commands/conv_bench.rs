@@ -92,8 +92,9 @@ pub fn run(a: &ConvBenchArgs, json_out: bool) -> Result<()> {
     super::conv_bench_cpu::run(a, &layers, &layouts, threads, json_out)
 }
 
-/// The tensor-core kernel per layer, activation layout and input type (f16 with f16 output,
-/// or i8 with i32 output); combinations the kernel does not take are listed as skipped.
+/// The tensor-core kernel per layer, activation layout and type (f16 or bf16 with an output of
+/// the same type, i8 with the i32 sums, or i8 requantised to i8 with a per-channel scale:
+/// `i8q`); combinations the kernel does not take are listed as skipped.
 fn run_cuda(
     a: &ConvBenchArgs,
     layers: &[&Layer],
@@ -122,21 +123,23 @@ fn run_cuda(
                 }),
         })
         .collect::<Result<_>>()?;
-    let types: Vec<DType> = a
+    // (name, input, output)
+    let types: Vec<(&str, DType, DType)> = a
         .types
         .split(',')
         .map(|t| match t.trim() {
-            "f16" => Ok(DType::F16),
-            "bf16" => Ok(DType::BF16),
-            "i8" => Ok(DType::I8),
-            other => bail!("--types takes f16, bf16 and i8, not `{other}`"),
+            "f16" => Ok(("f16", DType::F16, DType::F16)),
+            "bf16" => Ok(("bf16", DType::BF16, DType::BF16)),
+            "i8" => Ok(("i8", DType::I8, DType::I32)),
+            "i8q" => Ok(("i8q", DType::I8, DType::I8)),
+            other => bail!("--types takes f16, bf16, i8 and i8q, not `{other}`"),
         })
         .collect::<Result<_>>()?;
     let gpu = layoutkit_cuda::Cuda::new(0)?;
     let mut rows = Vec::new();
     if !json_out {
         outln!(
-            "device: {} (OHWI filter; f16/bf16: f32 sums, f16/bf16 output; i8: i32 sums and output, TOPS)",
+            "device: {} (OHWI filter; f16/bf16: f32 sums, f16/bf16 output; i8: i32 sums and output; i8q: i32 sums requantised to i8; TOPS)",
             gpu.name()
         );
         outln!(
@@ -169,7 +172,9 @@ fn run_cuda(
         };
         let flop = 2.0 * conv.macs(&xd, &wd)? as f64;
         let w_elems = l.o * l.k * l.k * (l.c / l.groups);
-        for &input in &types {
+        // Requantisation scales of the size that takes these sums into the int8 range.
+        let scale: Vec<f32> = (0..l.o).map(|i| (1 + i % 5) as f32 / 65536.0).collect();
+        for &(name, input, out) in &types {
             let (x, w) = if input == DType::I8 {
                 (
                     byte_noise(a.batch * l.hw * l.hw * l.c, li as u64),
@@ -192,10 +197,7 @@ fn run_cuda(
                     layout,
                     out_layout: layout,
                     input,
-                    out: match input {
-                        DType::I8 => DType::I32,
-                        t => t,
-                    },
+                    out,
                     bias: false,
                     relu: false,
                 };
@@ -236,23 +238,24 @@ fn run_cuda(
                         let why = e.to_string();
                         if json_out {
                             rows.push(json!({"layer": l.name, "layout": label,
-                                         "dtype": input.to_string(), "skipped": why}));
+                                         "dtype": name, "skipped": why}));
                         } else {
                             outln!(
                                 "{:<26} {:<10} {:>5} skipped: {why}",
                                 l.name,
                                 label,
-                                input.to_string()
+                                name
                             );
                         }
                         continue;
                     }
                 };
-                eprint!("\r{} {label} {input} ...        ", l.name);
+                eprint!("\r{} {label} {name} ...        ", l.name);
                 let (_, t) = if via_nhwc {
                     gpu.conv2d_nchw_via_nhwc_timed(&kernel, &x, &w, a.repeats, 10)?
                 } else {
-                    gpu.conv2d_timed(&kernel, &x, &w, None, a.repeats, 10)?
+                    let scale = layoutkit_cuda::conv::requantised(&kernel).then_some(&scale[..]);
+                    gpu.conv2d_timed(&kernel, &x, &w, (None, scale), a.repeats, 10)?
                 };
                 let median = t.median();
                 let e = input.size_bytes();
@@ -264,7 +267,7 @@ fn run_cuda(
                 eprint!("\r");
                 if json_out {
                     rows.push(json!({
-                        "layer": l.name, "layout": label, "dtype": input.to_string(),
+                        "layer": l.name, "layout": label, "dtype": name,
                         "flop": flop, "median_s": median, "tflops": tflops, "mib_moved": moved,
                         "device": "cuda", "kernel": path.to_string(),
                         "route": if via_nhwc { "via NHWC" } else { "in place" },
@@ -274,7 +277,7 @@ fn run_cuda(
                         "{:<26} {:<10} {:>5} {:>10.2} {:>9.4} {:>10.1} {:>9.1}  {path}",
                         l.name,
                         label,
-                        input.to_string(),
+                        name,
                         flop / 1e9,
                         median * 1e3,
                         tflops,

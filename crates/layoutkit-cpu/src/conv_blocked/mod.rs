@@ -29,7 +29,7 @@ use layoutkit_core::{parse_format, CastSpec, DType, ShapedLayout};
 use rayon::prelude::*;
 
 use crate::conv_fast::{channel_block, Activation};
-use crate::conv_reference::check_problem;
+use crate::conv_reference::{check_problem, no_scale};
 use crate::{convert, convert_fast, Epilogue, Error, TensorRef};
 use microkernel::{Run, Shape};
 use packing::{pack_filter, prepare_input, Blocks, Source};
@@ -116,6 +116,7 @@ pub fn conv2d_blocked(
     threads: usize,
     kernels: ConvKernels,
 ) -> Result<Vec<u8>, Error> {
+    no_scale(epilogue, "blocked")?;
     check_problem(conv, x.layout, w.layout, epilogue, y)?;
     let packed = BlockedFilter::new(w, conv.groups, kernels)?;
     if conv2d_blocked_unsupported(&x, &packed).is_some() {
@@ -216,6 +217,7 @@ pub fn conv2d_blocked_into(
     out: &mut [u8],
     threads: usize,
 ) -> Result<(), Error> {
+    no_scale(epilogue, "blocked")?;
     let out_dims = check_problem(conv, x.layout, &w.oihw, epilogue, y)?;
     if w.groups != conv.groups {
         return Err(Error::Unsupported(format!(

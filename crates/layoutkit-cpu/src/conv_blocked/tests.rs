@@ -52,6 +52,7 @@ fn chunked_reductions_match_the_reference() {
             let ep = Epilogue {
                 bias: Some(&bias),
                 relu,
+                scale: None,
             };
             let x = TensorRef {
                 layout: &xs,

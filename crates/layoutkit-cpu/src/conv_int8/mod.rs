@@ -209,8 +209,8 @@ fn sums(
 ///
 /// Contract: same checks as the reference, and the same bytes: products are summed exactly in
 /// i32 (the sum of `C/groups * KH * KW` products of at most `2^14` each must fit in i32, true
-/// below 131072 terms), then bias and ReLU in f64 and one rounding into `y_dtype`, as the
-/// reference does. Errors when the operands are not i8 ([`conv2d_int8_supports`]) or the CPU
+/// below 131072 terms), then scale, bias and ReLU in f64 and one rounding into `y_dtype` (an
+/// i8 output with a scale is the requantised convolution), as the reference does. Errors when the operands are not i8 ([`conv2d_int8_supports`]) or the CPU
 /// lacks the build.
 #[allow(clippy::too_many_arguments)]
 pub fn conv2d_int8(
@@ -244,7 +244,8 @@ pub fn conv2d_int8(
     let s = sums(conv, x, w, dims, threads, kernels)?;
     let plain_y = parse_format("NCHW")?.shaped(&out)?;
     let hw = dims[2] * dims[3];
-    let (bytes, src_dtype): (Vec<u8>, DType) = if epilogue.bias.is_none() {
+    let plain = epilogue.bias.is_none() && epilogue.scale.is_none();
+    let (bytes, src_dtype): (Vec<u8>, DType) = if plain {
         let relu = epilogue.relu;
         let v = s.iter().flat_map(|&v| {
             let v = if relu { v.max(0) } else { v };
@@ -252,9 +253,15 @@ pub fn conv2d_int8(
         });
         (v.collect(), DType::I32)
     } else {
-        let bias = epilogue.bias.unwrap_or(&[]);
         let v = s.iter().enumerate().flat_map(|(i, &v)| {
-            let mut a = v as f64 + bias[(i / hw) % dims[1]];
+            let oi = (i / hw) % dims[1];
+            let mut a = v as f64;
+            if let Some(f) = epilogue.scale {
+                a *= f[oi];
+            }
+            if let Some(b) = epilogue.bias {
+                a += b[oi];
+            }
             // ReLU keeps NaN (a comparison, as in the reference).
             if epilogue.relu && a < 0.0 {
                 a = 0.0;

@@ -2,30 +2,33 @@
 //! [`super::conv_source`], with warpgroup MMA (`wgmma.mma_async`) reading both operands from
 //! shared memory instead of `mma.sync` on fragments each warp loads with `ldmatrix`.
 //!
-//! * A K step is one filter tap and 64 channels: 128 bytes per tile row, so each row of a
-//!   stage is one 128-byte line stored with the 128-byte swizzle `wgmma` reads (the 16-byte
-//!   chunk `c` of row `r` at chunk `c ^ (r % 8)`, stages aligned to 1024 bytes). Rows are
-//!   filled by `cp.async` as in the `mma.sync` kernel (zero-fill outside the input).
+//! * A K step is one filter tap and 128 bytes of channels (64 f16 or bf16, 128 int8): each row
+//!   of a stage is one 128-byte line stored with the 128-byte swizzle `wgmma` reads (the
+//!   16-byte chunk `c` of row `r` at chunk `c ^ (r % 8)`, stages aligned to 1024 bytes). Rows
+//!   are filled by `cp.async` as in the `mma.sync` kernel (zero-fill outside the input).
 //! * Each warpgroup (4 warps) owns `mr` x 64 rows and every column of the block tile and issues
-//!   one `wgmma` m64nNk16 per 64 rows per 16 channels, with f32 sums in registers. The
-//!   multiplies of a step run while the threads wait for and issue the copies of the next
-//!   ones: one `wgmma` group stays in flight, so a stage is refilled two steps after it was
-//!   read (`stages - 2` steps are loaded ahead). A tile with no group in flight waits for each
-//!   step's multiplies before the next step and loads `stages - 1` steps ahead (so the same
-//!   depth needs one stage less of shared memory).
+//!   one `wgmma` per 64 rows per 32 bytes of K (m64nNk16 with f32 sums for f16 and bf16,
+//!   m64nNk32 with exact i32 sums for int8), the sums in registers. The multiplies of a step
+//!   run while the threads wait for and issue the copies of the next ones: one `wgmma` group
+//!   stays in flight, so a stage is refilled two steps after it was read (`stages - 2` steps
+//!   are loaded ahead). A tile with no group in flight waits for each step's multiplies before
+//!   the next step and loads `stages - 1` steps ahead (so the same depth needs one stage less
+//!   of shared memory).
 //! * Takes f16 and bf16 inputs in NHWC or NC/32HW32 with any channel count, and NCHW where the
-//!   `mma.sync` kernel does not read it (C not a multiple of 32): K is walked one tap and 64
-//!   channels per step where C is a multiple of 64, else in chunks of 8 channels
-//!   ([`super::hopper_k`]); the epilogue (bias, ReLU, output type and layout) stages the
-//!   output tile in shared memory and writes it in runs contiguous in the output layout
-//!   ([`super::staged`]; the `mma.sync` kernel's epilogue where the tile does not fit).
+//!   `mma.sync` kernel does not read it (C not a multiple of 32); int8 in NHWC or NC/32HW32
+//!   with C a multiple of 16. K is walked one tap and 128 bytes of channels per step where C
+//!   fills them, else in 16-byte chunks of channels ([`super::hopper_k`]); the epilogue (bias,
+//!   ReLU, output type and layout) stages the output tile in shared memory and writes it in
+//!   runs contiguous in the output layout ([`super::staged`]; the `mma.sync` kernel's epilogue
+//!   where the tile does not fit).
 //! * Problems with too few output tiles for the GPU divide K among blocks ([`super::splitk`]).
 
 use std::fmt::Write;
 
 use layoutkit_core::DType;
 
-use super::hopper_k::{chunk_async_loads, register_loads, HopperK};
+use super::hopper_k::{chunk_async_loads, chunk_channels, register_loads, HopperK};
+use super::requant::q8_function;
 use super::source::{a_loads, b_loads, epilogue, helpers, pixel_rows, tap, Frags};
 use super::splitk::{partial_epilogue, splits_for, MAX_SPLITS};
 use super::staged::{staged_epilogue, staged_fits, Staged};
@@ -139,20 +142,33 @@ impl HopperTile {
 /// Why the Hopper kernel does not take `k` (the GPU aside), or None when it does: f16 or
 /// bf16 inputs (f16 or f32 output for f16, bf16 or f32 for bf16), no groups, any channel
 /// count in NHWC and NC/32HW32 (O a multiple of 32 there), and NCHW where the `mma.sync`
-/// kernel does not read it in place (C not a multiple of 32: the stem's RGB images).
+/// kernel does not read it in place (C not a multiple of 32: the stem's RGB images); int8
+/// inputs with exact i32 sums (`wgmma` k32 s8 x s8; an i32 output, or i8 requantised) in NHWC
+/// and NC/32HW32 with C a multiple of 16 (whole 16-byte chunks).
 pub fn hopper_unsupported_reason(k: &ConvKernel) -> Option<String> {
     let s = &k.shape;
     if s.conv.groups != 1 {
         return Some("the Hopper kernel has no groups".into());
     }
     match (k.input, k.out) {
-        (DType::F16, DType::F16 | DType::F32) | (DType::BF16, DType::BF16 | DType::F32) => {}
+        (DType::F16, DType::F16 | DType::F32)
+        | (DType::BF16, DType::BF16 | DType::F32)
+        | (DType::I8, DType::I32 | DType::I8) => {}
         (i, o) => {
             return Some(format!(
-                "the Hopper kernel takes f16 (f16 or f32 output) and bf16 (bf16 or f32), not \
-                 {i} -> {o}"
+                "the Hopper kernel takes f16 (f16 or f32 output), bf16 (bf16 or f32) and i8 (i32 \
+                 or requantised i8), not {i} -> {o}"
             ))
         }
+    }
+    if let Some(why) = super::int8_reason(k) {
+        return Some(why);
+    }
+    if k.input == DType::I8 && s.c % 16 != 0 {
+        return Some(format!(
+            "the Hopper kernel's int8 needs C to be a multiple of 16 (C = {})",
+            s.c
+        ));
     }
     if k.layout == ConvLayout::Nchw && s.c % 32 == 0 {
         return Some(
@@ -271,15 +287,23 @@ pub fn hopper_tile(s: &ConvShape) -> HopperTile {
         .unwrap_or_else(|| most_blocks(&candidates, s))
 }
 
-/// `wgmma` m64nNk16 with f32 sums (N = `n`, operands `ty` = "f16" or "bf16") as a device
-/// function `wgmma(d, a_desc, b_desc)` adding into `d[0 .. n/2]`.
-fn wgmma_function(k: &mut String, n: usize, ty: &str) {
+/// `wgmma` with the sums of `input` as a device function `wgmma(d, a_desc, b_desc)` adding
+/// into `d[0 .. n/2]` (N = `n`): m64nNk16 with f32 sums for f16 and bf16, m64nNk32 with i32
+/// sums for i8 (both 32 bytes of K per row, so one descriptor step serves both).
+fn wgmma_function(k: &mut String, n: usize, input: DType) {
     let regs = n / 2;
     let list: Vec<String> = (0..regs).map(|i| format!("%{i}")).collect();
-    let outs: Vec<String> = (0..regs).map(|i| format!("\"+f\"(d[{i}])")).collect();
+    let (t, c, shape) = match input {
+        DType::I8 => ("int", "r", format!("m64n{n}k32.s32.s8.s8")),
+        DType::BF16 => ("float", "f", format!("m64n{n}k16.f32.bf16.bf16")),
+        _ => ("float", "f", format!("m64n{n}k16.f32.f16.f16")),
+    };
+    // Integer wgmma has no operand scales or transposes: only the scale of D.
+    let tail = if input == DType::I8 { "p" } else { "p, 1, 1, 0, 0" };
+    let outs: Vec<String> = (0..regs).map(|i| format!("\"+{c}\"(d[{i}])")).collect();
     let _ = writeln!(
         k,
-        "__device__ __forceinline__ void wgmma(float* d, unsigned long long da, unsigned long long db) {{\n  asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{}, 0;\\nwgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty} {{{}}}, %{regs}, %{}, p, 1, 1, 0, 0;\\n}}\\n\"\n    : {}\n    : \"l\"(da), \"l\"(db), \"r\"(1));\n}}",
+        "__device__ __forceinline__ void wgmma({t}* d, unsigned long long da, unsigned long long db) {{\n  asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{}, 0;\\nwgmma.mma_async.sync.aligned.{shape} {{{}}}, %{regs}, %{}, {tail};\\n}}\\n\"\n    : {}\n    : \"l\"(da), \"l\"(db), \"r\"(1));\n}}",
         regs + 2,
         list.join(", "),
         regs + 1,
@@ -316,13 +340,15 @@ pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
     let threads = tile.threads();
     let y_t = match kernel.out {
         DType::F16 | DType::BF16 => "unsigned short",
+        DType::I32 => "int",
+        DType::I8 => "signed char",
         _ => "float",
     };
-    let ty = if kernel.input == DType::BF16 {
-        "bf16"
-    } else {
-        "f16"
+    let (x_t, acc_t) = match kernel.input {
+        DType::I8 => ("signed char", "int"),
+        _ => ("unsigned short", "float"),
     };
+    let per = chunk_channels(kernel);
     // Rows of 8 chunks of 16 bytes: each pass of the block's threads loads `step` rows.
     let step = threads / 8;
     let (ar, br) = (bm / step, bn / step);
@@ -333,10 +359,11 @@ pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
     let mut k = String::new();
     k.push_str("// Generated by layoutkit-cuda (conv, Hopper wgmma).\n");
     helpers(&mut k, kernel.input);
-    wgmma_function(&mut k, bn, ty);
+    wgmma_function(&mut k, bn, kernel.input);
+    q8_function(&mut k, kernel);
     let _ = writeln!(
         k,
-        "extern \"C\" __global__ void __launch_bounds__({threads}, {}) conv_wgmma(const unsigned short* __restrict__ x, const unsigned short* __restrict__ w, {y_t}* __restrict__ y, const float* __restrict__ bias, float* __restrict__ part) {{",
+        "extern \"C\" __global__ void __launch_bounds__({threads}, {}) conv_wgmma(const {x_t}* __restrict__ x, const {x_t}* __restrict__ w, {y_t}* __restrict__ y, const float* __restrict__ bias, float* __restrict__ part) {{",
         tile.resident()
     );
     for line in [
@@ -350,7 +377,7 @@ pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
     }
     let _ = writeln!(
         k,
-        "  const int m0 = blockIdx.x * {bm}, n0 = blockIdx.y * {bn};\n  float acc[{mr}][{}][4];\n  #pragma unroll\n  for (int i = 0; i < {}; ++i) (&acc[0][0][0])[i] = 0.f;",
+        "  const int m0 = blockIdx.x * {bm}, n0 = blockIdx.y * {bn};\n  {acc_t} acc[{mr}][{}][4];\n  #pragma unroll\n  for (int i = 0; i < {}; ++i) (&acc[0][0][0])[i] = 0;",
         bn / 8,
         mr * bn / 2
     );
@@ -363,7 +390,10 @@ pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
     } else {
         let _ = writeln!(k, "  const int t0 = 0, nsteps = {steps};");
     }
-    k.push_str("  const int lrow = tid >> 3, lch = tid & 7, lcol = lch * 8;\n");
+    let _ = writeln!(
+        k,
+        "  const int lrow = tid >> 3, lch = tid & 7, lcol = lch * {per};"
+    );
     // The byte offset of row `row`'s chunk `lch` in a stage (the 128-byte swizzle).
     k.push_str("  #define SW(row) ((row) * 128 + ((lch ^ ((row) & 7)) << 4))\n");
     pixel_rows(&mut k, s, ar, step);
@@ -374,7 +404,7 @@ pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
             let _ = writeln!(
                 k,
                 "  auto load = [&](int t, int st) {{\n{}\n    unsigned char* sa = smem + st * {stage_bytes};",
-                tap(s, 64)
+                tap(s, 8 * per)
             );
             a_loads(&mut k, kernel, ar, step, &a_dst);
             b_loads(&mut k, kernel, br, step, &b_dst);

@@ -1,29 +1,37 @@
 //! How the Hopper kernel ([`super::hopper_source`]) walks the K dimension (filter taps x input
 //! channels) and fills a stage's rows: every row of a stage is 128 bytes, 8 chunks of 16 bytes
-//! (8 f16 or bf16 values), stored with the 128-byte swizzle.
+//! (8 f16 or bf16 values, 16 int8 values: [`chunk_channels`]), stored with the 128-byte
+//! swizzle.
 //!
-//! * [`HopperK::Taps`]: C a multiple of 64 in NHWC or NC/32HW32. A K step is one tap and 64
-//!   channels; every chunk is 16 bytes of one pixel's channels, copied with `cp.async`.
-//! * [`HopperK::Chunks`]: any other channel count, and NCHW. K is walked as (tap, chunk of 8
+//! * [`HopperK::Taps`]: C a multiple of 8 chunks (64 f16 or 128 int8 channels) in NHWC or
+//!   NC/32HW32. A K step is one tap and 8 chunks of channels; every chunk is 16 bytes of one
+//!   pixel's channels, copied with `cp.async`.
+//! * [`HopperK::Chunks`]: any other channel count, and NCHW. K is walked as (tap, chunk of
 //!   channels) with C rounded up to a whole chunk (the missing channels are zeros), and a K
 //!   step is 8 consecutive chunks, so chunk `j` of step `t` is chunk `8t + j` of that order:
 //!   one step spans several taps when C is small (the stem's C = 3 gives 8 taps per step, 7
 //!   steps for a 7x7 filter, where a tap per step would be 49 steps of 3/64 useful work). The
 //!   chunks are copied with `cp.async` where they are whole 16-byte runs (NHWC and NC/32HW32
-//!   with C a multiple of 8), else loaded element by element through registers: issued before
-//!   the step's multiplies and stored to shared memory after them are issued, so the loads'
-//!   latency runs under the multiplies.
+//!   with C a multiple of a chunk), else loaded element by element through registers (f16 and
+//!   bf16 only): issued before the step's multiplies and stored to shared memory after them
+//!   are issued, so the loads' latency runs under the multiplies.
 
 use std::fmt::Write;
 
+use super::source::element_type;
 use super::{ConvKernel, ConvLayout};
+
+/// Channels in one 16-byte chunk of `k`'s input type: 8 f16 or bf16, 16 int8.
+pub fn chunk_channels(k: &ConvKernel) -> usize {
+    16 / k.input.size_bytes()
+}
 
 /// The K walk of the Hopper kernel for a problem (see the module).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HopperK {
-    /// One tap and 64 channels per K step.
+    /// One tap and 8 chunks of channels (128 bytes) per K step.
     Taps,
-    /// Eight chunks of 8 channels per K step, each of its own (tap, channel chunk); through
+    /// Eight chunks of channels per K step, each of its own (tap, channel chunk); through
     /// registers when `registers`, else `cp.async`.
     Chunks { registers: bool },
 }
@@ -31,22 +39,22 @@ pub enum HopperK {
 impl HopperK {
     /// The walk for `k`.
     pub fn of(k: &ConvKernel) -> HopperK {
-        let c = k.shape.c;
-        if c % 64 == 0 && k.layout != ConvLayout::Nchw {
+        let (c, per) = (k.shape.c, chunk_channels(k));
+        if c % (8 * per) == 0 && k.layout != ConvLayout::Nchw {
             HopperK::Taps
         } else {
             HopperK::Chunks {
-                registers: k.layout == ConvLayout::Nchw || c % 8 != 0,
+                registers: k.layout == ConvLayout::Nchw || c % per != 0,
             }
         }
     }
 
     /// K steps of the walk for `k`.
     pub fn steps(&self, k: &ConvKernel) -> usize {
-        let s = &k.shape;
+        let (s, per) = (&k.shape, chunk_channels(k));
         match self {
-            HopperK::Taps => s.kh * s.kw * s.c / 64,
-            HopperK::Chunks { .. } => (s.kh * s.kw * s.c.div_ceil(8)).div_ceil(8),
+            HopperK::Taps => s.kh * s.kw * s.c / (8 * per),
+            HopperK::Chunks { .. } => (s.kh * s.kw * s.c.div_ceil(per)).div_ceil(8),
         }
     }
 }
@@ -54,11 +62,11 @@ impl HopperK {
 /// Statements (in a loader taking K step `t`, a thread's chunk `lch`) that set `qv` (the
 /// chunk is inside K), the chunk's tap `r`, `sx` and first channel `cc`.
 fn chunk_tap(k: &mut String, kernel: &ConvKernel) {
-    let s = &kernel.shape;
-    let per_tap = s.c.div_ceil(8);
+    let (s, per) = (&kernel.shape, chunk_channels(kernel));
+    let per_tap = s.c.div_ceil(per);
     let _ = writeln!(
         k,
-        "    const int q = t * 8 + lch;\n    const bool qv = q < {};\n    const int rs = q / {per_tap}, cc = (q % {per_tap}) * 8, r = rs / {kw}, sx = rs % {kw};",
+        "    const int q = t * 8 + lch;\n    const bool qv = q < {};\n    const int rs = q / {per_tap}, cc = (q % {per_tap}) * {per}, r = rs / {kw}, sx = rs % {kw};",
         s.kh * s.kw * per_tap,
         kw = s.kw
     );
@@ -93,10 +101,11 @@ pub(super) fn chunk_async_loads(
 ) {
     let s = &kernel.shape;
     let dl = s.conv.dilation;
+    let x_t = element_type(kernel.input);
     chunk_tap(k, kernel);
     let _ = writeln!(
         k,
-        "    #pragma unroll\n    for (int i = 0; i < {ar}; ++i) {{\n      const int ih = ph[i] + r * {}, iw = pw[i] + sx * {};\n      const bool ok = qv && pv[i] && ih >= 0 && ih < {} && iw >= 0 && iw < {};\n      const unsigned short* ga = ok ? x + {} : x;\n      cp16({a_dst}, ga, ok ? 16 : 0);\n    }}",
+        "    #pragma unroll\n    for (int i = 0; i < {ar}; ++i) {{\n      const int ih = ph[i] + r * {}, iw = pw[i] + sx * {};\n      const bool ok = qv && pv[i] && ih >= 0 && ih < {} && iw >= 0 && iw < {};\n      const {x_t}* ga = ok ? x + {} : x;\n      cp16({a_dst}, ga, ok ? 16 : 0);\n    }}",
         dl[0],
         dl[1],
         s.h,
@@ -105,7 +114,7 @@ pub(super) fn chunk_async_loads(
     );
     let _ = writeln!(
         k,
-        "    #pragma unroll\n    for (int i = 0; i < {br}; ++i) {{\n      const int oc = n0 + lrow + i * {step};\n      const bool ok = qv && oc < {o};\n      const unsigned short* gb = ok ? w + ((oc * {kh} + r) * {kw} + sx) * {c} + cc : w;\n      cp16({b_dst}, gb, ok ? 16 : 0);\n    }}",
+        "    #pragma unroll\n    for (int i = 0; i < {br}; ++i) {{\n      const int oc = n0 + lrow + i * {step};\n      const bool ok = qv && oc < {o};\n      const {x_t}* gb = ok ? w + ((oc * {kh} + r) * {kw} + sx) * {c} + cc : w;\n      cp16({b_dst}, gb, ok ? 16 : 0);\n    }}",
         o = s.o,
         kh = s.kh,
         kw = s.kw,
@@ -117,7 +126,7 @@ pub(super) fn chunk_async_loads(
 /// [`HopperK::Chunks`] through registers: `fetch(t)` loads a thread's `ar` activation chunks
 /// and `br` filter chunks of step `t` into registers (zeros outside the input, past C, past O
 /// and past K), `put(st)` stores them to stage `st` (`a_dst` and `b_dst` as in
-/// [`chunk_async_loads`], with `st` in them).
+/// [`chunk_async_loads`], with `st` in them). Contract: 2-byte inputs (f16, bf16).
 pub(super) fn register_loads(
     k: &mut String,
     kernel: &ConvKernel,

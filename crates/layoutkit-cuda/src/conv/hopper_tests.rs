@@ -96,8 +96,17 @@ fn source_has_one_wgmma_per_64_rows_and_16_channels() {
     assert!(hopper_source(&bf, &t).contains(".f32.bf16.bf16"));
     for (why, k) in [
         (
-            "int8",
+            "int8 with a bias",
             ConvKernel {
+                input: DType::I8,
+                out: DType::I32,
+                ..kernel
+            },
+        ),
+        (
+            "int8 with C = 8",
+            ConvKernel {
+                shape: ConvShape { c: 8, ..s },
                 input: DType::I8,
                 out: DType::I32,
                 bias: false,
@@ -223,7 +232,7 @@ fn small_grids_split_k_and_large_ones_do_not() {
     );
     let src = hopper_source(&k, &plan);
     assert!(src.contains("const int t0 = (int)((long long)blockIdx.z * 72 / 18)"));
-    assert!(src.contains("float* pz = part + (long long)blockIdx.z * 25088;"));
+    assert!(src.contains("float* pz = (float*)part + (long long)blockIdx.z * 25088;"));
     assert!(!src.contains("bias[oc]"), "the reduction adds the bias");
     let reduce = super::super::splitk::reduce_source(&k, plan.splits);
     assert!(reduce.contains("for (int z = 0; z < 18; ++z) v += part[(long long)z * 25088 + e];"));
@@ -308,7 +317,7 @@ fn the_output_tile_is_staged_in_shared_memory_and_written_in_runs_of_its_layout(
     let plan = hopper_plan(&small);
     assert!(plan.splits > 1);
     let src = hopper_source(&small, &plan);
-    assert!(src.contains("float* pz = part + (long long)blockIdx.z * 25088;"));
+    assert!(src.contains("float* pz = (float*)part + (long long)blockIdx.z * 25088;"));
     assert!(src.contains("*(uint4*)(pz + (long long)mm * 512 + oc)"));
 }
 
@@ -422,4 +431,84 @@ fn narrow_tiles_multiply_their_width_at_once() {
             "{bm}x{bn}"
         );
     }
+}
+
+#[test]
+fn int8_runs_wgmma_k32_with_exact_i32_sums() {
+    let mut k = stem(ConvLayout::Nhwc, 64);
+    k.shape = layer(256, 256, 14, 1);
+    k.input = DType::I8;
+    k.out = DType::I32;
+    k.bias = false;
+    assert!(hopper_unsupported_reason(&k).is_none());
+    // One tap and 128 channels (128 bytes) per step: 9 x 2 steps.
+    assert_eq!(HopperK::of(&k), HopperK::Taps);
+    assert_eq!(HopperK::Taps.steps(&k), 18);
+    let t = HopperTile::new(128, 256, 4).unwrap();
+    let src = hopper_source(&k, &t);
+    assert!(src.contains("wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8"));
+    assert!(src.contains("\"+r\"(d[127])"), "i32 sums in integer registers");
+    assert!(src.contains("int acc[1][32][4];"));
+    assert!(src.contains("const signed char* __restrict__ x"));
+    assert!(src.contains("lcol = lch * 16;"));
+    assert!(src.contains("c0 = (t % 2) * 128"));
+    assert!(!src.contains("bias["), "no bias for int8");
+    // The staged output tile holds i32.
+    assert!(staged_fits(&k, &t, Staged::Output));
+    assert!(src.contains("int* so = (int*)smem;"));
+    // C = 48: chunks of 16 channels, 3 per tap, 27 chunks -> 4 steps.
+    k.shape = ConvShape { c: 48, ..k.shape };
+    let walk = HopperK::of(&k);
+    assert_eq!(walk, HopperK::Chunks { registers: false });
+    assert_eq!(walk.steps(&k), 4);
+    let src = hopper_source(&k, &t);
+    assert!(src.contains("cc = (q % 3) * 16"));
+    // Split K: the workspace and the reduction add i32.
+    k.shape = layer(512, 512, 7, 1);
+    k.shape.n = 1;
+    let plan = hopper_plan(&k);
+    assert!(plan.splits > 1);
+    let src = hopper_source(&k, &plan);
+    assert!(src.contains("int* pz = (int*)part"));
+    let reduce = super::super::splitk::reduce_source(&k, plan.splits);
+    assert!(reduce.contains("const int* __restrict__ part, int* __restrict__ y"));
+    assert!(reduce.contains("int v = 0;") && !reduce.contains("bias[oc]"));
+}
+
+#[test]
+fn requantised_int8_writes_i8_through_q8() {
+    let mut k = stem(ConvLayout::Nhwc, 64);
+    k.shape = layer(256, 256, 14, 1);
+    k.input = DType::I8;
+    k.out = DType::I8;
+    assert!(k.bias, "a requantised kernel may add a bias");
+    assert!(hopper_unsupported_reason(&k).is_none());
+    assert!(unsupported_reason(&k).is_none(), "mma.sync takes it too");
+    let t = HopperTile::new(128, 256, 4).unwrap();
+    let src = hopper_source(&k, &t);
+    assert!(src.contains("signed char* __restrict__ y"));
+    assert!(src.contains("__dadd_rn(__dmul_rn((double)acc, (double)s), (double)b)"));
+    assert!(src.contains("if (v < 0.0) v = 0.0;"), "ReLU before the rounding");
+    assert!(src.contains("q8c(acc[mi][ni][2 * h], bias, n0 + c + 0)"));
+    assert!(src.contains("__ldg(p + 256 + oc)"), "the biases follow the 256 scales");
+    assert!(!src.contains("sv["), "no parameters held in registers");
+    // The staged tile: 1-byte rows of 256 + 16 bytes (16-byte aligned for the copy out).
+    assert!(src.contains("so + r * 272 + q * 16"));
+    // mma.sync and the split-K reduction requantise the same way.
+    assert!(conv_source(&k).contains("q8c(acc[mi][ni][2 * h + 1], bias, oc + 1)"));
+    let reduce = super::super::splitk::reduce_source(&k, 4);
+    assert!(reduce.contains("y[") && reduce.contains("q8(v, bias[oc], bias[256 + oc])"));
+    // The parameter buffer: scales (ones by default) then biases (zeros by default).
+    let p = super::super::channel_params(&k, None, Some(&[0.5; 256]));
+    assert_eq!((p.len(), p[0], p[256]), (512, 0.5, 0.0));
+    let f = ConvKernel {
+        input: DType::F16,
+        out: DType::F16,
+        ..k
+    };
+    assert_eq!(super::super::channel_params(&f, Some(&[2.0; 256]), None), vec![2.0; 256]);
+    // int8 with a bias and an i32 output: no kernel (the i32 output is the exact sums).
+    let i32_bias = ConvKernel { out: DType::I32, ..k };
+    assert!(hopper_unsupported_reason(&i32_bias).is_some());
+    assert!(unsupported_reason(&i32_bias).is_some());
 }

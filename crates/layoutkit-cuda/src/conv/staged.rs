@@ -14,7 +14,8 @@
 //! Shared-memory layout of the staged tile (`T` the output element):
 //! * pixel-major (NHWC, NC/32HW32, the workspace): row `r` (pixel) at `r * ld`, `ld = bn + 8`
 //!   elements, so that the eight rows a warp's store touches start 16 (2-byte `T`) or 32
-//!   (f32) bytes apart in the banks;
+//!   (f32, i32) bytes apart in the banks (`bn + 16` for the 1-byte i8 of a requantised
+//!   output, which keeps each row on a 16-byte boundary);
 //! * channel-major (NCHW): column `c` (channel) at `c * ld`, `ld = bm + 4` elements (the four
 //!   column pairs a warp's store touches 16 or 32 bytes apart).
 
@@ -22,6 +23,7 @@ use std::fmt::Write;
 
 use layoutkit_core::DType;
 
+use super::requant::requantised;
 use super::source::{output_offset, to_output};
 use super::{ConvKernel, ConvLayout, HopperTile};
 
@@ -43,11 +45,17 @@ fn geometry(
 ) -> (&'static str, usize, bool, usize) {
     let (t, size) = match (what, kernel.out) {
         (Staged::Output, DType::F16 | DType::BF16) => ("unsigned short", 2),
+        (Staged::Output, DType::I8) => ("signed char", 1),
+        _ if kernel.input == DType::I8 => ("int", 4),
         _ => ("float", 4),
     };
     let channel_major = what == Staged::Output && kernel.out_layout == ConvLayout::Nchw;
+    // Rows of 1-byte elements keep 16 bytes of padding, so every row starts on a 16-byte
+    // boundary for the copy out.
     let ld = if channel_major {
         tile.bm + 4
+    } else if size == 1 {
+        tile.bn + 16
     } else {
         tile.bn + 8
     };
@@ -70,7 +78,8 @@ pub(super) fn staged_fits(kernel: &ConvKernel, tile: &HopperTile, what: Staged) 
 /// `wgmma` m64nN (fragment (mi, ni) at tile rows `row + mi * 64 + g (+ 8)`, columns `ni * 8 +
 /// tg * 2 (+ 1)`; `row` a C expression relative to the tile), the tile at (`m0`, `n0`) of the
 /// output. [`Staged::Output`] adds the bias, applies ReLU and writes `y` in the kernel's output
-/// type and layout; [`Staged::Partial`] writes the raw sums to split `blockIdx.z` of `part`.
+/// type and layout (requantised int8: [`super::requant`]); [`Staged::Partial`] writes the raw
+/// sums to split `blockIdx.z` of `part`.
 ///
 /// Ends the kernel's body. Contract: [`staged_fits`] holds; every multiply has completed in this thread (`wgmma`
 /// groups waited for), and the stages are not read again.
@@ -87,19 +96,34 @@ pub(super) fn staged_epilogue(
     let (mi, ni) = (tile.mr, bn / 8);
     let (t, size, channel_major, ld) = geometry(kernel, tile, what);
     let output = what == Staged::Output;
+    // int8: exact i32 sums (the workspace holds i32 too), requantised by q8 (scale, bias,
+    // ReLU) for an i8 output, else no bias.
+    let requant = output && requantised(kernel);
+    let int = kernel.input == DType::I8 && !requant;
+    let (v_t, zero) = match (requant, int) {
+        (true, _) => ("signed char", "0"),
+        (_, true) => ("int", "0"),
+        _ => ("float", "0.f"),
+    };
     // Every warpgroup has waited for its own multiplies; after this barrier none reads a stage.
     let _ = writeln!(k, "  __syncthreads();\n  {t}* so = ({t}*)smem;");
-    if output {
+    if output && !int && !requant {
         let _ = writeln!(
             k,
             "  float bv[{ni}][2];\n  #pragma unroll\n  for (int ni = 0; ni < {ni}; ++ni)\n    #pragma unroll\n    for (int e = 0; e < 2; ++e) {{\n      const int oc = n0 + ni * 8 + tg * 2 + e;\n      bv[ni][e] = oc < {o} ? bias[oc] : 0.f;\n    }}"
         );
     }
     let add = |v: &str, e: usize| {
-        if output {
-            let b = format!("{v} + bv[ni][{e}]");
+        if requant {
+            format!("q8c({v}, bias, n0 + c + {e})")
+        } else if output {
+            let b = if int {
+                v.to_string()
+            } else {
+                format!("{v} + bv[ni][{e}]")
+            };
             if kernel.relu {
-                format!("({b} < 0.f ? 0.f : {b})")
+                format!("({b} < {zero} ? {zero} : {b})")
             } else {
                 b
             }
@@ -109,7 +133,7 @@ pub(super) fn staged_epilogue(
     };
     let _ = writeln!(
         k,
-        "  #pragma unroll\n  for (int mi = 0; mi < {mi}; ++mi)\n    #pragma unroll\n    for (int ni = 0; ni < {ni}; ++ni)\n      #pragma unroll\n      for (int h = 0; h < 2; ++h) {{\n        const int r = {row} + mi * 64 + g + h * 8, c = ni * 8 + tg * 2;\n        const float v0 = {}, v1 = {};",
+        "  #pragma unroll\n  for (int mi = 0; mi < {mi}; ++mi)\n    #pragma unroll\n    for (int ni = 0; ni < {ni}; ++ni)\n      #pragma unroll\n      for (int h = 0; h < 2; ++h) {{\n        const int r = {row} + mi * 64 + g + h * 8, c = ni * 8 + tg * 2;\n        const {v_t} v0 = {}, v1 = {};",
         add("acc[mi][ni][2 * h]", 0),
         add("acc[mi][ni][2 * h + 1]", 1)
     );
@@ -127,6 +151,11 @@ pub(super) fn staged_epilogue(
             conv("v0"),
             conv("v1")
         );
+    } else if size == 1 {
+        let _ = writeln!(
+            k,
+            "        *(unsigned short*)(so + r * {ld} + c) = (unsigned short)((unsigned char)v0 | ((unsigned)(unsigned char)v1 << 8));"
+        );
     } else if size == 2 {
         let _ = writeln!(
             k,
@@ -137,14 +166,18 @@ pub(super) fn staged_epilogue(
     } else {
         let _ = writeln!(
             k,
-            "        *(float2*)(so + r * {ld} + c) = make_float2(v0, v1);"
+            "        *({v_t}2*)(so + r * {ld} + c) = make_{v_t}2(v0, v1);"
         );
     }
     k.push_str("      }\n  __syncthreads();\n");
     let dst = if output {
         "y".to_string()
     } else {
-        let _ = writeln!(k, "  float* pz = part + (long long)blockIdx.z * {};", m * o);
+        let _ = writeln!(
+            k,
+            "  {t}* pz = ({t}*)part + (long long)blockIdx.z * {};",
+            m * o
+        );
         "pz".to_string()
     };
     // Elements per 16-byte chunk, and the columns of the tile worth copying: all of them, or

@@ -25,7 +25,8 @@ IntPair = Union[int, Tuple[int, int]]
 def conv2d(x: Any, w: Any, *, bias: Any = None, stride: IntPair = 1, padding: IntPair = 0,
            dilation: IntPair = 1, groups: int = 1, relu: bool = False, input_format: str = "NCHW",
            filter_format: str = "OIHW", output_format: Optional[str] = None, out_dtype: Any = None,
-           threads: Optional[int] = None, x_dims: Union[None, str, Dict[str, int]] = None) -> Any:
+           threads: Optional[int] = None, x_dims: Union[None, str, Dict[str, int]] = None,
+           scale: Any = None) -> Any:
     """Convolves activations `x` with filters `w`, both read in place in their own layouts.
 
     `x` has axes N, C, H, W in `input_format` (NCHW, NHWC, NC/8HW8, kHWC8, ... any layout of
@@ -34,8 +35,12 @@ def conv2d(x: Any, w: Any, *, bias: Any = None, stride: IntPair = 1, padding: In
     input's) and `out_dtype` (default: the input's for floats, int32 for int8). `x_dims`
     (``{"N": 2, "C": 48, ...}`` or ``"N=2,C=48,..."``) gives x's logical dims where its layout
     pads them (NC/32HW32 with C = 48 is stored with 64 channels); by default they come from
-    x's shape. `bias` holds
-    one value per output channel; `relu` clamps the result at 0.
+    x's shape. `bias` holds one value per output channel; `relu` clamps the result at 0.
+
+    `scale` (int8 operands; one value per output channel) requantises: each output is
+    ``round(sum * scale + bias)`` (ReLU before the rounding), rounded half to even and
+    saturated to `out_dtype` (usually int8), with the exact int32 sum; on CUDA the int8 kernel
+    then writes int8 itself (the scale and bias rounded to float32).
 
     CPU arrays (numpy, or CPU tensors through DLPack): f32 NCHW/NHWC/NCHW<x>c activations run
     the register-blocked engine (AVX-512, AVX2+FMA or portable, chosen at run time; groups it
@@ -50,7 +55,8 @@ def conv2d(x: Any, w: Any, *, bias: Any = None, stride: IntPair = 1, padding: In
     other layouts, strided views and other element types are converted first by layoutkit's
     conversion kernels on the same stream (as is the filter, to OHWI), and the output where
     the kernel does not write `output_format` itself. int8 activations and
-    filters without a bias run the int8 kernel (exact int32 sums); bf16 the bf16 kernel;
+    filters run the int8 kernel (exact int32 sums) without a bias, or requantised to int8
+    (`out_dtype` int8, with `scale` and `bias`); bf16 the bf16 kernel;
     anything else the f16 kernel (operands rounded to f16; f32 sums). The result is of `x`'s
     kind on its device.
 
@@ -60,13 +66,17 @@ def conv2d(x: Any, w: Any, *, bias: Any = None, stride: IntPair = 1, padding: In
         >>> y = lk.conv2d(x, w, padding=1)
         >>> y.shape, float(y[0, 0, 2, 2]), float(y[0, 0, 0, 0])
         ((1, 4, 5, 5), 72.0, 32.0)
+        >>> q = lk.conv2d(np.full((1, 8, 3, 3), 100, np.int8), np.full((2, 8, 1, 1), 3, np.int8),
+        ...               scale=[0.01, 0.5], out_dtype=np.int8)
+        >>> q[0, :, 0, 0].tolist()    # 2400 * 0.01 = 24; 2400 * 0.5 saturates
+        [24, 127]
     """
     xi, wi = _arrays.info(x, "x"), _arrays.info(w, "w")
     args = dict(stride=_pair(stride, "stride"), padding=_pair(padding, "padding"),
                 dilation=_pair(dilation, "dilation"), groups=int(groups))
     if xi.device is not None or wi.device is not None:
-        return _conv2d_cuda(xi, wi, bias, args, bool(relu), input_format, filter_format, output_format,
-                            out_dtype, x_dims)
+        return _conv2d_cuda(xi, wi, bias, scale, args, bool(relu), input_format, filter_format,
+                            output_format, out_dtype, x_dims)
     if xi.kind != "numpy" or wi.kind != "numpy":
         raise TypeError("conv2d takes numpy arrays (or CPU arrays with __dlpack__)")
     xo = (input_format, list(xi.shape), list(xi.strides), xi.dtype, xi.address)
@@ -74,13 +84,12 @@ def conv2d(x: Any, w: Any, *, bias: Any = None, stride: IntPair = 1, padding: In
     to = None if out_dtype is None else _native.dtype_name(out_dtype)
     shape, dtype = _native.conv2d_output(xo, wo, output_format=output_format, out_dtype=to, x_dims=x_dims,
                                          **args)
-    b = None
-    if bias is not None:
-        b = np.asarray(bias, dtype=np.float64).reshape(-1).tolist()
+    values = lambda v: None if v is None else np.asarray(v, dtype=np.float64).reshape(-1).tolist()
     y = np.empty(shape, _arrays.numpy_dtype(dtype))
     from ._convert import _threads
-    _native.conv2d_cpu(xo, wo, b, y.ctypes.data, y.nbytes, relu=bool(relu), output_format=output_format,
-                       out_dtype=to, threads=_threads(threads), x_dims=x_dims, **args)
+    _native.conv2d_cpu(xo, wo, values(bias), y.ctypes.data, y.nbytes, relu=bool(relu),
+                       output_format=output_format, out_dtype=to, threads=_threads(threads), x_dims=x_dims,
+                       scale=values(scale), **args)
     return xi.back(y) if xi.back is not None else y
 
 
@@ -99,7 +108,8 @@ def _same_layout(a: str, b: str) -> bool:
     return _native.Layout(a).canonical == _native.Layout(b).canonical
 
 
-def _conv2d_cuda(xi, wi, bias, args, relu, input_format, filter_format, output_format, out_dtype, x_dims):
+def _conv2d_cuda(xi, wi, bias, scale, args, relu, input_format, filter_format, output_format, out_dtype,
+                 x_dims):
     """conv2d on CUDA tensors: operands brought to what the kernel reads (on the caller's
     stream, by layoutkit's conversion kernels, only where needed), the kernel queued on the
     same stream, its output converted to `output_format` / `out_dtype` where they differ."""
@@ -130,11 +140,23 @@ def _conv2d_cuda(xi, wi, bias, args, relu, input_format, filter_format, output_f
         w_k = convert(wi.obj, filter_format, "OHWI", dtype=in_t)
     xk, wk = _arrays.info(x_k, "x"), _arrays.info(w_k, "w")
     o = int(y_dims.split(",")[1].split("=")[1])
-    b_values = np.zeros(o, np.float32)
-    if has_bias:
-        b_values = np.asarray(bias, dtype=np.float32).reshape(-1)
-        if b_values.size != o:
-            raise ValueError(f"bias has {b_values.size} values; the output has {o} channels")
+
+    def per_channel(v, what, default):
+        if v is None:
+            return np.full(o, default, np.float32)
+        a = np.asarray(v, dtype=np.float32).reshape(-1)
+        if a.size != o:
+            raise ValueError(f"{what} has {a.size} values; the output has {o} channels")
+        return a
+    # The kernel's per-channel parameters: the bias; for int8 requantised to int8, the scales
+    # then the biases.
+    requantised = in_t == "i8" and k_out == "i8"
+    if scale is not None and not requantised:
+        raise ValueError(f"scale requantises int8 convolutions to int8 (out_dtype=int8); this one is "
+                         f"{in_t} -> {k_out}")
+    b_values = per_channel(bias, "bias", 0.0)
+    if requantised:
+        b_values = np.concatenate([per_channel(scale, "scale", 1.0), b_values])
     if xk.kind == "torch":
         import torch
         b_dev = torch.as_tensor(b_values, device=xk.obj.device)

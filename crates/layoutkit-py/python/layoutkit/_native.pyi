@@ -67,7 +67,8 @@ def conv2d_output(x: _CpuOperand, w: _CpuOperand, stride: _Pair, padding: _Pair,
                   x_dims: Optional[_Dims] = None) -> Tuple[List[int], str]: ...
 def conv2d_cpu(x: _CpuOperand, w: _CpuOperand, bias: Optional[Sequence[float]], y: int, y_len: int, stride: _Pair,
                padding: _Pair, dilation: _Pair, groups: int, relu: bool, output_format: Optional[str] = None,
-               out_dtype: Optional[_DTypeLike] = None, threads: int = 1, x_dims: Optional[_Dims] = None) -> None: ...
+               out_dtype: Optional[_DTypeLike] = None, threads: int = 1, x_dims: Optional[_Dims] = None,
+               scale: Optional[Sequence[float]] = None) -> None: ...
 def conv2d_cuda_kernel(x: _Operand, w: _Operand, stride: _Pair, padding: _Pair, dilation: _Pair, groups: int,
                        bias: bool, relu: bool, out_dtype: Optional[_DTypeLike] = None,
                        x_dims: Optional[_Dims] = None,
