@@ -487,17 +487,18 @@ fn requantised_int8_writes_i8_through_q8() {
     let t = HopperTile::new(128, 256, 4).unwrap();
     let src = hopper_source(&k, &t);
     assert!(src.contains("signed char* __restrict__ y"));
-    assert!(src.contains("__dadd_rn(__dmul_rn((double)acc, (double)s), (double)b)"));
-    assert!(src.contains("if (v < 0.0) v = 0.0;"), "ReLU before the rounding");
-    assert!(src.contains("q8c(acc[mi][ni][2 * h], bias, n0 + c + 0)"));
-    assert!(src.contains("__ldg(p + 256 + oc)"), "the biases follow the 256 scales");
-    assert!(!src.contains("sv["), "no parameters held in registers");
+    assert!(src.contains("double v = __dadd_rn(__dmul_rn(a, s), b);"));
+    assert!(src.contains("fmin(fmax(v, 0.0), 127.0)"), "ReLU as the clamp's bound");
+    assert!(src.contains("q8(acc[mi][ni][2 * h], ps[c + 0], pb[c + 0])"));
+    assert!(src.contains("pb[i] = oc < 256 ? (double)bias[256 + oc]"), "biases after scales");
+    assert!(src.contains("double* ps = (double*)(smem + 34816);"), "after 128 x 272 bytes");
+    assert!(staged_fits(&k, &t, Staged::Output));
     // The staged tile: 1-byte rows of 256 + 16 bytes (16-byte aligned for the copy out).
     assert!(src.contains("so + r * 272 + q * 16"));
     // mma.sync and the split-K reduction requantise the same way.
     assert!(conv_source(&k).contains("q8c(acc[mi][ni][2 * h + 1], bias, oc + 1)"));
     let reduce = super::super::splitk::reduce_source(&k, 4);
-    assert!(reduce.contains("y[") && reduce.contains("q8(v, bias[oc], bias[256 + oc])"));
+    assert!(reduce.contains("q8(v, (double)bias[oc], (double)bias[256 + oc])"));
     // The parameter buffer: scales (ones by default) then biases (zeros by default).
     let p = super::super::channel_params(&k, None, Some(&[0.5; 256]));
     assert_eq!((p.len(), p[0], p[256]), (512, 0.5, 0.0));

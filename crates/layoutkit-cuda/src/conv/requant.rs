@@ -38,25 +38,25 @@ pub fn channel_params(kernel: &ConvKernel, bias: Option<&[f32]>, scale: Option<&
 /// The device functions `q8(acc, s, b)` (the requantised value of sum `acc` with scale `s`
 /// and bias `b`; ReLU baked in when `kernel.relu`) and `q8c(acc, p, oc)` (the same with
 /// output channel `oc`'s parameters read from the parameter buffer `p`, 0 past O) for a
-/// requantised `kernel`, or nothing for other kernels. The parameters are read where they
-/// are used (cached in L1), not held in registers: a thread of a 256-column tile holds 128
-/// sums already, and 128 more registers of parameters spilled (measured: a requantised
-/// 128 x 256 tile ran at 0.68 of the i32 output's speed with them preloaded).
+/// requantised `kernel`, or nothing for other kernels.
+///
+/// Conversions run at a quarter of the FP64 pipe's rate on sm_90, so none is used: the sum
+/// becomes a double through the exponent of 2^52 (`2^52 + 2^31 + acc`, exact, less the
+/// constant), and the clamped value is rounded half to even by adding 1.5 x 2^52 (the
+/// integer is then the low word). ReLU is the clamp's lower bound of 0, the same value as
+/// clamping a ReLU'd value: six FP64 operations per output, the reference's roundings.
 pub(super) fn q8_function(k: &mut String, kernel: &ConvKernel) {
     if !requantised(kernel) {
         return;
     }
     let o = kernel.shape.o;
-    let relu = if kernel.relu {
-        "  if (v < 0.0) v = 0.0;\n"
-    } else {
-        ""
-    };
-    k.push_str("__device__ __forceinline__ signed char q8(int acc, float s, float b) {\n");
-    k.push_str("  double v = __dadd_rn(__dmul_rn((double)acc, (double)s), (double)b);\n");
-    k.push_str(relu);
-    k.push_str("  v = fmin(fmax(v, -128.0), 127.0);\n  return (signed char)__double2int_rn(v);\n}\n");
+    let lo = if kernel.relu { "0.0" } else { "-128.0" };
+    k.push_str("__device__ __forceinline__ signed char q8(int acc, double s, double b) {\n");
+    k.push_str("  const double a = __dadd_rn(__hiloint2double(0x43300000, acc ^ 0x80000000), -4503601774854144.0);\n");
+    k.push_str("  double v = __dadd_rn(__dmul_rn(a, s), b);\n");
+    k.push_str(&format!("  v = fmin(fmax(v, {lo}), 127.0);\n"));
+    k.push_str("  return (signed char)__double2loint(__dadd_rn(v, 6755399441055744.0));\n}\n");
     k.push_str(&format!(
-        "__device__ __forceinline__ signed char q8c(int acc, const float* __restrict__ p, int oc) {{\n  return oc < {o} ? q8(acc, __ldg(p + oc), __ldg(p + {o} + oc)) : (signed char)0;\n}}\n"
+        "__device__ __forceinline__ signed char q8c(int acc, const float* __restrict__ p, int oc) {{\n  return oc < {o} ? q8(acc, (double)__ldg(p + oc), (double)__ldg(p + {o} + oc)) : (signed char)0;\n}}\n"
     ));
 }

@@ -128,7 +128,7 @@ pub fn reduce_source(kernel: &ConvKernel, splits: usize) -> String {
         String::new()
     };
     let value = if requant {
-        format!("q8(v, bias[oc], bias[{o} + oc])")
+        format!("q8(v, (double)bias[oc], (double)bias[{o} + oc])")
     } else {
         to_output(kernel, "v")
     };

@@ -65,7 +65,22 @@ fn geometry(
 /// Bytes of shared memory the staged tile takes.
 pub(super) fn staged_bytes(kernel: &ConvKernel, tile: &HopperTile, what: Staged) -> usize {
     let (_, size, channel_major, ld) = geometry(kernel, tile, what);
-    size * ld * if channel_major { tile.bn } else { tile.bm }
+    tile_bytes(size, channel_major, ld, tile) + params_bytes(kernel, tile, what)
+}
+
+/// Bytes of the staged output tile alone (16-byte aligned).
+fn tile_bytes(size: usize, channel_major: bool, ld: usize, tile: &HopperTile) -> usize {
+    (size * ld * if channel_major { tile.bn } else { tile.bm }).next_multiple_of(16)
+}
+
+/// Bytes of the requantisation parameters staged after the tile: the scale and bias of each
+/// of the tile's columns as doubles (0 for other kernels).
+fn params_bytes(kernel: &ConvKernel, tile: &HopperTile, what: Staged) -> usize {
+    if what == Staged::Output && requantised(kernel) {
+        2 * 8 * tile.bn
+    } else {
+        0
+    }
 }
 
 /// Whether the staged tile fits in the stages of `tile` (else the kernel writes from the
@@ -107,7 +122,15 @@ pub(super) fn staged_epilogue(
     };
     // Every warpgroup has waited for its own multiplies; after this barrier none reads a stage.
     let _ = writeln!(k, "  __syncthreads();\n  {t}* so = ({t}*)smem;");
-    if output && !int && !requant {
+    if requant {
+        // The tile's scales and biases, as doubles, after the staged tile (read by q8 from
+        // shared memory; a barrier before the first read).
+        let at = tile_bytes(size, channel_major, ld, tile);
+        let _ = writeln!(
+            k,
+            "  double* ps = (double*)(smem + {at});\n  double* pb = ps + {bn};\n  for (int i = tid; i < {bn}; i += {threads}) {{\n    const int oc = n0 + i;\n    ps[i] = oc < {o} ? (double)bias[oc] : 0.0;\n    pb[i] = oc < {o} ? (double)bias[{o} + oc] : 0.0;\n  }}\n  __syncthreads();"
+        );
+    } else if output && !int {
         let _ = writeln!(
             k,
             "  float bv[{ni}][2];\n  #pragma unroll\n  for (int ni = 0; ni < {ni}; ++ni)\n    #pragma unroll\n    for (int e = 0; e < 2; ++e) {{\n      const int oc = n0 + ni * 8 + tg * 2 + e;\n      bv[ni][e] = oc < {o} ? bias[oc] : 0.f;\n    }}"
@@ -115,7 +138,7 @@ pub(super) fn staged_epilogue(
     }
     let add = |v: &str, e: usize| {
         if requant {
-            format!("q8c({v}, bias, n0 + c + {e})")
+            format!("q8({v}, ps[c + {e}], pb[c + {e}])")
         } else if output {
             let b = if int {
                 v.to_string()
