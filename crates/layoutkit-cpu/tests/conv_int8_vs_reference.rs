@@ -183,7 +183,18 @@ fn depthwise_extremes_match_exactly() {
         padding: [1, 1],
         dilation: [1, 1],
     };
-    check(&p, "NHWC", "NCHW", DType::I32, false, false, false, true, 2, 3);
+    check(
+        &p,
+        "NHWC",
+        "NCHW",
+        DType::I32,
+        false,
+        false,
+        false,
+        true,
+        2,
+        3,
+    );
 }
 
 #[test]
@@ -201,8 +212,30 @@ fn deep_reductions_of_extremes_match_exactly() {
         padding: [1, 1],
         dilation: [1, 1],
     };
-    check(&p, "NCHW16c", "NHWC", DType::I32, false, false, false, true, 1, 4);
-    check(&p, "NCHW", "NCHW", DType::I8, false, true, true, false, 2, 5);
+    check(
+        &p,
+        "NCHW16c",
+        "NHWC",
+        DType::I32,
+        false,
+        false,
+        false,
+        true,
+        1,
+        4,
+    );
+    check(
+        &p,
+        "NCHW",
+        "NCHW",
+        DType::I8,
+        false,
+        true,
+        true,
+        false,
+        2,
+        5,
+    );
     check(&p, "NCHW", "NHWC", DType::I8, true, true, false, true, 2, 6);
 }
 

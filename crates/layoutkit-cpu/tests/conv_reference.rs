@@ -133,7 +133,10 @@ fn a_hand_computed_convolution() {
 #[test]
 fn requantised_i8_output_rounds_halves_to_even_and_saturates() {
     // One input channel, a 1x1 filter of 1: the sums are the inputs themselves.
-    let x: Vec<u8> = [5i8, 7, -5, 127, -128, 3].iter().map(|&v| v as u8).collect();
+    let x: Vec<u8> = [5i8, 7, -5, 127, -128, 3]
+        .iter()
+        .map(|&v| v as u8)
+        .collect();
     let xs = shaped("NCHW", "N=1,C=1,H=1,W=6");
     let ws = shaped("OIHW", "O=1,I=1,H=1,W=1");
     let ys = shaped("NCHW", "N=1,C=1,H=1,W=6");

@@ -171,7 +171,8 @@ impl ConvKernel {
         y_format: Option<&str>,
     ) -> Result<ConvKernel, layoutkit_core::Error> {
         let y_dims = conv.output_dims(x_dims, w_dims)?;
-        let int8 = x_dtype == DType::I8 && w_dtype == DType::I8 && (!bias || out == Some(DType::I8));
+        let int8 =
+            x_dtype == DType::I8 && w_dtype == DType::I8 && (!bias || out == Some(DType::I8));
         let input = if int8 {
             DType::I8
         } else if x_dtype == DType::BF16 {

@@ -43,7 +43,9 @@ fn nchw_through_nhwc_equals_the_nhwc_kernel_converted() {
         let nhwc = |d: &Dims| parse_format("NHWC").unwrap().shaped(d).unwrap();
         let same = |t| layoutkit_core::CastSpec::new(t, t, None).unwrap();
         let x_nhwc = layoutkit_cpu::convert(&nchw(&xd), &x_nchw, &nhwc(&xd), &same(input)).unwrap();
-        let (y_nhwc, _) = cuda.conv2d_timed(&kernel, &x_nhwc, &w, (None, None), 0, 1).unwrap();
+        let (y_nhwc, _) = cuda
+            .conv2d_timed(&kernel, &x_nhwc, &w, (None, None), 0, 1)
+            .unwrap();
         let want = layoutkit_cpu::convert(&nhwc(&yd), &y_nhwc, &nchw(&yd), &same(out)).unwrap();
         let route = ConvKernel {
             out_layout: ConvLayout::Nchw,

@@ -92,8 +92,16 @@ pub fn run(a: &ConvArgs, json_out: bool) -> Result<()> {
         None if x_dtype.is_float() => x_dtype,
         None => DType::I32,
     };
-    let bias = a.bias.as_deref().map(|p| read_channel_values(p, "bias")).transpose()?;
-    let scale = a.scale.as_deref().map(|p| read_channel_values(p, "scale")).transpose()?;
+    let bias = a
+        .bias
+        .as_deref()
+        .map(|p| read_channel_values(p, "bias"))
+        .transpose()?;
+    let scale = a
+        .scale
+        .as_deref()
+        .map(|p| read_channel_values(p, "scale"))
+        .transpose()?;
     let epilogue = Epilogue {
         bias: bias.as_deref(),
         relu: a.relu,
@@ -260,14 +268,8 @@ fn conv_cuda(
     let bias = epilogue.bias.map(f32s);
     let scale = epilogue.scale.map(f32s);
     let gpu = layoutkit_cuda::Cuda::new(0)?;
-    let (raw, _) = gpu.conv2d_timed(
-        &kernel,
-        &xb,
-        &wb,
-        (bias.as_deref(), scale.as_deref()),
-        0,
-        1,
-    )?;
+    let (raw, _) =
+        gpu.conv2d_timed(&kernel, &xb, &wb, (bias.as_deref(), scale.as_deref()), 0, 1)?;
     let plain = parse_format(kernel.out_layout.format())?.shaped(&out)?;
     Ok(layoutkit_cpu::convert(
         &plain,

@@ -240,12 +240,7 @@ fn run_cuda(
                             rows.push(json!({"layer": l.name, "layout": label,
                                          "dtype": name, "skipped": why}));
                         } else {
-                            outln!(
-                                "{:<26} {:<10} {:>5} skipped: {why}",
-                                l.name,
-                                label,
-                                name
-                            );
+                            outln!("{:<26} {:<10} {:>5} skipped: {why}", l.name, label, name);
                         }
                         continue;
                     }

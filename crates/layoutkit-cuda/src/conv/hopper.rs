@@ -299,7 +299,11 @@ fn wgmma_function(k: &mut String, n: usize, input: DType) {
         _ => ("float", "f", format!("m64n{n}k16.f32.f16.f16")),
     };
     // Integer wgmma has no operand scales or transposes: only the scale of D.
-    let tail = if input == DType::I8 { "p" } else { "p, 1, 1, 0, 0" };
+    let tail = if input == DType::I8 {
+        "p"
+    } else {
+        "p, 1, 1, 0, 0"
+    };
     let outs: Vec<String> = (0..regs).map(|i| format!("\"+{c}\"(d[{i}])")).collect();
     let _ = writeln!(
         k,

@@ -447,7 +447,10 @@ fn int8_runs_wgmma_k32_with_exact_i32_sums() {
     let t = HopperTile::new(128, 256, 4).unwrap();
     let src = hopper_source(&k, &t);
     assert!(src.contains("wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8"));
-    assert!(src.contains("\"+r\"(d[127])"), "i32 sums in integer registers");
+    assert!(
+        src.contains("\"+r\"(d[127])"),
+        "i32 sums in integer registers"
+    );
     assert!(src.contains("int acc[1][32][4];"));
     assert!(src.contains("const signed char* __restrict__ x"));
     assert!(src.contains("lcol = lch * 16;"));
@@ -488,10 +491,19 @@ fn requantised_int8_writes_i8_through_q8() {
     let src = hopper_source(&k, &t);
     assert!(src.contains("signed char* __restrict__ y"));
     assert!(src.contains("double v = __dadd_rn(__dmul_rn(a, s), b);"));
-    assert!(src.contains("fmin(fmax(v, 0.0), 127.0)"), "ReLU as the clamp's bound");
+    assert!(
+        src.contains("fmin(fmax(v, 0.0), 127.0)"),
+        "ReLU as the clamp's bound"
+    );
     assert!(src.contains("q8(acc[mi][ni][2 * h], ps[c + 0], pb[c + 0])"));
-    assert!(src.contains("pb[i] = oc < 256 ? (double)bias[256 + oc]"), "biases after scales");
-    assert!(src.contains("double* ps = (double*)(smem + 34816);"), "after 128 x 272 bytes");
+    assert!(
+        src.contains("pb[i] = oc < 256 ? (double)bias[256 + oc]"),
+        "biases after scales"
+    );
+    assert!(
+        src.contains("double* ps = (double*)(smem + 34816);"),
+        "after 128 x 272 bytes"
+    );
     assert!(staged_fits(&k, &t, Staged::Output));
     // The staged tile: 1-byte rows of 256 + 16 bytes (16-byte aligned for the copy out).
     assert!(src.contains("so + r * 272 + q * 16"));
@@ -507,9 +519,15 @@ fn requantised_int8_writes_i8_through_q8() {
         out: DType::F16,
         ..k
     };
-    assert_eq!(super::super::channel_params(&f, Some(&[2.0; 256]), None), vec![2.0; 256]);
+    assert_eq!(
+        super::super::channel_params(&f, Some(&[2.0; 256]), None),
+        vec![2.0; 256]
+    );
     // int8 with a bias and an i32 output: no kernel (the i32 output is the exact sums).
-    let i32_bias = ConvKernel { out: DType::I32, ..k };
+    let i32_bias = ConvKernel {
+        out: DType::I32,
+        ..k
+    };
     assert!(hopper_unsupported_reason(&i32_bias).is_some());
     assert!(unsupported_reason(&i32_bias).is_some());
 }

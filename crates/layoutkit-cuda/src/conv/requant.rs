@@ -8,7 +8,11 @@
 //!
 //! The kernels' per-channel parameter buffer (`bias`) holds, for a requantised kernel, the O
 //! scales followed by the O biases (f32; zeros where there is no bias):
-//! [`channel_params`] builds it.
+//! [`channel_params`] builds it. The Hopper kernel's staged epilogue copies its block's
+//! columns of them into shared memory as doubles before the tile is written (a thread of a
+//! 256-column tile already holds 128 sums). A first version holding them in registers and
+//! using conversion instructions ran at 0.67-0.91 of the i32 output's speed, this one at
+//! 0.92-0.96 (`bench/results/conv.md`).
 
 use layoutkit_core::DType;
 
@@ -23,7 +27,11 @@ pub fn requantised(kernel: &ConvKernel) -> bool {
 /// `scale` (each O values where given): the bias (zeros for none) for the float kernels, the
 /// scales (ones for none) then the biases for a requantised int8 kernel, and O zeros (unread)
 /// for an int8 kernel with an i32 output.
-pub fn channel_params(kernel: &ConvKernel, bias: Option<&[f32]>, scale: Option<&[f32]>) -> Vec<f32> {
+pub fn channel_params(
+    kernel: &ConvKernel,
+    bias: Option<&[f32]>,
+    scale: Option<&[f32]>,
+) -> Vec<f32> {
     let o = kernel.shape.o;
     let bias = bias.map_or_else(|| vec![0.0; o], <[f32]>::to_vec);
     if requantised(kernel) {
@@ -40,7 +48,9 @@ pub fn channel_params(kernel: &ConvKernel, bias: Option<&[f32]>, scale: Option<&
 /// output channel `oc`'s parameters read from the parameter buffer `p`, 0 past O) for a
 /// requantised `kernel`, or nothing for other kernels.
 ///
-/// Conversions run at a quarter of the FP64 pipe's rate on sm_90, so none is used: the sum
+/// Conversions to and from 64-bit types run at a quarter of the FP64 add and multiply rate on
+/// sm_90 (16 against 64 per clock per SM, the CUDA programming guide's throughput table), so
+/// none is used: the sum
 /// becomes a double through the exponent of 2^52 (`2^52 + 2^31 + acc`, exact, less the
 /// constant), and the clamped value is rounded half to even by adding 1.5 x 2^52 (the
 /// integer is then the low word). ReLU is the clamp's lower bound of 0, the same value as
