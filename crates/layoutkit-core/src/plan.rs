@@ -222,13 +222,25 @@ fn split_axes(src: &ShapedLayout, dst: &ShapedLayout) -> Option<Vec<AxisSplit>> 
                 .unwrap_or((1, 0));
             ts * (w / tw) as isize
         };
-        let pieces = weights
+        let mut pieces: Vec<Piece> = weights
             .iter()
             .map(|&w| Piece {
                 src_stride: stride_of(&s, w),
                 dst_stride: stride_of(&d, w),
             })
             .collect();
+        // Pieces that continue each other in both layouts (each stride the one below it times
+        // the ratio of their weights) are one loop: the axis is then a plain range, not boxes
+        // of whole blocks and partial ones (a MACE width-major image's W = 7 in blocks of 4
+        // lanes, from NHWC, is one run of 7 pixels, not a run of 4 and one of 3).
+        let plain = pieces.windows(2).zip(weights.windows(2)).all(|(p, w)| {
+            let r = (w[1] / w[0]) as isize;
+            p[1].src_stride == p[0].src_stride * r && p[1].dst_stride == p[0].dst_stride * r
+        });
+        if plain {
+            weights.truncate(1);
+            pieces.truncate(1);
+        }
         out.push(AxisSplit {
             weights,
             pieces,

@@ -182,17 +182,19 @@ pub fn fill_after(copy: &Region, pad: usize) -> Region {
 }
 
 /// The fill's run length if `fill` writes, right after every innermost run of `copy`, a run
-/// of its own, and nothing else.
+/// of its own, and nothing else. A fill whose innermost loop is not contiguous writes runs
+/// of one element (the last lane of a MACE width-major image of W = 7: its plan has no
+/// loop of extent 1).
 fn completes(copy: &Region, fill: &Region) -> Option<usize> {
-    let (ci, fi) = (copy.dims.last()?, fill.dims.last()?);
-    if ci.dst_stride != 1 || fi.dst_stride != 1 {
+    let ci = copy.dims.last()?;
+    if ci.dst_stride != 1 || fill.dst_offset != copy.dst_offset + ci.extent {
         return None;
     }
-    if fill.dst_offset != copy.dst_offset + ci.extent {
-        return None;
-    }
-    let outer = |r: &Region| dst_shape(&r.dims[..r.dims.len() - 1]);
-    (outer(copy) == outer(fill)).then_some(fi.extent)
+    let (fill_outer, run) = match fill.dims.split_last() {
+        Some((fi, outer)) if fi.dst_stride == 1 => (outer, fi.extent),
+        _ => (&fill.dims[..], 1),
+    };
+    (dst_shape(&copy.dims[..copy.dims.len() - 1]) == dst_shape(fill_outer)).then_some(run)
 }
 
 /// The destination offsets a loop nest visits, in a canonical form: extent-1 loops dropped
