@@ -251,6 +251,21 @@ mod tests {
     }
 
     #[test]
+    fn a_width_major_image_row_is_one_run_and_its_last_lane_one_fill() {
+        // W = 7 in blocks of 4 lanes, from NHWC: the blocks continue each other in both
+        // layouts, so the plan has one copy (runs of 7 pixels), and the eighth lane of each
+        // run, a fill of one element, is written by it.
+        assert_eq!(
+            absorbed("NHWC", "mace:in_out_width", "N=2,C=5,H=3,W=7"),
+            (vec![1], 0)
+        );
+        assert_eq!(
+            absorbed("NHWC", "mace:in_out_width", "N=2,C=5,H=3,W=6"),
+            (vec![2], 0)
+        );
+    }
+
+    #[test]
     fn fills_that_complete_nothing_stay() {
         let l = |extent, dst_stride| LoopDim {
             extent,
