@@ -24,6 +24,9 @@ pub(super) struct Item {
     /// Tiles of units: elements (1..unit) of one more, partial cell after the last along the
     /// source-contiguous loop, completed with fill ([`tiling::tail_cell`]); 0 for none.
     pub(super) tail: usize,
+    /// For tiles: the destination-contiguous loops at the end, 1, or 2 for a compound
+    /// destination row (see [`compound_b`]).
+    pub(super) b_loops: usize,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -43,11 +46,44 @@ impl Item {
     /// The loops at the end of `dims` that the kernel runs (the item iterates the others).
     pub(super) fn kernel_loops(&self) -> usize {
         match self.kind {
-            Kind::Tile => self.a_loops + 1,
+            Kind::Tile => self.a_loops + self.b_loops,
             Kind::Fill => 2,
             _ => 1,
         }
     }
+}
+
+/// A tile's destination rows shorter than this many bytes are lengthened by a compound row
+/// where they can be ([`compound_b`]).
+const SHORT_DST_ROW_BYTES: usize = 64;
+
+/// For a tile of two source-contiguous loops `a = [outer, inner]` and the destination-
+/// contiguous `b` (followed by `pad` fill elements), of elements (units) of `size` bytes:
+/// whether `outer` continues `b` in the destination (its destination stride is `b`'s padded
+/// run) while `b`'s rows are short. Then the tile is better cut the other way: `a = [inner]`
+/// and a compound destination row `(outer, b)`, one contiguous run per `inner` index, its
+/// source rows from a table. A MACE height-major image from NHWC is such a tile: `a = (w,
+/// c)`, `b` = the 4 lanes (rows `h`), whose 8-byte f16 destination rows lay 56 bytes apart for
+/// W = 7 (each line written in seven passes, 17-20% of the copy); cut the other way each
+/// channel's `W x 4` lanes are one destination run. With padding (the last block of lanes
+/// where H is not a multiple of 4), only identity conversions of single elements whose
+/// compound rows are back to back (`inner`'s destination stride is one compound row): the
+/// fill rows then sit inside the compound row, which the scratch-tile kernel allows.
+pub(super) fn compound_b(
+    a: &[LoopDim],
+    b: LoopDim,
+    (unit, pad): (usize, usize),
+    size: usize,
+    identity: bool,
+) -> bool {
+    let [outer, inner] = a else { return false };
+    let run = (b.extent + pad) * unit;
+    let packed = inner.dst_stride > 0 && inner.dst_stride as usize == outer.extent * run;
+    outer.extent > 1
+        && outer.dst_stride > 0
+        && outer.dst_stride as usize == run
+        && run * size < SHORT_DST_ROW_BYTES
+        && (pad == 0 || (identity && unit == 1 && packed))
 }
 
 /// Runs up to this many bytes that are contiguous in both layouts become units.
@@ -110,18 +146,24 @@ pub(super) fn split(
     let n = dims.len();
     let inner = dims[n - 1];
     let u = unit as isize;
-    let mut a_loops = 1;
+    let (mut a_loops, mut b_loops) = (1, 1);
     let kind = if fill {
         Kind::Fill
     } else if inner.src_stride == u && inner.dst_stride == u {
         Kind::Run
     } else if let Some(t) = tiling::tile_axes(&dims, unit) {
         // A tile: the loops outside it, then its source-contiguous loops, then the
-        // destination-contiguous one.
+        // destination-contiguous one(s).
         a_loops = t.a.len();
         dims = t.outer;
-        dims.extend(t.a);
-        dims.push(t.b);
+        if tail == 0 && compound_b(&t.a, t.b, (unit, pad), size, cast.is_identity()) {
+            // ... or the inner source-contiguous loop, then the compound destination row.
+            (a_loops, b_loops) = (1, 2);
+            dims.extend([t.a[1], t.a[0], t.b]);
+        } else {
+            dims.extend(t.a);
+            dims.push(t.b);
+        }
         Kind::Tile
     } else {
         Kind::Strided
@@ -159,14 +201,16 @@ pub(super) fn split(
     // that loop instead, in whole lines of units where it is long enough.
     let outside = || -> usize { dims[..n - 1 - a_loops].iter().map(|d| d.extent).product() };
     let along_a = kind == Kind::Tile
+        && b_loops == 1
         && !padded_tile
         && a_loops == 1
         && tail == 0
         && outside() * dims[n - 1].extent.div_ceil(16) < target
         && dims[n - 2].extent >= 2 * MIN_ITEM_ELEMENTS / dims[n - 1].extent.max(1);
-    let reorder = kind == Kind::Tile && !padded_tile && !along_a;
-    let last = if along_a {
-        n - 2
+    let reorder = kind == Kind::Tile && b_loops == 1 && !padded_tile && !along_a;
+    let last = if b_loops == 2 {
+        // A compound destination row stays whole: chunks along the loops outside it.
+        n - 3
     } else if reorder {
         let b = dims.pop().expect("a tile has two loops");
         dims.insert(n - 1 - a_loops, b);
@@ -202,6 +246,7 @@ pub(super) fn split(
             a_loops,
             pad,
             tail,
+            b_loops,
         };
         for (j, d) in dims[..=k].iter().enumerate() {
             it.src_offset = (it.src_offset as isize + start[j] as isize * d.src_stride) as usize;
@@ -213,7 +258,7 @@ pub(super) fn split(
             it.dims.push(b);
         }
         // A chunk inside a padded tile's source-contiguous loops keeps the inner ones.
-        it.a_loops = a_loops.min(it.dims.len() - 1).max(1);
+        it.a_loops = a_loops.min(it.dims.len() - b_loops).max(1);
         // Keep the kernel's loop count: pad with unit loops if the chunked loop is inside it.
         while it.dims.len() < it.kernel_loops() {
             it.dims.insert(
@@ -239,5 +284,36 @@ pub(super) fn split(
             }
             start[j] = 0;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn l(extent: usize, src_stride: isize, dst_stride: isize) -> LoopDim {
+        LoopDim {
+            extent,
+            src_stride,
+            dst_stride,
+        }
+    }
+
+    #[test]
+    fn short_destination_rows_continued_by_a_source_loop_become_compound() {
+        // NHWC -> mace:in_out_height, C = 1000, W = 14: a = (w, c), b = the 4 lanes.
+        let a = [l(14, 1000, 4), l(1000, 1, 56)];
+        let lanes = l(4, 14000, 1);
+        assert!(compound_b(&a, lanes, (1, 0), 2, true), "8-byte f16 rows");
+        assert!(compound_b(&a, lanes, (1, 0), 4, false), "16-byte f32 rows, a cast too");
+        assert!(!compound_b(&a, lanes, (1, 0), 16, true), "64-byte rows are whole lines");
+        // The last block of lanes (H = 14: 2 lanes and 2 of padding): identity only.
+        let two = l(2, 14000, 1);
+        assert!(compound_b(&a, two, (1, 2), 2, true));
+        assert!(!compound_b(&a, two, (1, 2), 2, false));
+        // Not continued: the outer loop's destination stride is not the padded run.
+        assert!(!compound_b(&[l(14, 1000, 8), l(1000, 1, 112)], lanes, (1, 0), 2, true));
+        // One source-contiguous loop, or three: the tile as it is.
+        assert!(!compound_b(&a[1..], lanes, (1, 0), 2, true));
     }
 }

@@ -316,6 +316,7 @@ impl Job<'_> {
         let table = match outer.last() {
             Some(&batch)
                 if it.kind == Kind::Tile
+                    && it.b_loops == 1
                     && it.pad == 0
                     && it.tail == 0
                     && self.cast.is_identity() =>
@@ -485,6 +486,12 @@ impl Job<'_> {
                     (self.run)(&self.src[s * ss..(s + unit) * ss], data, unit, &self.cast);
                     fill.copy_from_slice(pad);
                 }
+            }
+            Kind::Tile if it.b_loops == 2 => {
+                let [a, b_outer, b_inner] = k else {
+                    unreachable!("a compound destination row follows one source-contiguous loop")
+                };
+                self.tiles_compound_b(so, d0, *a, [*b_outer, *b_inner], (unit, it.pad), scratch);
             }
             Kind::Tile => {
                 let (a_loops, b) = k.split_at(k.len() - 1);
