@@ -68,7 +68,11 @@ const SHORT_DST_ROW_BYTES: usize = 64;
 /// channel's `W x 4` lanes are one destination run. With padding (the last block of lanes
 /// where H is not a multiple of 4), only identity conversions of single elements whose
 /// compound rows are back to back (`inner`'s destination stride is one compound row): the
-/// fill rows then sit inside the compound row, which the scratch-tile kernel allows.
+/// fill rows then sit inside the compound row, which the scratch-tile kernel allows. The
+/// compound rows must be few enough bytes for a tile of 16 (a whole block of the kernels) in
+/// the scratch tile, and `inner` at least 16 long: a MACE filter image read back into OIHW
+/// has `b` = the taps (36 bytes for 3x3 f32) continued by its input channels, but its `a` is
+/// the 4 lanes, and a compound row of 2048 channels x 9 taps would not fit.
 pub(super) fn compound_b(
     a: &[LoopDim],
     b: LoopDim,
@@ -80,9 +84,11 @@ pub(super) fn compound_b(
     let run = (b.extent + pad) * unit;
     let packed = inner.dst_stride > 0 && inner.dst_stride as usize == outer.extent * run;
     outer.extent > 1
+        && inner.extent >= 16
         && outer.dst_stride > 0
         && outer.dst_stride as usize == run
         && run * size < SHORT_DST_ROW_BYTES
+        && 16 * outer.extent * run * size <= super::SCRATCH_BYTES
         && (pad == 0 || (identity && unit == 1 && packed))
 }
 
@@ -315,5 +321,11 @@ mod tests {
         assert!(!compound_b(&[l(14, 1000, 8), l(1000, 1, 112)], lanes, (1, 0), 2, true));
         // One source-contiguous loop, or three: the tile as it is.
         assert!(!compound_b(&a[1..], lanes, (1, 0), 2, true));
+        // mace:conv2d_filter -> OIHW, I = 2048, 3x3, f32: a = the 4 lanes, b = the taps,
+        // continued by the input channels: 73 KiB compound rows, and an `a` of 4.
+        let taps = l(9, 8192, 1);
+        assert!(!compound_b(&[l(2048, 4, 9), l(4, 1, 18432)], taps, (1, 0), 4, true));
+        assert!(!compound_b(&[l(2048, 4, 9), l(64, 1, 18432)], taps, (1, 0), 4, true));
+        assert!(!compound_b(&[l(3, 4, 9), l(4, 1, 27)], taps, (1, 0), 4, true));
     }
 }
