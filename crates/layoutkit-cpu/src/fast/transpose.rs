@@ -122,6 +122,38 @@ impl<R: Rows> Rows for Padded<R> {
     }
 }
 
+/// Columns `b0..` of `rows`, rows `..na` (`N`-byte elements), as a tile of their own: the
+/// strip a wide kernel leaves (a 16 x 16 kernel on 28 columns leaves 12), for a narrower one.
+#[derive(Clone, Copy)]
+pub(crate) struct Columns<R: Rows, const N: usize> {
+    pub rows: R,
+    pub b0: usize,
+    pub na: usize,
+}
+
+impl<R: Rows, const N: usize> Rows for Columns<R, N> {
+    fn na(&self) -> usize {
+        self.na
+    }
+    fn nb(&self) -> usize {
+        self.rows.nb() - self.b0
+    }
+    #[inline(always)]
+    fn src(&self, b: usize) -> *const u8 {
+        self.rows.src(self.b0 + b)
+    }
+    #[inline(always)]
+    fn dst(&self, a: usize) -> *mut u8 {
+        self.rows.dst(a).wrapping_add(self.b0 * N)
+    }
+    fn dst_lines(&self) -> bool {
+        false
+    }
+    fn src_major(&self) -> bool {
+        self.rows.src_major()
+    }
+}
+
 /// Rows a fixed number of bytes apart (a plain matrix): no tables to build.
 #[derive(Clone, Copy)]
 pub(crate) struct Strided {
@@ -310,9 +342,21 @@ pub(crate) unsafe fn transpose_rows<const N: usize, R: Rows>(rows: R, stream: bo
                 _ => (0, 0),
             }
         };
-        // The strips the kernel left: columns db.. of rows ..da, then rows da.. whole.
+        // A strip of 8 to 15 columns a 16-column kernel left (2-byte elements): 8 x 8 blocks
+        // (f16 tiles of 28 rows, a MACE height-major image's 7 x 4 lanes, left 12 of 28
+        // columns to the element loop).
+        let (sa, sb) = if N == 2 && da >= 8 && nb - db >= 8 {
+            let strip = Columns::<R, N> { rows, b0: db, na: da };
+            // SAFETY: the strip is inside the tile (rows ..da, columns db..nb).
+            unsafe { x86::u16_blocks::<false, _>(strip) }
+        } else {
+            (0, 0)
+        };
+        // The strips left: columns db + sb.. of rows ..sa, columns db.. of rows sa..da, then
+        // rows da.. whole.
         unsafe {
-            scalar::<N, R>(src, dst, 0, da, db, nb);
+            scalar::<N, R>(src, dst, 0, sa, db + sb, nb);
+            scalar::<N, R>(src, dst, sa, da, db, nb);
             scalar::<N, R>(src, dst, da, na, 0, nb);
         }
     }

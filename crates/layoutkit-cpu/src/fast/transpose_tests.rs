@@ -2,7 +2,8 @@
 
 use super::*;
 
-/// Every kernel (and the edge strips around it) equals the portable loop, on tile shapes
+/// Every kernel (and the edge strips around it, with the narrower kernels they go through)
+/// equals the portable loop, on tile shapes
 /// around each block size, with and without streaming, aligned and not, over row tables
 /// and over strided rows that ask for the lines after their source ([`Ahead`]).
 fn check<const N: usize>() {
@@ -15,6 +16,10 @@ fn check<const N: usize>() {
         (32, 64),
         (33, 130),
         (8, 32),
+        // Strips of 8 to 15 columns after 16-column blocks (the 2-byte kernels' 8 x 8 blocks).
+        (24, 28),
+        (17, 45),
+        (40, 24),
     ] {
         for stream in [false, true] {
             for (skew, strided) in [(0usize, false), (N, false), (0, true), (N, true)] {
