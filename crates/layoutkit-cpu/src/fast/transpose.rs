@@ -342,15 +342,18 @@ pub(crate) unsafe fn transpose_rows<const N: usize, R: Rows>(rows: R, stream: bo
                 _ => (0, 0),
             }
         };
-        // A strip of 8 to 15 columns a 16-column kernel left (2-byte elements): 8 x 8 blocks
-        // (f16 tiles of 28 rows, a MACE height-major image's 7 x 4 lanes, left 12 of 28
-        // columns to the element loop).
-        let (sa, sb) = if N == 2 && da >= 8 && nb - db >= 8 {
-            let strip = Columns::<R, N> { rows, b0: db, na: da };
-            // SAFETY: the strip is inside the tile (rows ..da, columns db..nb).
-            unsafe { x86::u16_blocks::<false, _>(strip) }
-        } else {
-            (0, 0)
+        // A strip a wide kernel left, in narrower blocks: 8 x 8 for 2-byte elements after 16
+        // columns (f16 tiles of 28 rows, a MACE height-major image's 7 x 4 lanes, left 12 of
+        // 28 columns to the element loop), 4 x 4 for 4-byte ones after 8; the whole tile
+        // where no wide kernel ran (4 to 7 rows of 4-byte elements: NHWC -> NCHW of 7-pixel
+        // images).
+        let da = if da == 0 { na } else { da };
+        let strip = Columns::<R, N> { rows, b0: db, na: da };
+        // SAFETY (both): the strip is inside the tile (rows ..da, columns db..nb).
+        let (sa, sb) = match N {
+            2 if da >= 8 && nb - db >= 8 => unsafe { x86::u16_blocks::<false, _>(strip) },
+            4 if da >= 4 && nb - db >= 4 => unsafe { x86::u32_blocks4(strip) },
+            _ => (0, 0),
         };
         // The strips left: columns db + sb.. of rows ..sa, columns db.. of rows sa..da, then
         // rows da.. whole.

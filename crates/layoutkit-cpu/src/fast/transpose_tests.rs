@@ -16,10 +16,15 @@ fn check<const N: usize>() {
         (32, 64),
         (33, 130),
         (8, 32),
-        // Strips of 8 to 15 columns after 16-column blocks (the 2-byte kernels' 8 x 8 blocks).
+        // Strips of 8 to 15 columns after 16-column blocks (the 2-byte kernels' 8 x 8 blocks)
+        // and of 4 to 7 after 8 (the 4-byte kernels' 4 x 4 blocks).
         (24, 28),
         (17, 45),
         (40, 24),
+        (12, 14),
+        (9, 13),
+        (7, 5),
+        (20, 7),
     ] {
         for stream in [false, true] {
             for (skew, strided) in [(0usize, false), (N, false), (0, true), (N, true)] {

@@ -7,7 +7,7 @@ use super::Rows;
 use std::arch::x86_64::*;
 
 mod sse2;
-pub(super) use sse2::{u16_blocks, u16_lines, u8_blocks, u8_lines, units};
+pub(super) use sse2::{u16_blocks, u16_lines, u32_blocks4, u8_blocks, u8_lines, units};
 
 /// What a tile asks for ahead of its loads (`prefetcht1`).
 ///

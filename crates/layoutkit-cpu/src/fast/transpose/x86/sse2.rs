@@ -1,4 +1,4 @@
-//! The SSE2 kernels (2-byte, 1-byte and whole-unit transposes; SSE2 is part of x86-64, so
+//! The SSE2 kernels (4-byte strips, 2-byte, 1-byte and whole-unit transposes; SSE2 is part of x86-64, so
 //! they need no feature check). Safety for all: the contract of [`super::super::transpose_rows`].
 
 use super::super::Rows;
@@ -67,6 +67,33 @@ pub(in crate::fast::transpose) unsafe fn u16_blocks<const STREAM: bool, R: Rows>
                 } else {
                     _mm_storeu_si128(p, v);
                 }
+            }
+        }
+    }
+    (na, nb)
+}
+
+/// 4 x 4 blocks of 4-byte elements (the strips of 4 to 7 columns the 8 x 8 AVX2 kernel
+/// leaves), stored with ordinary stores.
+pub(in crate::fast::transpose) unsafe fn u32_blocks4<R: Rows>(r: R) -> (usize, usize) {
+    let (na, nb) = (r.na() / 4 * 4, r.nb() / 4 * 4);
+    for (a, b) in blocks(r.src_major(), (na, 4), (nb, 4)) {
+        // SAFETY: inside the tile; SSE2 is part of x86-64.
+        unsafe {
+            let v: [__m128; 4] =
+                std::array::from_fn(|k| _mm_loadu_ps(r.src(b + k).add(a * 4) as *const f32));
+            let t0 = _mm_unpacklo_ps(v[0], v[1]);
+            let t1 = _mm_unpacklo_ps(v[2], v[3]);
+            let t2 = _mm_unpackhi_ps(v[0], v[1]);
+            let t3 = _mm_unpackhi_ps(v[2], v[3]);
+            let c = [
+                _mm_movelh_ps(t0, t1),
+                _mm_movehl_ps(t1, t0),
+                _mm_movelh_ps(t2, t3),
+                _mm_movehl_ps(t3, t2),
+            ];
+            for (k, v) in c.into_iter().enumerate() {
+                _mm_storeu_ps(r.dst(a + k).add(b * 4) as *mut f32, v);
             }
         }
     }
