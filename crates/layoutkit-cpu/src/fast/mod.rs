@@ -17,6 +17,7 @@ mod interleave;
 mod items;
 mod record_casts;
 mod records;
+mod reverse;
 mod shape;
 mod table_tiles;
 mod tile_tables;

@@ -27,6 +27,9 @@ impl Job<'_> {
         tail: usize,
         scratch: &mut Scratch,
     ) {
+        if self.reverse_few(so, d0, a_loops, b, (unit, pad), scratch) {
+            return;
+        }
         let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
         let ea: usize = a_loops.iter().map(|l| l.extent).product();
         let inner_a = a_loops[a_loops.len() - 1];
