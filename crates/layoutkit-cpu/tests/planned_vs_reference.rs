@@ -336,7 +336,7 @@ proptest! {
     }
 }
 
-/// A MACE height-major image of 2-4 channels from NHWC (H a multiple of 4: each block of four
+/// A MACE height-major image of 2-4 channels from NHWC and back (H a multiple of 4: each block of four
 /// rows reversed with its channels, `[k][w][c] -> [c][w][k]`, through the scratch tile for 1-
 /// and 2-byte elements, the tiles for the others), widths around the scratch tile's passes, one to three threads, sources off
 /// line boundaries, against the reference.
@@ -345,14 +345,20 @@ fn few_channel_height_major_images_equal_the_reference() {
     for c in 2..=4 {
         for (h, w) in [(4, 1), (8, 5), (4, 64), (12, 300), (4, 3000)] {
             for t in [DType::U8, DType::F16, DType::F32, DType::F64] {
-                let dims =
-                    layoutkit_core::Dims::parse(&format!("N=2,H={h},W={w},C={c}")).unwrap();
+                let dims = layoutkit_core::Dims::parse(&format!("N=2,H={h},W={w},C={c}")).unwrap();
                 let shaped = |f: &str| layoutkit_core::parse_format(f).unwrap().shaped(&dims);
-                let (src, dst) = (shaped("NHWC").unwrap(), shaped("mace:in_out_height").unwrap());
+                let (plain, image) = (
+                    shaped("NHWC").unwrap(),
+                    shaped("mace:in_out_height").unwrap(),
+                );
                 let cast = CastSpec::identity(t);
-                for (threads, offset) in [(1, 0), (2, 4), (3, 16)] {
-                    fast_equals_reference(&src, &dst, &cast, threads, (c as u64, offset))
-                        .unwrap_or_else(|e| panic!("C={c} H={h} W={w} {t} threads {threads}: {e}"));
+                for (src, dst) in [(&plain, &image), (&image, &plain)] {
+                    for (threads, offset) in [(1, 0), (2, 4), (3, 16)] {
+                        fast_equals_reference(src, dst, &cast, threads, (c as u64, offset))
+                            .unwrap_or_else(|e| {
+                                panic!("C={c} H={h} W={w} {t} threads {threads}: {e}")
+                            });
+                    }
                 }
             }
         }

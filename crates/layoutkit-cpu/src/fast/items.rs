@@ -311,21 +311,51 @@ mod tests {
         let a = [l(14, 1000, 4), l(1000, 1, 56)];
         let lanes = l(4, 14000, 1);
         assert!(compound_b(&a, lanes, (1, 0), 2, true), "8-byte f16 rows");
-        assert!(compound_b(&a, lanes, (1, 0), 4, false), "16-byte f32 rows, a cast too");
-        assert!(!compound_b(&a, lanes, (1, 0), 16, true), "64-byte rows are whole lines");
+        assert!(
+            compound_b(&a, lanes, (1, 0), 4, false),
+            "16-byte f32 rows, a cast too"
+        );
+        assert!(
+            !compound_b(&a, lanes, (1, 0), 16, true),
+            "64-byte rows are whole lines"
+        );
         // The last block of lanes (H = 14: 2 lanes and 2 of padding): identity only.
         let two = l(2, 14000, 1);
         assert!(compound_b(&a, two, (1, 2), 2, true));
         assert!(!compound_b(&a, two, (1, 2), 2, false));
         // Not continued: the outer loop's destination stride is not the padded run.
-        assert!(!compound_b(&[l(14, 1000, 8), l(1000, 1, 112)], lanes, (1, 0), 2, true));
+        assert!(!compound_b(
+            &[l(14, 1000, 8), l(1000, 1, 112)],
+            lanes,
+            (1, 0),
+            2,
+            true
+        ));
         // One source-contiguous loop, or three: the tile as it is.
         assert!(!compound_b(&a[1..], lanes, (1, 0), 2, true));
         // mace:conv2d_filter -> OIHW, I = 2048, 3x3, f32: a = the 4 lanes, b = the taps,
         // continued by the input channels: 73 KiB compound rows, and an `a` of 4.
         let taps = l(9, 8192, 1);
-        assert!(!compound_b(&[l(2048, 4, 9), l(4, 1, 18432)], taps, (1, 0), 4, true));
-        assert!(!compound_b(&[l(2048, 4, 9), l(64, 1, 18432)], taps, (1, 0), 4, true));
-        assert!(!compound_b(&[l(3, 4, 9), l(4, 1, 27)], taps, (1, 0), 4, true));
+        assert!(!compound_b(
+            &[l(2048, 4, 9), l(4, 1, 18432)],
+            taps,
+            (1, 0),
+            4,
+            true
+        ));
+        assert!(!compound_b(
+            &[l(2048, 4, 9), l(64, 1, 18432)],
+            taps,
+            (1, 0),
+            4,
+            true
+        ));
+        assert!(!compound_b(
+            &[l(3, 4, 9), l(4, 1, 27)],
+            taps,
+            (1, 0),
+            4,
+            true
+        ));
     }
 }

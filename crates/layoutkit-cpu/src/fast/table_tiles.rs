@@ -35,7 +35,10 @@ impl Job<'_> {
         let nb = outer.extent * run;
         let row_bytes = nb * unit * size;
         let packed = self.cast.is_identity() && a.dst_stride as usize == nb * unit;
-        assert!(pad == 0 || packed, "fill rows inside a compound row need the scratch tile");
+        assert!(
+            pad == 0 || packed,
+            "fill rows inside a compound row need the scratch tile"
+        );
         let ta = (if packed { SCRATCH_BYTES } else { TILE_BYTES } / row_bytes).clamp(1, MAX_TILE_A);
         // Whole blocks of 16 rows for the kernels where the tile holds them.
         let ta = if ta >= 16 { ta / 16 * 16 } else { ta };
@@ -91,10 +94,12 @@ impl Job<'_> {
         let base = self.src.as_ptr();
         scratch.src_ptrs.clear();
         let fill = self.fill_line.as_ptr();
-        scratch.src_ptrs.extend(scratch.src_rows.iter().map(|&r| match r {
-            -1 => fill,
-            r => base.wrapping_add(r as usize * ss),
-        }));
+        scratch
+            .src_ptrs
+            .extend(scratch.src_rows.iter().map(|&r| match r {
+                -1 => fill,
+                r => base.wrapping_add(r as usize * ss),
+            }));
         scratch.dst_ptrs.clear();
         scratch
             .dst_ptrs

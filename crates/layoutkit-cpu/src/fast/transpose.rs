@@ -348,7 +348,11 @@ pub(crate) unsafe fn transpose_rows<const N: usize, R: Rows>(rows: R, stream: bo
         // where no wide kernel ran (4 to 7 rows of 4-byte elements: NHWC -> NCHW of 7-pixel
         // images).
         let da = if da == 0 { na } else { da };
-        let strip = Columns::<R, N> { rows, b0: db, na: da };
+        let strip = Columns::<R, N> {
+            rows,
+            b0: db,
+            na: da,
+        };
         // SAFETY (both): the strip is inside the tile (rows ..da, columns db..nb).
         let (sa, sb) = match N {
             2 if da >= 8 && nb - db >= 8 => unsafe { x86::u16_blocks::<false, _>(strip) },
