@@ -525,7 +525,7 @@ fn conv_bench_rejects_types_and_layouts_it_cannot_run() {
     );
     assert_bad_input(
         &["conv", "bench", "--device", "cuda", "--types", "f64"],
-        "--types takes f16, bf16 and i8",
+        "--types takes f16, bf16, i8 and i8q",
     );
     assert_bad_input(
         &["conv", "bench", "--device", "cuda", "--layouts", "NCHW8c"],

@@ -125,6 +125,7 @@ impl<R: Rows> Rows for Padded<R> {
 /// Columns `b0..` of `rows`, rows `..na` (`N`-byte elements), as a tile of their own: the
 /// strip a wide kernel leaves (a 16 x 16 kernel on 28 columns leaves 12), for a narrower one.
 #[derive(Clone, Copy)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(crate) struct Columns<R: Rows, const N: usize> {
     pub rows: R,
     pub b0: usize,
