@@ -166,7 +166,8 @@ pub struct ConvArgs {
     pub threads: Option<usize>,
     /// Where to run: cpu (--engine), or cuda (the tensor-core kernels, reading NHWC, NCHW or
     /// NC/32HW32 activations in place and others converted to NHWC; f16 or bf16 with f32
-    /// sums, or, for i8 activations and filter without bias, int8 with exact i32 sums; wgmma
+    /// sums, or, for i8 activations and filter, int8 with exact i32 sums (without bias, or
+    /// requantised in the kernel with --scale and --output-dtype i8); wgmma
     /// on Hopper GPUs (f16/bf16 without groups, int8 with C a multiple of 16), else mma.sync;
     /// groups, depthwise and other channel counts in f16 run a direct kernel; the filter goes
     /// over as OHWI, the output is converted to --output-format on the host).
