@@ -142,6 +142,8 @@ Examples:
       --filter-format OIHW --output-format NHWC --stride 2 --padding 1 --bias b.npy --relu
   layoutkit conv x.npy w.npy y.npy --groups 32 --padding 1      # depthwise: W is O=32,I=1
   layoutkit conv x.npy w.npy y.npy --input-format NHWC --padding 1 --device cuda
+  layoutkit conv x8.npy w8.npy y8.npy --scale s.npy --bias b.npy --output-dtype i8 \\
+      --input-format NHWC --padding 1 --device cuda    # int8, requantised in the kernel
   layoutkit conv bench --batch 1 --layouts NCHW,NHWC,NCHW8c      # TFLOP/s per layer and layout")]
     Conv(Box<ConvCommand>),
     /// Pack a model's weights (ONNX, safetensors, sharded checkpoint) into the layouts an

@@ -33,7 +33,7 @@ Examples:
   layoutkit conv bench --layouts NCHW,NHWC,NCHW8c,NCHW16c --with-conversions
   layoutkit conv bench --batch 8 --layouts NHWC,NCHW16c --threads 16 --json
   layoutkit conv bench --device cuda --filter 3x3          # tensor cores, f16, 3 layouts
-  layoutkit conv bench --device cuda --layouts NC/32HW32 --types f16,i8")]
+  layoutkit conv bench --device cuda --layouts NC/32HW32 --types f16,i8,i8q")]
     Bench(ConvBenchArgs),
 }
 
