@@ -75,6 +75,8 @@ impl Job<'_> {
     /// `n`-byte units), transposed into the scratch tile and copied out (streamed where the
     /// destination is large) in one piece.
     fn packed_tile(&self, d: usize, na: usize, row: usize, n: usize, scratch: &mut Scratch) {
+        // An identity conversion: one element size on both sides.
+        debug_assert!(self.cast.is_identity());
         let ss = self.cast.src.size_bytes();
         let bytes = na * row;
         let src_len = na * n;
