@@ -132,8 +132,23 @@ pub struct PaddedCopy<'p> {
     pub pad: usize,
 }
 
-/// Pairs each fill that completes a copy's innermost destination run with that copy.
-/// Returns the copies (each with its pad, 0 for none) and the fills left over.
+/// Which fills [`absorb_fills`] merges into the copies they complete.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FillRuns {
+    /// Fills whose innermost loop is a destination run (two or more elements after each run).
+    Runs,
+    /// Those and fills of one element after each run, which a plan writes without a loop of
+    /// extent 1 (the eighth lane of a MACE width-major image of W = 7). The CPU engine's
+    /// padded tiles take them (that image, f32, one thread: 32% -> 115% of the copy); the CUDA
+    /// engine's padded tail tiles measured slower than its separate fill (a height-major
+    /// image of H = 7 on an H100: about 1.0 -> 0.4 of the device copy), so it keeps
+    /// [`Self::Runs`].
+    Singles,
+}
+
+/// Pairs each fill that completes a copy's innermost destination run with that copy (fills of
+/// single elements too with [`FillRuns::Singles`]). Returns the copies (each with its pad, 0
+/// for none) and the fills left over.
 ///
 /// Contract (tested): the padded copies plus the fills returned write exactly the destination
 /// elements the inputs write, with the same values (a padded copy writes its pad elements with
@@ -141,6 +156,7 @@ pub struct PaddedCopy<'p> {
 pub fn absorb_fills<'p>(
     copies: &'p [Region],
     fills: &'p [Region],
+    runs: FillRuns,
 ) -> (Vec<PaddedCopy<'p>>, Vec<&'p Region>) {
     let mut out: Vec<PaddedCopy> = copies
         .iter()
@@ -149,7 +165,7 @@ pub fn absorb_fills<'p>(
     let mut rest = Vec::new();
     'fills: for f in fills {
         for c in out.iter_mut().filter(|c| c.pad == 0) {
-            if let Some(pad) = completes(c.region, f) {
+            if let Some(pad) = completes(c.region, f, runs) {
                 c.pad = pad;
                 continue 'fills;
             }
@@ -184,15 +200,16 @@ pub fn fill_after(copy: &Region, pad: usize) -> Region {
 /// The fill's run length if `fill` writes, right after every innermost run of `copy`, a run
 /// of its own, and nothing else. A fill whose innermost loop is not contiguous writes runs
 /// of one element (the last lane of a MACE width-major image of W = 7: its plan has no
-/// loop of extent 1).
-fn completes(copy: &Region, fill: &Region) -> Option<usize> {
+/// loop of extent 1), taken with [`FillRuns::Singles`] only.
+fn completes(copy: &Region, fill: &Region, runs: FillRuns) -> Option<usize> {
     let ci = copy.dims.last()?;
     if ci.dst_stride != 1 || fill.dst_offset != copy.dst_offset + ci.extent {
         return None;
     }
     let (fill_outer, run) = match fill.dims.split_last() {
         Some((fi, outer)) if fi.dst_stride == 1 => (outer, fi.extent),
-        _ => (&fill.dims[..], 1),
+        _ if runs == FillRuns::Singles => (&fill.dims[..], 1),
+        _ => return None,
     };
     (dst_shape(&copy.dims[..copy.dims.len() - 1]) == dst_shape(fill_outer)).then_some(run)
 }
@@ -226,7 +243,7 @@ mod tests {
         let Strategy::Regions { copies, fills } = plan.strategy() else {
             panic!("a linear plan")
         };
-        let (c, f) = absorb_fills(copies, fills);
+        let (c, f) = absorb_fills(copies, fills, FillRuns::Singles);
         (c.iter().map(|c| c.pad).collect(), f.len())
     }
 
@@ -263,6 +280,19 @@ mod tests {
             absorbed("NHWC", "mace:in_out_width", "N=2,C=5,H=3,W=6"),
             (vec![2], 0)
         );
+        // With runs only (the CUDA engine), the single lane stays a fill of its own.
+        let dims = Dims::parse("N=2,C=5,H=3,W=7").unwrap();
+        let src = parse_format("NHWC").unwrap().shaped(&dims).unwrap();
+        let dst = parse_format("mace:in_out_width")
+            .unwrap()
+            .shaped(&dims)
+            .unwrap();
+        let plan = ConversionPlan::new(&src, &dst).unwrap();
+        let Strategy::Regions { copies, fills } = plan.strategy() else {
+            panic!("a linear plan")
+        };
+        let (c, f) = absorb_fills(copies, fills, FillRuns::Runs);
+        assert_eq!((c[0].pad, f.len()), (0, 1));
     }
 
     #[test]
@@ -292,7 +322,7 @@ mod tests {
         ] {
             let copies = [copy.clone()];
             let fills = [fill];
-            let (c, f) = absorb_fills(&copies, &fills);
+            let (c, f) = absorb_fills(&copies, &fills, FillRuns::Singles);
             assert_eq!((c[0].pad, f.len()), (0, 1));
         }
         let fills = [Region {
@@ -301,7 +331,7 @@ mod tests {
             dims: vec![l(2, 16), l(2, 8), l(5, 1)],
         }];
         let copies = [copy];
-        let (c, f) = absorb_fills(&copies, &fills);
+        let (c, f) = absorb_fills(&copies, &fills, FillRuns::Singles);
         assert_eq!((c[0].pad, f.len()), (5, 0));
     }
 
@@ -335,7 +365,7 @@ mod tests {
             let Strategy::Regions { copies, fills } = plan.strategy() else {
                 panic!("a linear plan")
             };
-            let (padded, _) = absorb_fills(copies, fills);
+            let (padded, _) = absorb_fills(copies, fills, FillRuns::Singles);
             let main = padded
                 .iter()
                 .find(|p| p.region.inner().extent == 4)

@@ -97,7 +97,7 @@ pub fn generate_tuned(
     check_cast(cast)?;
     let small = plan.src().elements() < (1 << 31) && plan.dst().elements() < (1 << 31);
     let size = cast.src.size_bytes().max(cast.dst.size_bytes());
-    let (padded, rest) = tiling::absorb_fills(copies, fills);
+    let (padded, rest) = tiling::absorb_fills(copies, fills, tiling::FillRuns::Runs);
     let mut out = Vec::new();
     // Destination elements written by runs kernels and by fill kernels.
     let mut scattered = 0usize;

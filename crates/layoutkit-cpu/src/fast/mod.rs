@@ -76,7 +76,7 @@ pub fn convert_fast(
     // Padding merged into the copies where it completes their runs (identity conversions:
     // the tile kernels move source bytes, and the fill is a destination value).
     let (mut padded, mut fills) = if cast.is_identity() {
-        tiling::absorb_fills(copies, fills)
+        tiling::absorb_fills(copies, fills, tiling::FillRuns::Singles)
     } else {
         (
             copies
