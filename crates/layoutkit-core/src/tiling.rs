@@ -236,6 +236,10 @@ mod tests {
     use crate::{parse_format, Dims};
 
     fn absorbed(from: &str, to: &str, dims: &str) -> (Vec<usize>, usize) {
+        absorbed_with(from, to, dims, FillRuns::Singles)
+    }
+
+    fn absorbed_with(from: &str, to: &str, dims: &str, runs: FillRuns) -> (Vec<usize>, usize) {
         let dims = Dims::parse(dims).unwrap();
         let src = parse_format(from).unwrap().shaped(&dims).unwrap();
         let dst = parse_format(to).unwrap().shaped(&dims).unwrap();
@@ -243,7 +247,7 @@ mod tests {
         let Strategy::Regions { copies, fills } = plan.strategy() else {
             panic!("a linear plan")
         };
-        let (c, f) = absorb_fills(copies, fills, FillRuns::Singles);
+        let (c, f) = absorb_fills(copies, fills, runs);
         (c.iter().map(|c| c.pad).collect(), f.len())
     }
 
@@ -281,18 +285,13 @@ mod tests {
             (vec![2], 0)
         );
         // With runs only (the CUDA engine), the single lane stays a fill of its own.
-        let dims = Dims::parse("N=2,C=5,H=3,W=7").unwrap();
-        let src = parse_format("NHWC").unwrap().shaped(&dims).unwrap();
-        let dst = parse_format("mace:in_out_width")
-            .unwrap()
-            .shaped(&dims)
-            .unwrap();
-        let plan = ConversionPlan::new(&src, &dst).unwrap();
-        let Strategy::Regions { copies, fills } = plan.strategy() else {
-            panic!("a linear plan")
-        };
-        let (c, f) = absorb_fills(copies, fills, FillRuns::Runs);
-        assert_eq!((c[0].pad, f.len()), (0, 1));
+        let runs = absorbed_with(
+            "NHWC",
+            "mace:in_out_width",
+            "N=2,C=5,H=3,W=7",
+            FillRuns::Runs,
+        );
+        assert_eq!(runs, (vec![0], 1));
     }
 
     #[test]

@@ -12,7 +12,6 @@
 
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::DType;
-use layoutkit_cuda::conv::HopperTile;
 use layoutkit_cuda::conv::{
     conv_source, direct_source, direct_unsupported_reason, out_layout_reason, unsupported_reason,
     ConvKernel, ConvLayout, ConvShape,
@@ -20,7 +19,7 @@ use layoutkit_cuda::conv::{
 use layoutkit_cuda::{ConvPath, Cuda};
 
 mod common;
-use common::{check, device, kernel_for, xorshift, Problem};
+use common::{check, device, hopper_paths, kernel_for, xorshift, Problem};
 
 /// Every Hopper tile shape, with three to five stages, one group of multiplies in flight or
 /// none.
@@ -142,15 +141,7 @@ fn paths_for(cuda: &Cuda, kernel: &ConvKernel) -> Vec<ConvPath> {
     let path = cuda.conv_path(kernel).unwrap();
     let mut paths = vec![path];
     if matches!(path, ConvPath::Hopper(_)) && kernel.out != DType::F32 {
-        for (i, &(bm, bn, st, f)) in HOPPER_TILES.iter().enumerate() {
-            let tile = HopperTile::new(bm, bn, st)
-                .and_then(|t| t.with_in_flight(f))
-                .unwrap();
-            paths.push(ConvPath::Hopper(tile));
-            if i == 0 || i == 2 {
-                paths.push(ConvPath::Hopper(tile.with_splits(3).unwrap()));
-            }
-        }
+        paths.extend(hopper_paths(&HOPPER_TILES, |i| i == 0 || i == 2));
         if unsupported_reason(kernel).is_none() {
             paths.push(ConvPath::TensorCore);
         }
@@ -370,20 +361,14 @@ fn narrow_hopper_tiles_match_the_reference() {
                     // Not a Hopper GPU, or a problem the Hopper kernel does not take.
                     continue;
                 }
-                let mut paths = Vec::new();
-                for (bm, bn, st, f) in [
+                let narrow = [
                     (64, 96, 4, 1),
                     (128, 160, 3, 0),
                     (64, 32, 4, 1),
                     (128, 32, 3, 0),
                     (128, 224, 3, 1),
-                ] {
-                    let tile = HopperTile::new(bm, bn, st)
-                        .and_then(|t| t.with_in_flight(f))
-                        .unwrap();
-                    paths.push(ConvPath::Hopper(tile));
-                    paths.push(ConvPath::Hopper(tile.with_splits(3).unwrap()));
-                }
+                ];
+                let paths = hopper_paths(&narrow, |_| true);
                 checked += check(
                     &cuda,
                     &kernel,

@@ -9,11 +9,11 @@
 //! unless LAYOUTKIT_REQUIRE_CUDA=1.
 
 use layoutkit_core::DType;
-use layoutkit_cuda::conv::{unsupported_reason, ConvLayout, HopperTile};
+use layoutkit_cuda::conv::{unsupported_reason, ConvLayout};
 use layoutkit_cuda::ConvPath;
 
 mod common;
-use common::{check, device, kernel_for, Problem};
+use common::{check, device, hopper_paths, kernel_for, Problem};
 
 /// Tiles forced on every problem: each row count, narrow and wide columns, two to five stages,
 /// one group of multiplies in flight or none.
@@ -69,13 +69,7 @@ fn int8_hopper_kernel_is_exact() {
                     return;
                 };
                 let mut paths = vec![chosen];
-                for (bm, bn, st, f) in TILES {
-                    let tile = HopperTile::new(bm, bn, st)
-                        .and_then(|t| t.with_in_flight(f))
-                        .unwrap();
-                    paths.push(ConvPath::Hopper(tile));
-                    paths.push(ConvPath::Hopper(tile.with_splits(3).unwrap()));
-                }
+                paths.extend(hopper_paths(&TILES, |_| true));
                 if unsupported_reason(&kernel).is_none() {
                     paths.push(ConvPath::TensorCore);
                 }

@@ -229,3 +229,22 @@ pub fn check(cuda: &Cuda, kernel: &ConvKernel, seed: u64, paths: &[ConvPath], wh
     }
     paths.len()
 }
+
+/// The Hopper kernel with each of `tiles` forced (`(bm, bn, stages, in flight)`), and also with
+/// K split among 3 blocks for the tiles at the indices `split` takes.
+pub fn hopper_paths(
+    tiles: &[(usize, usize, usize, usize)],
+    split: impl Fn(usize) -> bool,
+) -> Vec<ConvPath> {
+    let mut paths = Vec::new();
+    for (i, &(bm, bn, st, f)) in tiles.iter().enumerate() {
+        let tile = layoutkit_cuda::conv::HopperTile::new(bm, bn, st)
+            .and_then(|t| t.with_in_flight(f))
+            .expect("a valid tile");
+        paths.push(ConvPath::Hopper(tile));
+        if split(i) {
+            paths.push(ConvPath::Hopper(tile.with_splits(3).expect("3 splits")));
+        }
+    }
+    paths
+}
