@@ -251,6 +251,10 @@ fn fast_engine_on_larger_transposes_and_casts() {
         ("mace:conv2d_filter", "OIHW", "O=45001,I=3,H=1,W=1"),
         ("OIHW", "mace:conv2d_filter", "O=1001,I=3,H=3,W=3"),
         ("OIHW", "OIHW16i16o", "O=4001,I=3,H=1,W=1"),
+        // One channel in blocks longer than the engine's fill line (287 fill elements after
+        // each element): the fill apart from the records.
+        ("NCHW", "NCHW288c", "N=3,C=1,H=2,W=5"),
+        ("NCHW", "NCHW300c", "N=2,C=7,H=3,W=3"),
     ];
     let casts = [
         CastSpec::identity(DType::F32),

@@ -96,9 +96,12 @@ pub fn convert_fast(
         if c.pad > 0 {
             continue;
         }
+        // Pads longer than the job's fill line (one record's worth, MAX_TILE_A elements)
+        // stay fill regions of their own (a channel padded to 288: 287 fill elements).
+        let fits = |f: &Region| f.dims.last().is_some_and(|l| l.extent <= MAX_TILE_A);
         if let Some(k) = fills
             .iter()
-            .position(|f| records::fills_records(c.region, f))
+            .position(|f| records::fills_records(c.region, f) && fits(f))
         {
             let f = fills.remove(k);
             c.pad = f.dims.last().map_or(0, |l| l.extent);
