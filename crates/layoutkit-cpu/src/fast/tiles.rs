@@ -313,11 +313,15 @@ impl Job<'_> {
         // image rows whose width is not a multiple of 8 pixels): the tile's destination is one
         // range, transposed in cache into a scratch tile and streamed out in one piece, as for
         // compound rows (measured, one thread, f16 images 90 and 100 pixels wide: 39-47% of the
-        // copy -> 47-59% over six alternating runs). Rows under a line are left to the kernels'
-        // packed stores (kHWC8 measured slower through the scratch).
+        // copy -> 47-59% over six alternating runs). Rows under a line of wider elements are
+        // left to the kernels' packed stores (kHWC8 measured slower through the scratch).
+        // Rows of bytes shorter than a line (NCHW32c's pixels of i8) the same way when the
+        // job streams: no kernel writes them as whole lines (i8 NCHW -> NCHW32c, one thread,
+        // two alternating runs: C=24 at 224 x 224 72-75% -> 100-105% of the copy, C=250 at
+        // 14 x 14 72-73% -> 83-87%).
+        let byte_rows = unit * ss == 1 && self.stream;
         let through_scratch = fused.is_none()
-            && (unit > 1 || row >= WHOLE_ROWS_MIN_BYTES)
-            && row >= 64
+            && ((unit > 1 || row >= WHOLE_ROWS_MIN_BYTES) && row >= 64 || byte_rows)
             && t.d_row as usize == (nb + t.pad) * unit
             && (dst as usize % 64 != 0 || row % 64 != 0)
             && na * row <= SCRATCH_BYTES;

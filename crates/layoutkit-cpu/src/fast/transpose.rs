@@ -331,6 +331,8 @@ pub(crate) unsafe fn transpose_rows<const N: usize, R: Rows>(rows: R, stream: bo
                 2 if avx2() && packed && na >= 16 => wide!(u16_packed8(rows)),
                 2 if packed => x86::u16_blocks::<true, R>(rows),
                 2 if na >= 8 && nb >= 8 => x86::u16_blocks::<false, R>(rows),
+                1 if avx2() && lines && na >= 16 && nb >= 64 => wide!(u8_lines32(rows)),
+                1 if avx2() && na >= 16 && nb >= 32 => wide!(u8_blocks32(rows)),
                 1 if lines && na >= 16 && nb >= 64 => x86::u8_lines(rows),
                 1 if na >= 16 && nb >= 16 => x86::u8_blocks(rows),
                 8 if avx2() && lines && na >= 4 && nb >= 8 => wide!(u64_lines(rows)),

@@ -6,7 +6,9 @@
 use super::Rows;
 use std::arch::x86_64::*;
 
+mod bytes;
 mod sse2;
+use sse2::u8_block as sse2_u8_block;
 pub(super) use sse2::{u16_blocks, u16_lines, u32_blocks4, u8_blocks, u8_lines, units};
 
 /// What a tile asks for ahead of its loads (`prefetcht1`).
@@ -557,4 +559,6 @@ compiled_for! {
     u16_blocks => u16_blocks_body;
     u16_lines => u16_lines_body;
     u16_packed8 => u16_packed8_body;
+    u8_blocks32 => bytes::u8_blocks32_body;
+    u8_lines32 => bytes::u8_lines32_body;
 }

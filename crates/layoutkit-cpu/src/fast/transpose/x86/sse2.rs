@@ -123,7 +123,7 @@ pub(in crate::fast::transpose) unsafe fn u16_lines<R: Rows>(r: R) -> (usize, usi
 /// Sixteen source rows from `b`, columns `a..a+16` of bytes, transposed: vector `c` of
 /// the result is source column `a + c` across the sixteen rows.
 #[inline(always)]
-unsafe fn u8_block<R: Rows>(rows: R, a: usize, b: usize) -> [__m128i; 16] {
+pub(super) unsafe fn u8_block<R: Rows>(rows: R, a: usize, b: usize) -> [__m128i; 16] {
     // Four unpack stages, each doubling the rows that a lane group spans and halving the
     // columns a vector holds. SSE2 is part of x86-64.
     // SAFETY: inside the tile (the caller's contract).
