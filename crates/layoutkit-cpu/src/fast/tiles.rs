@@ -334,15 +334,41 @@ impl Job<'_> {
             nb: nb + t.pad,
         };
         if let Some(fused) = fused {
+            // The same for cast tiles: a destination range whose rows are not whole lines
+            // (NCHW planes of 7 x 7 or 14 x 14 pixels) is cast into the scratch tile and
+            // streamed out in one piece when the job streams.
+            let range = na * row;
+            let through_scratch = self.stream
+                && t.pad == 0
+                && t.d_row as usize == nb
+                && (dst as usize % 64 != 0 || row % 64 != 0)
+                && range >= 64
+                && range <= SCRATCH_BYTES;
+            let out = if through_scratch {
+                scratch
+                    .stream_buf
+                    .get_or_insert_with(|| AlignedBuf::zeroed(SCRATCH_BYTES))
+                    .as_mut_ptr()
+            } else {
+                dst
+            };
             let rows = transpose::Ahead {
-                rows: transpose::Strided { nb, ..strided(dst) },
+                rows: transpose::Strided { nb, ..strided(out) },
                 next: t.ahead.0,
                 lines: t.ahead.1,
             };
-            // SAFETY: every row of the tile is inside its buffer (asserted above); the
-            // destination rows belong to this item alone; the CPU has the kernel's features.
-            let done = unsafe { fused.run(rows, self.stream) };
+            // SAFETY: every row of the tile is inside its buffer (asserted above), or inside
+            // the scratch tile (`range <= SCRATCH_BYTES`); the destination rows belong to this
+            // item alone; the CPU has the kernel's features.
+            let done = unsafe { fused.run(rows, self.stream && !through_scratch) };
             self.cast_strips(rows, done, &mut scratch.bufs);
+            if through_scratch {
+                let tile = &scratch.stream_buf.as_ref().expect("made above")[..range];
+                // SAFETY: the tile's destination range is inside the buffer (asserted above:
+                // its rows are back to back) and belongs to this item.
+                let dst_range = unsafe { std::slice::from_raw_parts_mut(dst, range) };
+                self.out_copy(dst_range, tile);
+            }
             return;
         }
         // SAFETY: every row of the tile is inside its buffer (asserted above), and through the
