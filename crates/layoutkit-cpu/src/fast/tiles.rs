@@ -342,8 +342,7 @@ impl Job<'_> {
                 && t.pad == 0
                 && t.d_row as usize == nb
                 && (dst as usize % 64 != 0 || row % 64 != 0)
-                && range >= 64
-                && range <= SCRATCH_BYTES;
+                && (64..=SCRATCH_BYTES).contains(&range);
             let out = if through_scratch {
                 scratch
                     .stream_buf
