@@ -226,6 +226,24 @@ unsafe fn kernel<const E: usize, const C: usize>(
     }
 }
 
+/// Whether the few-rows tiles write a cast's `rows` channels of `unit` elements followed by
+/// `pad` fill elements in one pass (the fill line holds the pad; identity conversions pad in
+/// the transposes instead). [`super::items::split`] asks the same before it gives a cast tile
+/// its padding, as no other cast tile writes it.
+pub(super) fn few_rows_pad(
+    cast: &layoutkit_core::CastSpec,
+    rows: usize,
+    unit: usize,
+    pad: usize,
+) -> bool {
+    let e = unit * cast.src.size_bytes();
+    !cast.is_identity()
+        && unit == 1
+        && (2..=MAX_ROWS).contains(&rows)
+        && pad <= super::items::MAX_TILE_A
+        && matches!(e, 1 | 2 | 4 | 8)
+}
+
 impl super::Job<'_> {
     /// The tile shape `(ta, tb)` for a tile plane that [`Self::tile_few_rows`] runs (one
     /// source-contiguous loop, no padding, 2..=[`MAX_ROWS`] rows packed into pixels on one
@@ -248,16 +266,28 @@ impl super::Job<'_> {
         // whole 64-byte lines of the destination when the first one is and tiles share no
         // line.
         let stream_range = if self.stream { ds } else { 0 };
+        // A cast's padded records are built whole in the third range (see `tile_few_rows`).
         let pixels = |rows: usize| {
-            let p = super::SCRATCH_BYTES / (rows * unit * (ss + ds + stream_range));
+            let records = if pad > 0 {
+                (rows + pad) * ds
+            } else {
+                rows * stream_range
+            };
+            let p = super::SCRATCH_BYTES / (unit * (rows * (ss + ds) + records));
             if self.stream && p >= 64 {
                 p / 64 * 64
             } else {
                 p.max(1)
             }
         };
-        if pad > 0 || b.src_stride < 0 || a.dst_stride < 0 {
+        if b.src_stride < 0 || a.dst_stride < 0 {
             return None;
+        }
+        if pad > 0 {
+            // Casts into records of `b.extent` channels and `pad` fill (RGB into NCHW32c).
+            let records = a.dst_stride as usize == (b.extent + pad) * unit;
+            let ok = few_rows_pad(&self.cast, b.extent, unit, pad) && records;
+            return ok.then(|| (pixels(b.extent).min(a.extent), b.extent));
         }
         let e_ok = |e: usize| matches!(e, 1 | 2 | 4 | 8);
         // Pixels back to back, or apart: as destinations in casts only (an identity
@@ -306,7 +336,12 @@ impl super::Job<'_> {
     ) -> bool {
         let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
         let (na, nb) = (t.na, t.nb);
-        if t.pad > 0 || t.s_first < 0 || t.d_first < 0 || t.s_row < 0 || t.d_row < 0 {
+        if t.s_first < 0 || t.d_first < 0 || t.s_row < 0 || t.d_row < 0 {
+            return false;
+        }
+        let pad = t.pad;
+        let records = t.d_row as usize == (nb + pad) * unit;
+        if pad > 0 && !(few_rows_pad(&self.cast, nb, unit, pad) && records) {
             return false;
         }
         let identity = self.cast.is_identity();
@@ -316,7 +351,7 @@ impl super::Job<'_> {
         let splitting = !interleaving && few(na) && s_row >= na * unit && d_row >= nb * unit;
         let (rows, pixels, px_stride) = match (interleaving, splitting) {
             (true, _) => (nb, na, d_row),
-            (_, true) => (na, nb, s_row),
+            (_, true) if pad == 0 => (na, nb, s_row),
             _ => return false,
         };
         let packed = px_stride == rows * unit;
@@ -327,7 +362,9 @@ impl super::Job<'_> {
         // pixels leave fill between them, which other tiles write); everything else goes
         // through the scratch tile's three ranges (see `few_rows_shape`).
         let stream_range = if self.stream { ds } else { 0 };
-        let fits = n * (ss + ds + stream_range) <= super::SCRATCH_BYTES
+        let records = pixels * (rows + pad) * unit * ds;
+        let third = if pad > 0 { records } else { n * stream_range };
+        let fits = n * (ss + ds) + third <= super::SCRATCH_BYTES
             && (packed || !identity || (splitting && self.stream && !(rows == 4 && e == 4)));
         if !matches!(e, 1 | 2 | 4 | 8) || !fits {
             return false;
@@ -348,7 +385,7 @@ impl super::Job<'_> {
         // cast's output) and, streaming, `n` more (the tile as it is streamed out).
         let (a, rest) = buf.split_at_mut(n * ss);
         let (b, c) = rest.split_at_mut(n * ds);
-        let c = &mut c[..n * stream_range];
+        let c = &mut c[..third];
         if interleaving && identity && !self.stream {
             // In place (`packed`: checked by `fits`).
             // SAFETY: the tile's rows are inside the buffers (asserted); the destination
@@ -374,7 +411,21 @@ impl super::Job<'_> {
                 (self.run)(a, b, n, &self.cast);
                 b
             };
-            if packed {
+            if pad > 0 {
+                // Whole records: the fill value everywhere (long copies of the fill line),
+                // then each pixel's values at its record's start; one destination range.
+                for part in c.chunks_mut(self.fill_line.len()) {
+                    part.copy_from_slice(&self.fill_line[..part.len()]);
+                }
+                let (px_d, rec) = (rows * de, (rows + pad) * unit * ds);
+                for (r, px) in c.chunks_exact_mut(rec).zip(cast.chunks_exact(px_d)) {
+                    super::copy_few(&mut r[..px_d], px);
+                }
+                // SAFETY: the tile's records are back to back (checked) from `dst`, inside
+                // the buffer (asserted) and this item's.
+                let out = unsafe { std::slice::from_raw_parts_mut(dst, records) };
+                self.out_copy(out, c);
+            } else if packed {
                 // SAFETY: the tile's destination range is inside the buffer (asserted) and
                 // belongs to this item.
                 let out = unsafe { std::slice::from_raw_parts_mut(dst, n * ds) };

@@ -142,6 +142,10 @@ pub(super) fn split(
     threads: usize,
     items: &mut Vec<Item>,
 ) -> bool {
+    // The kernels read padding from the job's fill line of MAX_TILE_A elements.
+    if pad > MAX_TILE_A {
+        return false;
+    }
     let mut dims = r.loops();
     let size = cast.src.size_bytes().max(cast.dst.size_bytes());
     // A short innermost run contiguous in both layouts becomes the unit of the other loops.
@@ -161,6 +165,14 @@ pub(super) fn split(
         // A tile: the loops outside it, then its source-contiguous loops, then the
         // destination-contiguous one(s).
         a_loops = t.a.len();
+        // A cast tile takes padding only as the few-rows tiles write it (records of a few
+        // channels and their fill, one source-contiguous loop of pixels).
+        if pad > 0 && !cast.is_identity() {
+            let records = t.a.len() == 1 && t.a[0].dst_stride == (t.b.extent + pad) as isize;
+            if !(records && super::interleave::few_rows_pad(cast, t.b.extent, unit, pad)) {
+                return false;
+            }
+        }
         dims = t.outer;
         if tail == 0 && compound_b(&t.a, t.b, (unit, pad), size, cast.is_identity()) {
             // ... or the inner source-contiguous loop, then the compound destination row.

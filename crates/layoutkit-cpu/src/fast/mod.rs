@@ -75,16 +75,13 @@ pub fn convert_fast(
     let mut items: Vec<Item> = Vec::new();
     // Padding merged into the copies where it completes their runs (identity conversions:
     // the tile kernels move source bytes, and the fill is a destination value).
+    // With a cast, runs of fill too, which the few-rows tiles write with a few channels'
+    // values (RGB into NCHW32c); `split` refuses the other padded cast tiles, whose fill is
+    // then written apart as before.
     let (mut padded, mut fills) = if cast.is_identity() {
         tiling::absorb_fills(copies, fills, tiling::FillRuns::Singles)
     } else {
-        (
-            copies
-                .iter()
-                .map(|region| tiling::PaddedCopy { region, pad: 0 })
-                .collect(),
-            fills.iter().collect(),
-        )
+        tiling::absorb_fills(copies, fills, tiling::FillRuns::Runs)
     };
     // Single elements followed by their padding (one channel into kHWC8, NCHW32c, a MACE
     // image's 4 lanes): the fill after each element joins the copy as its pad, written by

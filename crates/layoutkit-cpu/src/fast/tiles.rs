@@ -46,7 +46,8 @@ impl Job<'_> {
                 TILE_BYTES
             },
         );
-        if let Some((a, b)) = self.few_rows_shape(a_loops, b, unit, pad) {
+        let few_rows = self.few_rows_shape(a_loops, b, unit, pad);
+        if let Some((a, b)) = few_rows {
             (ta, tb) = (a, b);
         }
         // Destination rows (pixels of many channels) back to back but not whole lines, such
@@ -68,7 +69,7 @@ impl Job<'_> {
             tb = b.extent;
             ta = (SCRATCH_BYTES / d_row_bytes).clamp(1, MAX_TILE_A);
         }
-        if pad > 0 {
+        if pad > 0 && few_rows.is_none() {
             // The whole padded run in one tile: its last `pad` rows read the fill line.
             tb = b.extent;
             ta = (TILE_BYTES / ((tb + pad) * ss)).clamp(1, MAX_TILE_A);
