@@ -15,6 +15,7 @@ rounds and saturates: the same bytes moved). Bandwidth counts bytes read + writt
 medians after one warm-up.
 
 Usage: bench/torch_sweep.py SWEEP.json [--out ROWS.json] [--min-mib 0]
+(SWEEP.json may also be the output of one `layoutkit bench ... --json` row.)
 """
 import argparse
 import json
@@ -139,6 +140,17 @@ def main():
     ap.add_argument("--min-mib", type=float, default=0.0)
     a = ap.parse_args()
     sweep = json.load(open(a.sweep))
+    if "rows" not in sweep:
+        # One row of `layoutkit bench --json` (not a sweep): its tensor's bytes and class.
+        row = dict(sweep)
+        per = {"f32": 4, "f16": 2, "i8": 1, "u8": 1}
+        n = 1
+        for v in dims_of(row["dims"]).values():
+            n *= v
+        row["tensor_bytes"] = n * per[row["dtype"]]
+        mib = row["tensor_bytes"] / (1 << 20)
+        row["size_class"] = "<1MiB" if mib < 1 else ("1-8MiB" if mib < 8 else ">=8MiB")
+        sweep = {"threads": row["threads"], "rows": [row]}
     threads = sweep["threads"]
     torch.set_num_threads(threads)
     out = []
