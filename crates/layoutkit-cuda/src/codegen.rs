@@ -68,6 +68,25 @@ impl Default for Tuning {
 /// Short runs (destination runs of fewer elements than this) make a region a `runs` region.
 const SHORT_RUN: usize = 16;
 
+/// The fewest elements a transposition moves per outer step for a tile kernel (one thread
+/// block per tile) in a region of [`MANY_TILES_ELEMENTS`] or more; smaller ones go to the
+/// `runs` kernel or the gather. Measured on an H200 (whole CUDA sweep, 32 MiB tensors): MACE
+/// filter images of 12-36 elements per step 2-13% of the device copy as tiles, 57-108% through
+/// the gather; OIHW16i16o of 144 (I = 1, 3x3) 83% as tiles, 48% through the gather; with the
+/// limit at 256 for every size, tensors under 1 MiB within 1.5x of an empty launch went 591 ->
+/// 578 of 796 (a small tensor has few tiles, one launch either way).
+const MIN_TILE_ELEMENTS: usize = 128;
+
+/// Regions of fewer elements keep their tile kernel whatever its size (see
+/// [`MIN_TILE_ELEMENTS`]).
+const MANY_TILES_ELEMENTS: usize = 1 << 20;
+
+/// Cells of the whole transposition of `axes` (all its source- and destination-contiguous
+/// loops), the most one tile can hold.
+fn tile_cells(axes: &tiling::TileAxes) -> usize {
+    axes.a.iter().map(|l| l.extent).product::<usize>() * axes.b.extent
+}
+
 /// The launches that run `plan` with `cast`. Errors for plans without regions (blocks that do
 /// not nest) and for casts the backend does not do.
 pub fn generate(plan: &ConversionPlan, cast: &CastSpec) -> Result<Vec<Launch>, Error> {
@@ -113,9 +132,14 @@ pub fn generate_tuned(
         let axes = tiling::tile_axes(&dims, unit);
         let identity = cast.src == cast.dst;
         match axes {
-            // A tile; its padding written with it where it continues the tile's rows.
+            // A tile; its padding written with it where it continues the tile's rows. Not
+            // when a large region's whole transposition is a handful of elements per outer
+            // step (a MACE filter image with 3 inputs and 1x1 taps: 3 x 4 cells), since each
+            // tile is one thread block: a block of 256 threads then moved 12 elements.
             Some(axes)
-                if pc.pad == 0 || (identity && unit == 1 && inner.extent + pc.pad <= 256) =>
+                if (pc.pad == 0 || (identity && unit == 1 && inner.extent + pc.pad <= 256))
+                    && (tile_cells(&axes) * unit >= MIN_TILE_ELEMENTS
+                        || r.elements() < MANY_TILES_ELEMENTS) =>
             {
                 let tail = if tuning.merge_tails
                     && identity

@@ -134,6 +134,32 @@ fn codegen_tiles_transpositions_and_loops_elsewhere() {
     let m = codegen::generate_tuned(&plan250, &id, &apart).unwrap();
     let names: Vec<&str> = m.iter().map(|l| l.name).collect();
     assert_eq!(names, ["convert", "runs"]);
+    // A large region of tiny transpositions (a MACE filter image of 3 inputs and 1x1 taps:
+    // 12 elements per four output channels, one thread block each as tiles) goes to the
+    // kernels that write short runs; the image of a small filter keeps its tile.
+    let filter = |dims: &str| {
+        let d = Dims::parse(dims).unwrap();
+        let plan = ConversionPlan::new(
+            &parse_format("OIHW").unwrap().shaped(&d).unwrap(),
+            &parse_format("mace:conv2d_filter")
+                .unwrap()
+                .shaped(&d)
+                .unwrap(),
+        )
+        .unwrap();
+        let names: Vec<&str> = codegen::generate(&plan, &id)
+            .unwrap()
+            .iter()
+            .map(|l| l.name)
+            .collect();
+        names
+    };
+    let large = filter("O=400000,I=3,H=1,W=1");
+    assert!(
+        large.iter().all(|n| *n == "gather" || *n == "runs"),
+        "{large:?}"
+    );
+    assert!(filter("O=64,I=3,H=1,W=1").contains(&"convert"));
     // Casts the backend does not fuse are refused, not miscomputed.
     let bad = CastSpec::new(DType::I32, DType::F16, None).unwrap();
     assert!(codegen::generate(&ConversionPlan::new(&nchw, &nhwc).unwrap(), &bad).is_err());
@@ -216,6 +242,11 @@ fn benchmark_conversions_with_tails_match_the_cpu_reference() {
         // Even widths: whole 16-byte stores of image pixels.
         ("NHWC", "mace:in_out_channel", "N=2,H=3,W=56,C=250"),
         ("NHWC", "mace:in_out_channel", "N=1,H=2,W=64,C=64"),
+        // Regions of 2^20 elements and more whose transpositions are tiny (12-48 elements per
+        // outer step): not tiled (see `codegen`), written as short runs.
+        ("OIHW", "mace:conv2d_filter", "O=350003,I=3,H=1,W=1"),
+        ("mace:conv2d_filter", "OIHW", "O=120001,I=1,H=3,W=3"),
+        ("OIHW16i16o", "OIHW", "O=350003,I=3,H=1,W=1"),
     ];
     let mut checked = 0;
     for (from, to, dims) in cases {
