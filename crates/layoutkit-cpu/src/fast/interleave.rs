@@ -246,7 +246,8 @@ pub(super) fn few_rows_pad(
 
 impl super::Job<'_> {
     /// The tile shape `(ta, tb)` for a tile plane that [`Self::tile_few_rows`] runs (one
-    /// source-contiguous loop, no padding, 2..=[`MAX_ROWS`] rows packed into pixels on one
+    /// source-contiguous loop, no padding but a cast's records ([`few_rows_pad`]),
+    /// 2..=[`MAX_ROWS`] rows packed into pixels on one
     /// side): as many pixels as fill the scratch tile, so each tile moves tens of KiB in long
     /// runs (the transposes' shapes, made for 8 or 16 rows, gave 3-row tiles of 256 pixels).
     /// `None` for other planes.
@@ -319,11 +320,12 @@ impl super::Job<'_> {
     /// destination rows ([`deinterleave`]). Returns false (nothing written) for other tiles.
     ///
     /// Pixels back to back are read or written in place. Pixels further apart (a blocked
-    /// layout's padded records, such as NCHW32c's or kHWC8's with 3 channels) are gathered
-    /// into the scratch tile first when they are the source, and written one by one when
-    /// they are the destination of a cast (an identity conversion there has fill to write,
-    /// which other tiles do). A cast runs as one contiguous run in the scratch tile between
-    /// the (de)interleaving and the pixels' move. Where the job streams ([`Job::stream`]) and
+    /// layout's padded records, such as NCHW32c's or kHWC8's with 3 channels) are, as the
+    /// source, split straight from the records (identity tiles, streamed) or gathered into
+    /// the scratch tile (casts); as the destination of a cast, written whole with their fill
+    /// where the tile carries it (`t.pad`, see [`few_rows_pad`]), else one by one (an
+    /// identity conversion's strided destination is the transposes'). A cast runs as one
+    /// contiguous run in the scratch tile between the (de)interleaving and the pixels' move. Where the job streams ([`Job::stream`]) and
     /// the destination is contiguous runs (interleaved pixels back to back, or the split
     /// rows), the tile is finished in the scratch tile and streamed out, so the destination's
     /// lines are not read for ownership before they are written (f32 NCHW -> NHWC of an RGB
@@ -382,7 +384,8 @@ impl super::Job<'_> {
             .stream_buf
             .get_or_insert_with(|| super::AlignedBuf::zeroed(super::SCRATCH_BYTES));
         // Scratch ranges: `n` source-type elements, `n` destination-type elements (the
-        // cast's output) and, streaming, `n` more (the tile as it is streamed out).
+        // cast's output) and a third: the padded records, or (streaming) the tile as it is
+        // streamed out.
         let (a, rest) = buf.split_at_mut(n * ss);
         let (b, c) = rest.split_at_mut(n * ds);
         let c = &mut c[..third];
@@ -442,26 +445,29 @@ impl super::Job<'_> {
             return true;
         }
         if identity && !packed {
-            // Records apart: split straight from them (into `c` when streaming).
+            // Records apart (streamed only: checked by `fits`): split straight from them into
+            // `c`, whose rows are streamed out.
             let row_bytes = pixels * e;
-            let (out, out_row) = if self.stream {
-                (c.as_mut_ptr(), row_bytes)
-            } else {
-                (dst, d_row * ds)
-            };
-            // SAFETY: the source records are inside the buffer (asserted); the destination
-            // rows are `c`'s, or the tile's (inside the buffer, this item's, apart).
+            // SAFETY: the source records are inside the buffer (asserted); `c` holds `rows`
+            // rows of `pixels` elements.
             unsafe {
-                deinterleave_strided(src_tile.as_ptr(), s_row * ss, out, out_row, pixels, rows, e)
+                let out = c.as_mut_ptr();
+                deinterleave_strided(
+                    src_tile.as_ptr(),
+                    s_row * ss,
+                    out,
+                    row_bytes,
+                    pixels,
+                    rows,
+                    e,
+                )
             };
-            if self.stream {
-                for (k, part) in c.chunks_exact(row_bytes).enumerate() {
-                    // SAFETY: destination row `k` of the tile, as below.
-                    let out = unsafe {
-                        std::slice::from_raw_parts_mut(dst.add(k * d_row * ds), row_bytes)
-                    };
-                    self.out_copy(out, part);
-                }
+            for (k, part) in c.chunks_exact(row_bytes).enumerate() {
+                // SAFETY: destination row `k` of the tile, inside the buffer (asserted), this
+                // item's, not overlapping the others (d_row >= nb * unit).
+                let out =
+                    unsafe { std::slice::from_raw_parts_mut(dst.add(k * d_row * ds), row_bytes) };
+                self.out_copy(out, part);
             }
             return true;
         }

@@ -142,7 +142,8 @@ pub(super) fn split(
     threads: usize,
     items: &mut Vec<Item>,
 ) -> bool {
-    // The kernels read padding from the job's fill line of MAX_TILE_A elements.
+    // The kernels read padding from the job's fill line of MAX_TILE_A elements (a channel
+    // padded to 288 has 287 fill elements: its fill is written apart).
     if pad > MAX_TILE_A {
         return false;
     }

@@ -73,11 +73,11 @@ pub fn convert_fast(
         fill_line: fill_bytes[..ds].repeat(MAX_TILE_A),
     };
     let mut items: Vec<Item> = Vec::new();
-    // Padding merged into the copies where it completes their runs (identity conversions:
-    // the tile kernels move source bytes, and the fill is a destination value).
-    // With a cast, runs of fill too, which the few-rows tiles write with a few channels'
-    // values (RGB into NCHW32c); `split` refuses the other padded cast tiles, whose fill is
-    // then written apart as before.
+    // Padding merged into the copies where it completes their runs: in identity conversions
+    // (the tile kernels move source bytes, and the fill is a destination value) single
+    // elements too; in casts, runs of fill, which the few-rows tiles write with a few
+    // channels' values (RGB into NCHW32c). `split` refuses the padded items no kernel writes
+    // (other cast tiles, pads longer than the fill line), whose fill is then written apart.
     let (mut padded, mut fills) = if cast.is_identity() {
         tiling::absorb_fills(copies, fills, tiling::FillRuns::Singles)
     } else {
@@ -93,12 +93,9 @@ pub fn convert_fast(
         if c.pad > 0 {
             continue;
         }
-        // Pads longer than the job's fill line (one record's worth, MAX_TILE_A elements)
-        // stay fill regions of their own (a channel padded to 288: 287 fill elements).
-        let fits = |f: &Region| f.dims.last().is_some_and(|l| l.extent <= MAX_TILE_A);
         if let Some(k) = fills
             .iter()
-            .position(|f| records::fills_records(c.region, f) && fits(f))
+            .position(|f| records::fills_records(c.region, f))
         {
             let f = fills.remove(k);
             c.pad = f.dims.last().map_or(0, |l| l.extent);
