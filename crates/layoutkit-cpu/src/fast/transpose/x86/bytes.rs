@@ -96,8 +96,14 @@ pub(super) unsafe fn u8_blocks32_body<R: Rows>(r: R) -> (usize, usize) {
     let (na, nb) = (r.na() / 16 * 16, r.nb() / 32 * 32);
     let pf = Prefetch::for_tile(&r);
     let staged = if aliased(&r) { na / 64 * 64 } else { 0 };
-    let mut stage = Stage([[0; 64]; 32]);
+    // Made only where used (other tiles skip zeroing it).
+    let mut stage = if staged > 0 {
+        Some(Stage([[0; 64]; 32]))
+    } else {
+        None
+    };
     for (a, b) in pf.blocks(&r, (staged, 64), (nb, 32)) {
+        let stage = stage.as_mut().expect("made when staged > 0");
         // SAFETY: rows b..b+32 at columns a..a+64 and rows a..a+64 at columns b..b+32 are
         // inside the tile.
         unsafe {
@@ -147,8 +153,13 @@ pub(super) unsafe fn u8_lines32_body<R: Rows>(r: R) -> (usize, usize) {
     let (na, nb) = (r.na() / 16 * 16, r.nb() / 64 * 64);
     let pf = Prefetch::for_tile(&r);
     let staged = if aliased(&r) { na / 64 * 64 } else { 0 };
-    let mut stage = [Stage([[0; 64]; 32]), Stage([[0; 64]; 32])];
+    let mut stage = if staged > 0 {
+        Some([Stage([[0; 64]; 32]), Stage([[0; 64]; 32])])
+    } else {
+        None
+    };
     for (a, b) in pf.blocks(&r, (staged, 64), (nb, 64)) {
+        let stage = stage.as_mut().expect("made when staged > 0");
         // SAFETY: rows b..b+64 at columns a..a+64 and rows a..a+64 at columns b..b+64 are
         // inside the tile; aligned destination lines.
         unsafe {
