@@ -386,14 +386,25 @@ impl Job<'_> {
             }
             Kind::Fill => {
                 let (o, l) = (k[0], k[1]);
-                if l.dst_stride == 1 && l.extent <= MAX_TILE_A {
-                    // Runs of fill (a blocked layout's padded channels after a cast): each a
-                    // copy of the fill line, not element by element (f32 -> f16 NCHW ->
-                    // NCHW32c with 3 channels writes 29 fill elements per pixel).
-                    let line = &self.fill_line[..l.extent * ds];
+                if l.dst_stride == 1 {
+                    // Runs of fill (a blocked layout's padded channels after a cast): copies
+                    // of the fill line, not element by element (f32 -> f16 NCHW -> NCHW32c
+                    // with 3 channels writes 29 fill elements per pixel). Runs of 256 bytes
+                    // and more are streamed where the job streams, so their lines are not
+                    // read before they are written (OIHW16i16o with I = 1: 15 of every 16
+                    // rows of a block are fill).
+                    let run = l.extent * ds;
+                    let stream = self.stream && run >= 256;
                     for i in 0..o.extent {
                         let at = (d0 as isize + i as isize * o.dst_stride) as usize * ds;
-                        copy_few(&mut dst[at..at + line.len()], line);
+                        for part in dst[at..at + run].chunks_mut(self.fill_line.len()) {
+                            let line = &self.fill_line[..part.len()];
+                            if stream {
+                                transpose::stream_copy(part, line);
+                            } else {
+                                copy_few(part, line);
+                            }
+                        }
                     }
                     return;
                 }
