@@ -129,13 +129,7 @@ pub(super) fn move_blocks<const N: usize>(
 mod tests {
     use super::*;
 
-    fn l(extent: usize, src_stride: isize, dst_stride: isize) -> LoopDim {
-        LoopDim {
-            extent,
-            src_stride,
-            dst_stride,
-        }
-    }
+    use crate::fast::loop_dim as l;
 
     #[test]
     fn the_moves_of_a_block_are_its_elements_in_destination_order() {

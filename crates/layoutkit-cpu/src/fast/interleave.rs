@@ -245,6 +245,21 @@ pub(super) fn few_rows_pad(
 }
 
 impl super::Job<'_> {
+    /// Scratch bytes per pixel of a few-rows tile of `rows` rows of `unit` elements (`pad`
+    /// fill elements after each, casts only): the third range's (a cast's padded records, or
+    /// the tile as it is streamed out), and all three's (the source and cast values before
+    /// it), by which [`Self::few_rows_shape`] sizes the tiles that [`Self::tile_few_rows`]
+    /// then fits.
+    fn few_rows_scratch(&self, rows: usize, unit: usize, pad: usize) -> (usize, usize) {
+        let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
+        let third = match (pad > 0, self.stream) {
+            (true, _) => (rows + pad) * unit * ds,
+            (false, true) => rows * unit * ds,
+            (false, false) => 0,
+        };
+        (third, rows * unit * (ss + ds) + third)
+    }
+
     /// The tile shape `(ta, tb)` for a tile plane that [`Self::tile_few_rows`] runs (one
     /// source-contiguous loop, no padding but a cast's records ([`few_rows_pad`]),
     /// 2..=[`MAX_ROWS`] rows packed into pixels on one
@@ -261,20 +276,11 @@ impl super::Job<'_> {
         let [a] = a_loops else { return None };
         let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
         let identity = self.cast.is_identity();
-        // Room in the scratch tile for the tile in both types, and a third range when the
-        // tile is streamed out (see `tile_few_rows`). Streamed, multiples of 64 pixels
-        // where there is room for them, so each tile's rows (and its interleaved range) are
-        // whole 64-byte lines of the destination when the first one is and tiles share no
-        // line.
-        let stream_range = if self.stream { ds } else { 0 };
-        // A cast's padded records are built whole in the third range (see `tile_few_rows`).
+        // Streamed, multiples of 64 pixels where there is room for them, so each tile's rows
+        // (and its interleaved range) are whole 64-byte lines of the destination when the
+        // first one is and tiles share no line.
         let pixels = |rows: usize| {
-            let records = if pad > 0 {
-                (rows + pad) * ds
-            } else {
-                rows * stream_range
-            };
-            let p = super::SCRATCH_BYTES / (unit * (rows * (ss + ds) + records));
+            let p = super::SCRATCH_BYTES / self.few_rows_scratch(rows, unit, pad).1;
             if self.stream && p >= 64 {
                 p / 64 * 64
             } else {
@@ -363,10 +369,9 @@ impl super::Job<'_> {
         // Identity tiles interleave only into pixels back to back (strided destination
         // pixels leave fill between them, which other tiles write); everything else goes
         // through the scratch tile's three ranges (see `few_rows_shape`).
-        let stream_range = if self.stream { ds } else { 0 };
-        let records = pixels * (rows + pad) * unit * ds;
-        let third = if pad > 0 { records } else { n * stream_range };
-        let fits = n * (ss + ds) + third <= super::SCRATCH_BYTES
+        let (third, per_pixel) = self.few_rows_scratch(rows, unit, pad);
+        let (records, third) = (pixels * (rows + pad) * unit * ds, pixels * third);
+        let fits = pixels * per_pixel <= super::SCRATCH_BYTES
             && (packed || !identity || (splitting && self.stream && !(rows == 4 && e == 4)));
         if !matches!(e, 1 | 2 | 4 | 8) || !fits {
             return false;

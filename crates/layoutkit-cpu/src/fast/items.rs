@@ -310,13 +310,7 @@ pub(super) fn split(
 mod tests {
     use super::*;
 
-    fn l(extent: usize, src_stride: isize, dst_stride: isize) -> LoopDim {
-        LoopDim {
-            extent,
-            src_stride,
-            dst_stride,
-        }
-    }
+    use crate::fast::loop_dim as l;
 
     #[test]
     fn short_destination_rows_continued_by_a_source_loop_become_compound() {

@@ -523,6 +523,16 @@ fn fill_plane<const N: usize>(dst: &mut [u8], d0: usize, o: LoopDim, l: LoopDim,
     }
 }
 
+/// A loop of the plan (the tests' shorthand).
+#[cfg(test)]
+fn loop_dim(extent: usize, src_stride: isize, dst_stride: isize) -> LoopDim {
+    LoopDim {
+        extent,
+        src_stride,
+        dst_stride,
+    }
+}
+
 /// Copies a few bytes (a unit, its padding): fixed-size moves for the usual sizes, which the
 /// length selects (the same for every unit of an item, so the branch is predictable).
 #[inline(always)]

@@ -96,22 +96,15 @@ pub(super) unsafe fn u8_blocks32_body<R: Rows>(r: R) -> (usize, usize) {
     let (na, nb) = (r.na() / 16 * 16, r.nb() / 32 * 32);
     let pf = Prefetch::for_tile(&r);
     let staged = if aliased(&r) { na / 64 * 64 } else { 0 };
-    // Made only where used (other tiles skip zeroing it).
-    let mut stage = if staged > 0 {
-        Some(Stage([[0; 64]; 32]))
-    } else {
-        None
-    };
-    for (a, b) in pf.blocks(&r, (staged, 64), (nb, 32)) {
-        let stage = stage.as_mut().expect("made when staged > 0");
-        // SAFETY: rows b..b+32 at columns a..a+64 and rows a..a+64 at columns b..b+32 are
-        // inside the tile.
-        unsafe {
-            stage.fill(|k| r.src(b + k).wrapping_add(a), pf);
-            for j in (0..64).step_by(16) {
-                let t = transpose32x16(|k| stage.0[k].as_ptr().wrapping_add(j));
-                for (k, v) in t.into_iter().enumerate() {
-                    _mm256_storeu_si256(r.dst(a + j + k).add(b) as *mut __m256i, v);
+    if staged > 0 {
+        let mut stage = Stage([[0; 64]; 32]);
+        for (a, b) in pf.blocks(&r, (staged, 64), (nb, 32)) {
+            // SAFETY: rows b..b+32 at columns a..a+64 and rows a..a+64 at columns b..b+32
+            // are inside the tile.
+            unsafe {
+                stage.fill(|k| r.src(b + k).wrapping_add(a), pf);
+                for j in (0..64).step_by(16) {
+                    store_rows(r, a + j, b, stage.block(j));
                 }
             }
         }
@@ -120,12 +113,7 @@ pub(super) unsafe fn u8_blocks32_body<R: Rows>(r: R) -> (usize, usize) {
         let a = a + staged;
         // SAFETY: rows b..b+32 at columns a..a+16 and rows a..a+16 at columns b..b+32 are
         // inside the tile.
-        unsafe {
-            let t = u8_block32(r, a, b, pf);
-            for (k, v) in t.into_iter().enumerate() {
-                _mm256_storeu_si256(r.dst(a + k).add(b) as *mut __m256i, v);
-            }
-        }
+        unsafe { store_rows(r, a, b, u8_block32(r, a, b, pf)) };
     }
     if r.nb() - nb < 16 {
         return (na, nb);
@@ -153,26 +141,17 @@ pub(super) unsafe fn u8_lines32_body<R: Rows>(r: R) -> (usize, usize) {
     let (na, nb) = (r.na() / 16 * 16, r.nb() / 64 * 64);
     let pf = Prefetch::for_tile(&r);
     let staged = if aliased(&r) { na / 64 * 64 } else { 0 };
-    let mut stage = if staged > 0 {
-        Some([Stage([[0; 64]; 32]), Stage([[0; 64]; 32])])
-    } else {
-        None
-    };
-    for (a, b) in pf.blocks(&r, (staged, 64), (nb, 64)) {
-        let stage = stage.as_mut().expect("made when staged > 0");
-        // SAFETY: rows b..b+64 at columns a..a+64 and rows a..a+64 at columns b..b+64 are
-        // inside the tile; aligned destination lines.
-        unsafe {
-            for (h, st) in stage.iter_mut().enumerate() {
-                st.fill(|k| r.src(b + 32 * h + k).wrapping_add(a), pf);
-            }
-            for j in (0..64).step_by(16) {
-                let lo = transpose32x16(|k| stage[0].0[k].as_ptr().wrapping_add(j));
-                let hi = transpose32x16(|k| stage[1].0[k].as_ptr().wrapping_add(j));
-                for k in 0..16 {
-                    let p = r.dst(a + j + k).add(b) as *mut __m256i;
-                    _mm256_stream_si256(p, lo[k]);
-                    _mm256_stream_si256(p.add(1), hi[k]);
+    if staged > 0 {
+        let mut stage = [Stage([[0; 64]; 32]), Stage([[0; 64]; 32])];
+        for (a, b) in pf.blocks(&r, (staged, 64), (nb, 64)) {
+            // SAFETY: rows b..b+64 at columns a..a+64 and rows a..a+64 at columns b..b+64
+            // are inside the tile; aligned destination lines.
+            unsafe {
+                for (h, st) in stage.iter_mut().enumerate() {
+                    st.fill(|k| r.src(b + 32 * h + k).wrapping_add(a), pf);
+                }
+                for j in (0..64).step_by(16) {
+                    stream_lines(r, a + j, b, stage[0].block(j), stage[1].block(j));
                 }
             }
         }
@@ -181,16 +160,45 @@ pub(super) unsafe fn u8_lines32_body<R: Rows>(r: R) -> (usize, usize) {
         let a = a + staged;
         // SAFETY: inside the tile; aligned destination lines.
         unsafe {
-            let lo = u8_block32(r, a, b, pf);
-            let hi = u8_block32(r, a, b + 32, pf);
-            for k in 0..16 {
-                let p = r.dst(a + k).add(b) as *mut __m256i;
-                _mm256_stream_si256(p, lo[k]);
-                _mm256_stream_si256(p.add(1), hi[k]);
-            }
-        }
+            stream_lines(
+                r,
+                a,
+                b,
+                u8_block32(r, a, b, pf),
+                u8_block32(r, a, b + 32, pf),
+            )
+        };
     }
     (na, nb)
+}
+
+/// Destination rows `a..a+16`, bytes `b..b+32`: the 16 vectors of a transposed block.
+///
+/// # Safety
+/// The rows are inside the tile; AVX2 is present.
+#[inline(always)]
+unsafe fn store_rows<R: Rows>(r: R, a: usize, b: usize, t: [__m256i; 16]) {
+    for (k, v) in t.into_iter().enumerate() {
+        // SAFETY: as this function's.
+        unsafe { _mm256_storeu_si256(r.dst(a + k).add(b) as *mut __m256i, v) };
+    }
+}
+
+/// Destination rows `a..a+16`, the line at byte `b` (64-byte aligned): `lo` its first 32
+/// bytes, `hi` its last, streamed.
+///
+/// # Safety
+/// The rows are inside the tile and `r.dst(a + k) + b` is 64-byte aligned; AVX2 is present.
+#[inline(always)]
+unsafe fn stream_lines<R: Rows>(r: R, a: usize, b: usize, lo: [__m256i; 16], hi: [__m256i; 16]) {
+    for k in 0..16 {
+        // SAFETY: as this function's.
+        unsafe {
+            let p = r.dst(a + k).add(b) as *mut __m256i;
+            _mm256_stream_si256(p, lo[k]);
+            _mm256_stream_si256(p.add(1), hi[k]);
+        }
+    }
 }
 
 /// Whether the tile's source rows are a multiple of 4 KiB apart (NCHW planes of 64 x 64 or
@@ -207,6 +215,16 @@ fn aliased<R: Rows>(r: &R) -> bool {
 struct Stage([[u8; 64]; 32]);
 
 impl Stage {
+    /// Columns `j..j+16` of the 32 staged lines, transposed ([`u8_block32`]'s result).
+    ///
+    /// # Safety
+    /// `j + 16 <= 64`; AVX2 is present.
+    #[inline(always)]
+    unsafe fn block(&self, j: usize) -> [__m256i; 16] {
+        // SAFETY: each line holds 64 bytes (the caller's contract on `j`).
+        unsafe { transpose32x16(|k| self.0[k].as_ptr().wrapping_add(j)) }
+    }
+
     /// Copies the 64 bytes at `row(k)` into line `k`, each asking for the data `pf` on.
     ///
     /// # Safety
