@@ -295,7 +295,7 @@ fn decompose(lo: usize, hi: usize, weights: &[usize]) -> Vec<AxisBox> {
             fixed.pop();
             return;
         }
-        if lo % w != 0 {
+        if !lo.is_multiple_of(w) {
             let digit = lo / w;
             fixed.push((digit, 1));
             rec(lo - digit * w, w, level - 1, weights, fixed, out);
@@ -304,7 +304,7 @@ fn decompose(lo: usize, hi: usize, weights: &[usize]) -> Vec<AxisBox> {
         if last_full > first_full {
             push(fixed, (first_full, last_full - first_full), out);
         }
-        if hi % w != 0 {
+        if !hi.is_multiple_of(w) {
             fixed.push((last_full, 1));
             rec(0, hi - last_full * w, level - 1, weights, fixed, out);
             fixed.pop();

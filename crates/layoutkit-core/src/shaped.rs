@@ -85,7 +85,7 @@ impl ShapedLayout {
         for (ai, &a) in axes.iter().enumerate() {
             let block = layout.block_product(a);
             let e = extents[ai];
-            let outer = e / block + usize::from(e % block != 0);
+            let outer = e / block + usize::from(!e.is_multiple_of(block));
             let p = outer
                 .checked_mul(block)
                 .ok_or_else(|| overflow(format!("axis {a} padded to a multiple of {block}")))?;

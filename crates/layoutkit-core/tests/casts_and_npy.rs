@@ -119,7 +119,7 @@ fn npy_rejects_what_it_does_not_read() {
     let make = |dict: &str| {
         let mut f = b"\x93NUMPY\x01\x00".to_vec();
         let mut h = dict.to_string();
-        while (10 + h.len() + 1) % 64 != 0 {
+        while !(10 + h.len() + 1).is_multiple_of(64) {
             h.push(' ');
         }
         h.push('\n');

@@ -336,9 +336,9 @@ fn copy_vector(r: &Region, c: &CastSpec) -> Option<usize> {
     let outer = &r.dims[..r.dims.len() - 1];
     let fits = inner.src_stride == 1
         && inner.dst_stride == 1
-        && inner.extent % v == 0
-        && r.src_offset % v == 0
-        && r.dst_offset % v == 0
+        && inner.extent.is_multiple_of(v)
+        && r.src_offset.is_multiple_of(v)
+        && r.dst_offset.is_multiple_of(v)
         && outer
             .iter()
             .all(|d| d.src_stride % v as isize == 0 && d.dst_stride % v as isize == 0);

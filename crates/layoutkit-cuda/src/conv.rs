@@ -331,13 +331,13 @@ pub fn unsupported_reason(k: &ConvKernel) -> Option<String> {
         return Some(why);
     }
     let kc = k.step_channels();
-    if s.c % kc != 0 {
+    if !s.c.is_multiple_of(kc) {
         return Some(format!(
             "the CUDA kernel needs C to be a multiple of {kc} for {} inputs (C = {})",
             k.input, s.c
         ));
     }
-    if k.layout == ConvLayout::Nc32hw32 && s.o % 32 != 0 {
+    if k.layout == ConvLayout::Nc32hw32 && !s.o.is_multiple_of(32) {
         return Some(format!(
             "an NC/32HW32 output needs O to be a multiple of 32 (O = {})",
             s.o

@@ -47,7 +47,7 @@ pub fn views(role: Role, shape: &[usize]) -> Result<Vec<View>, String> {
         }
     };
     let divide = |n: usize, by: usize, what: &str| {
-        if by > 0 && n % by == 0 {
+        if by > 0 && n.is_multiple_of(by) {
             Ok(n / by)
         } else {
             Err(format!(

@@ -163,7 +163,7 @@ pub(crate) fn from_graph<'n>(
                     if s.len() == 3 || s.len() == 4 {
                         let role = if groups == 1 {
                             Role::Conv
-                        } else if s[1] == 1 && s[0] % groups == 0 {
+                        } else if s[1] == 1 && s[0].is_multiple_of(groups) {
                             Role::Depthwise {
                                 multiplier: s[0] / groups,
                             }

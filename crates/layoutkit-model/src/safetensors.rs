@@ -174,7 +174,7 @@ pub fn header(metadata: &[(String, String)], entries: &[HeaderEntry]) -> (Vec<u8
         offset = end;
     }
     let mut json = Value::Object(root).to_string().into_bytes();
-    while json.len() % 8 != 0 {
+    while !json.len().is_multiple_of(8) {
         json.push(b' ');
     }
     let mut out = Vec::with_capacity(8 + json.len());

@@ -26,7 +26,8 @@ pub(crate) trait Simd: Copy {
 pub(crate) struct Run {
     /// Offset of the run's first channel from the pixel's address, in floats.
     pub x_off: usize,
-    /// Its channel index within the group (the filter panel's row).
+    /// Its channel index within the reduction chunk (the row within a tap of the chunk's
+    /// panel).
     pub chan: usize,
     pub count: usize,
 }
@@ -34,13 +35,13 @@ pub(crate) struct Run {
 /// What all tiles of one work item share.
 pub(crate) struct Shape<'a> {
     /// Per filter tap: offset of the tap's input pixel from the output pixel's base, and the
-    /// offset of the tap's rows in the filter panel (floats).
+    /// offset of the tap's rows in the chunk's filter panel (floats).
     pub taps: &'a [(usize, usize)],
     /// The channel runs of this reduction chunk.
     pub runs: &'a [Run],
     /// Stride between the channels of a run.
     pub sc: usize,
-    /// Input stride between neighbouring output pixels.
+    /// Input stride between neighbouring output pixels (the tile's `PSX` when not 0).
     pub psx: usize,
     /// Output stride between neighbouring pixels, and between the tile's channel vectors.
     pub psy: usize,
@@ -55,18 +56,23 @@ pub(crate) struct Shape<'a> {
     pub relu: bool,
 }
 
-/// One tile: input at the first output pixel's base, filter panel, output at the first pixel.
+/// One tile: input at the first output pixel's base, the reduction chunk's filter panel,
+/// output at the first pixel. `PSX` is the input stride between pixels when it is known at
+/// compile time (the broadcasts then address with constant displacements and need no index
+/// arithmetic), 0 to read it from the shape.
 ///
 /// # Safety
 /// Every address the shape implies from `x`, `w` and `y` must be in bounds (the caller's
-/// geometry guarantees it), and `S`'s instruction set must be present.
+/// geometry guarantees it), `PSX` must be 0 or `s.psx`, and `S`'s instruction set must be
+/// present.
 #[inline(always)]
-pub(crate) unsafe fn tile<S: Simd, const P: usize, const B: usize>(
+pub(crate) unsafe fn tile<S: Simd, const P: usize, const B: usize, const PSX: usize>(
     x: *const f32,
     w: *const f32,
     y: *mut f32,
     s: &Shape<'_>,
 ) {
+    let psx = if PSX == 0 { s.psx } else { PSX };
     let mut acc = [[S::zero(); B]; P];
     if s.first {
         let mut bv = [S::zero(); B];
@@ -93,7 +99,7 @@ pub(crate) unsafe fn tile<S: Simd, const P: usize, const B: usize>(
                     *v = S::load(wp.add(b * S::LANES));
                 }
                 for (p, a) in acc.iter_mut().enumerate() {
-                    let xv = S::splat(*xp.add(p * s.psx));
+                    let xv = S::splat(*xp.add(p * psx));
                     for b in 0..B {
                         a[b] = S::fma(xv, wv[b], a[b]);
                     }
@@ -114,16 +120,27 @@ pub(crate) unsafe fn tile<S: Simd, const P: usize, const B: usize>(
 /// A tile entry for one instruction set and tile size.
 pub(crate) type TileFn = unsafe fn(*const f32, *const f32, *mut f32, &Shape<'_>);
 
-/// The table `[P - 1][B - 1]` of an instruction set's entries, `P` in `1..=$p`, `B` in 1..=2.
-macro_rules! tile_table {
-    ($entry:ident, $($p:literal)*) => {
-        [$([$entry::<$p, 1> as crate::conv_blocked::microkernel::TileFn,
-             $entry::<$p, 2> as crate::conv_blocked::microkernel::TileFn]),*]
+/// An instruction set's tables: `[S][P - 1][B - 1]`, `P` in `1..=$p`, `B` in 1..=2, and `S`
+/// the pixel stride: 0 read from the shape, 1 one vector (`NCHW<lanes>c` at stride 1), 2 two
+/// vectors (stride 2).
+pub(crate) type TileTables<const N: usize> = [[[TileFn; 2]; N]; 3];
+
+/// The tables of an instruction set's entry `$entry::<P, B, PSX>` for `$lanes` lanes.
+macro_rules! tile_tables {
+    ($entry:ident, $lanes:literal, $($p:literal)*) => {
+        [
+            [$([$entry::<$p, 1, 0> as crate::conv_blocked::microkernel::TileFn,
+                $entry::<$p, 2, 0> as crate::conv_blocked::microkernel::TileFn]),*],
+            [$([$entry::<$p, 1, $lanes> as crate::conv_blocked::microkernel::TileFn,
+                $entry::<$p, 2, $lanes> as crate::conv_blocked::microkernel::TileFn]),*],
+            [$([$entry::<$p, 1, { 2 * $lanes }> as crate::conv_blocked::microkernel::TileFn,
+                $entry::<$p, 2, { 2 * $lanes }> as crate::conv_blocked::microkernel::TileFn]),*],
+        ]
     };
 }
 // The x86 builds use the table macro from their own module.
 #[cfg(target_arch = "x86_64")]
-pub(crate) use tile_table;
+pub(crate) use tile_tables;
 
 /// Eight lanes in plain Rust: the build every target has (compilers vectorise the fixed-size
 /// lane loops: SSE2 on x86-64, NEON on aarch64).
@@ -165,7 +182,8 @@ impl Simd for Portable {
     }
 }
 
-/// The portable entry.
+/// The portable entry (the stride always read from the shape: with a constant one, the
+/// compiler's vectoriser may turn the plain-array lanes into gathers across pixels).
 ///
 /// # Safety
 /// As [`tile`].
@@ -176,8 +194,16 @@ pub(crate) unsafe fn tile_portable<const P: usize, const B: usize>(
     s: &Shape<'_>,
 ) {
     // SAFETY: forwarded contract.
-    unsafe { tile::<Portable, P, B>(x, w, y, s) }
+    unsafe { tile::<Portable, P, B, 0>(x, w, y, s) }
 }
 
-/// Portable tiles: up to 4 pixels by 2 vectors of 8 channels.
-pub(crate) static PORTABLE: [[TileFn; 2]; 4] = tile_table!(tile_portable, 1 2 3 4);
+/// Portable tiles: up to 4 pixels by 2 vectors of 8 channels, the stride read from the shape.
+const PORTABLE_TILES: [[TileFn; 2]; 4] = [
+    [tile_portable::<1, 1>, tile_portable::<1, 2>],
+    [tile_portable::<2, 1>, tile_portable::<2, 2>],
+    [tile_portable::<3, 1>, tile_portable::<3, 2>],
+    [tile_portable::<4, 1>, tile_portable::<4, 2>],
+];
+
+/// The portable tables (the same tiles for every stride).
+pub(crate) static PORTABLE: TileTables<4> = [PORTABLE_TILES; 3];

@@ -5,7 +5,7 @@
 
 use std::arch::x86_64::*;
 
-use super::microkernel::{tile, tile_table, Shape, Simd, TileFn};
+use super::microkernel::{tile, tile_tables, Shape, Simd, TileTables};
 
 #[derive(Clone, Copy)]
 pub(crate) struct Avx2(__m256);
@@ -40,41 +40,37 @@ impl Simd for Avx2 {
     }
 }
 
-/// Sixteen lanes as a plain array, compiled only inside the AVX-512F entry, where LLVM keeps
-/// each value in one zmm register and `mul_add` is one FMA instruction. (Plain arrays rather
-/// than `__m512` intrinsics, which need a newer compiler than the workspace's minimum.)
+/// Sixteen lanes in a zmm register.
 #[derive(Clone, Copy)]
-pub(crate) struct Avx512([f32; 16]);
+pub(crate) struct Avx512(__m512);
 
 impl Simd for Avx512 {
     const LANES: usize = 16;
     #[inline(always)]
     unsafe fn zero() -> Self {
-        Avx512([0.0; 16])
+        Avx512(_mm512_setzero_ps())
     }
     #[inline(always)]
     unsafe fn load(p: *const f32) -> Self {
-        Avx512(std::ptr::read_unaligned(p as *const [f32; 16]))
+        Avx512(_mm512_loadu_ps(p))
     }
     #[inline(always)]
     unsafe fn splat(v: f32) -> Self {
-        Avx512([v; 16])
+        Avx512(_mm512_set1_ps(v))
     }
     #[inline(always)]
     unsafe fn fma(a: Self, b: Self, c: Self) -> Self {
-        let mut r = c.0;
-        for ((r, a), b) in r.iter_mut().zip(a.0).zip(b.0) {
-            *r = a.mul_add(b, *r);
-        }
-        Avx512(r)
+        Avx512(_mm512_fmadd_ps(a.0, b.0, c.0))
     }
     #[inline(always)]
     unsafe fn relu(a: Self) -> Self {
-        Avx512(a.0.map(|v| if v < 0.0 { 0.0 } else { v }))
+        // `a < 0 ? 0 : a`: NaN compares false and stays.
+        let neg = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(a.0, _mm512_setzero_ps());
+        Avx512(_mm512_mask_mov_ps(a.0, neg, _mm512_setzero_ps()))
     }
     #[inline(always)]
     unsafe fn store(p: *mut f32, v: Self) {
-        std::ptr::write_unaligned(p as *mut [f32; 16], v.0)
+        _mm512_storeu_ps(p, v.0)
     }
 }
 
@@ -83,13 +79,13 @@ impl Simd for Avx512 {
 /// # Safety
 /// As [`tile`]; the CPU must have AVX2 and FMA.
 #[target_feature(enable = "avx2,fma")]
-pub(crate) unsafe fn tile_avx2<const P: usize, const B: usize>(
+pub(crate) unsafe fn tile_avx2<const P: usize, const B: usize, const PSX: usize>(
     x: *const f32,
     w: *const f32,
     y: *mut f32,
     s: &Shape<'_>,
 ) {
-    tile::<Avx2, P, B>(x, w, y, s)
+    tile::<Avx2, P, B, PSX>(x, w, y, s)
 }
 
 /// The AVX-512 entry.
@@ -97,14 +93,15 @@ pub(crate) unsafe fn tile_avx2<const P: usize, const B: usize>(
 /// # Safety
 /// As [`tile`]; the CPU must have AVX-512F.
 #[target_feature(enable = "avx512f")]
-pub(crate) unsafe fn tile_avx512<const P: usize, const B: usize>(
+pub(crate) unsafe fn tile_avx512<const P: usize, const B: usize, const PSX: usize>(
     x: *const f32,
     w: *const f32,
     y: *mut f32,
     s: &Shape<'_>,
 ) {
-    tile::<Avx512, P, B>(x, w, y, s)
+    tile::<Avx512, P, B, PSX>(x, w, y, s)
 }
 
-pub(crate) static AVX2: [[TileFn; 2]; 6] = tile_table!(tile_avx2, 1 2 3 4 5 6);
-pub(crate) static AVX512: [[TileFn; 2]; 12] = tile_table!(tile_avx512, 1 2 3 4 5 6 7 8 9 10 11 12);
+pub(crate) static AVX2: TileTables<6> = tile_tables!(tile_avx2, 8, 1 2 3 4 5 6);
+pub(crate) static AVX512: TileTables<12> =
+    tile_tables!(tile_avx512, 16, 1 2 3 4 5 6 7 8 9 10 11 12);

@@ -4,10 +4,13 @@
 //! (output-channel pair, row band) items, bias and ReLU fused into the tile's store.
 //!
 //! Each tile keeps `P` output pixels by two vectors of output channels in registers for the
-//! whole reduction (taps times input channels), see [`microkernel`]. Builds: AVX-512F (16
-//! lanes, P <= 12), AVX2 + FMA (8 lanes, P <= 6), portable (8 lanes, P <= 4; the aarch64 path),
-//! chosen at run time ([`ConvKernels`]). The reduction is split into chunks whose filter panel
-//! fits a quarter of the L2 cache (sizes from sysfs), partial sums kept in the output.
+//! whole reduction chunk (taps times the chunk's input channels), see [`microkernel`]. Builds:
+//! AVX-512F (16 lanes, P <= 12), AVX2 + FMA (8 lanes, P <= 6), portable (8 lanes, P <= 4; the
+//! aarch64 path), chosen at run time ([`ConvKernels`]). The reduction is split into chunks
+//! whose weights fit half of the L1 data cache (sizes from sysfs), and each group of output
+//! rows whose partial sums fit a quarter of it runs chunk by chunk: every tile of the group
+//! reads the chunk's weights from L1, and the partial sums (kept in the output between
+//! chunks) stay there too.
 //!
 //! A call's padded input copy and output buffer (when it needs them) are kept for the next call
 //! (up to four buffers of at most 256 MiB each), so repeated calls do not pay for fresh pages.
@@ -43,6 +46,8 @@ pub struct BlockedFilter {
     oihw: ShapedLayout,
     groups: usize,
     kernels: ConvKernels,
+    /// Input channels per reduction chunk ([`packing::chunk_channels`]).
+    kc: usize,
     panels: Vec<f32>,
 }
 
@@ -65,12 +70,14 @@ impl BlockedFilter {
         }
         let cast = CastSpec::new(w.dtype, DType::F32, None)?;
         let wv = f32s(&convert(w.layout, w.data, &oihw, &cast)?).into_owned();
-        let lanes = kernels.table().0;
-        let panels = pack_filter(&wv, groups, o / groups, cg, kh * kw, lanes);
+        let lanes = kernels.tables().0;
+        let kc = packing::chunk_channels(kh * kw, lanes);
+        let panels = pack_filter(&wv, groups, o / groups, cg, kh * kw, lanes, kc);
         Ok(BlockedFilter {
             oihw,
             groups,
             kernels,
+            kc,
             panels,
         })
     }
@@ -92,8 +99,8 @@ pub fn conv2d_blocked_unsupported(x: &TensorRef<'_>, w: &BlockedFilter) -> Optio
         ));
     }
     let og = w.oihw.extents()[0] / w.groups;
-    let lanes = w.kernels.table().0;
-    (w.groups > 1 && og % lanes != 0).then(|| {
+    let lanes = w.kernels.tables().0;
+    (w.groups > 1 && !og.is_multiple_of(lanes)).then(|| {
         format!(
             "grouped convolutions need output channels per group ({og}) in whole vectors of {lanes}"
         )
@@ -167,7 +174,7 @@ struct OutMap {
 /// contiguous there and no vector runs past O, else None (an `NCHW<lanes>c` buffer then).
 fn out_map(y: &ShapedLayout, groups: usize, og: usize, lanes: usize) -> Option<OutMap> {
     let a = activation(y);
-    if og % lanes != 0 || channel_block(y).is_none() {
+    if !og.is_multiple_of(lanes) || channel_block(y).is_none() {
         return None;
     }
     let vectors = og / lanes;
@@ -234,7 +241,7 @@ pub fn conv2d_blocked_into(
     } else {
         None
     };
-    let (lanes, table) = w.kernels.table();
+    let (lanes, tables) = w.kernels.tables();
     let [n, o, oh, ow] = [0, 1, 2, 3].map(|i| out_dims.entries()[i].1);
     let [_, cg, kh, kw] = [0, 1, 2, 3].map(|i| w.oihw.extents()[i]);
     let (groups, og) = (conv.groups, o / conv.groups);
@@ -307,16 +314,35 @@ pub fn conv2d_blocked_into(
     // every output pixel lies inside it.
     let [st, sw] = conv.stride;
     let [dh, dw] = conv.dilation;
-    let taps: Vec<(usize, usize)> = (0..kh * kw)
-        .map(|t| {
-            let (r, s) = (t / kw, t % kw);
-            (r * dh * input.sh + s * dw * input.sw, t * cg * 2 * lanes)
+    let row = 2 * lanes;
+    // Reduction chunks (as the filter was packed): channels `k0..k1`, and per tap the input
+    // offset and the offset of the tap's rows in the chunk's panel.
+    let chunks: Vec<(usize, usize)> = (0..cg)
+        .step_by(w.kc)
+        .map(|k0| (k0, (k0 + w.kc).min(cg)))
+        .collect();
+    let chunk_taps: Vec<Vec<(usize, usize)>> = chunks
+        .iter()
+        .map(|&(k0, k1)| {
+            (0..kh * kw)
+                .map(|t| {
+                    let (r, s) = (t / kw, t % kw);
+                    (r * dh * input.sh + s * dw * input.sw, t * (k1 - k0) * row)
+                })
+                .collect()
         })
         .collect();
     // 1x1, stride 1: the output rows are one run of pixels when both sides store rows
     // back to back, so tiles span row ends.
     let flat = kh == 1 && kw == 1 && conv.stride == [1, 1] && {
         input.sh == dim(3) * input.sw && map.sh == ow * map.sw
+    };
+    // Tiles with the pixel stride built in where it is one or two vectors.
+    let psx = sw * input.sw;
+    let table = match psx {
+        p if p == lanes => tables[1],
+        p if p == 2 * lanes => tables[2],
+        _ => tables[0],
     };
     let p_max = table.len();
     // Rows: (input offset, output offset, pixels).
@@ -343,14 +369,7 @@ pub fn conv2d_blocked_into(
         }
     }
     let blocks = Blocks::new(og, lanes);
-    let row = 2 * lanes;
-    // Reduction chunks: a filter panel chunk fits a quarter of L2.
-    let (_, l2) = packing::cache_sizes();
-    let kc = ((l2 / 4) / (taps.len() * row * 4) / lanes * lanes).max(lanes);
-    let chunks: Vec<(usize, usize)> = (0..cg)
-        .step_by(kc)
-        .map(|k0| (k0, (k0 + kc).min(cg)))
-        .collect();
+    let group_px = packing::group_pixels(lanes);
     // Channel runs per (group, chunk): channels whose addresses step by `sc`.
     let sc = if input.chan.len() > 1 {
         input.chan[1] - input.chan[0]
@@ -369,7 +388,7 @@ pub fn conv2d_blocked_into(
                             Some(r) if off == r.x_off + r.count * sc => r.count += 1,
                             _ => v.push(Run {
                                 x_off: off,
-                                chan: c,
+                                chan: c - k0,
                                 count: 1,
                             }),
                         }
@@ -395,7 +414,7 @@ pub fn conv2d_blocked_into(
         .clamp(1, rows.len().max(1));
     let bands = rows.len().div_ceil(band);
     let items = per_group * bands;
-    let panel = taps.len() * cg * row;
+    let panel = kh * kw * cg * row;
     let xs: &[f32] = &input.data;
     let work = |item: usize| {
         let (gp, bi) = (item / bands, item % bands);
@@ -408,41 +427,55 @@ pub fn conv2d_blocked_into(
         } else {
             0
         };
-        for (ci, _) in chunks.iter().enumerate() {
-            let shape = Shape {
-                taps: &taps,
-                runs: &runs[g][ci],
-                sc,
-                psx: sw * input.sw,
-                psy: map.sw,
-                yb,
-                row,
-                bias: bias[(g * blocks.pairs + j) * row..].as_ptr(),
-                first: ci == 0,
-                relu: epilogue.relu && ci + 1 == chunks.len(),
-            };
-            for &(xr, yr, len) in &rows[bi * band..((bi + 1) * band).min(rows.len())] {
-                let tiles = len.div_ceil(p_max);
-                let (base, extra) = (len / tiles, len % tiles);
-                let mut start = 0;
-                for t in 0..tiles {
-                    let p = base + usize::from(t < extra);
-                    // SAFETY: the tile's pixels, taps and channels lie inside the prepared
-                    // input (output extents follow from it), its vectors inside the output
-                    // (direct: whole vectors of real channels; else the padded scratch), and
-                    // the panel holds taps * cg rows for this pair. Items touch disjoint
-                    // output regions. The table's build was resolved against this CPU.
-                    unsafe {
-                        table[p - 1][b - 1](
-                            xs.as_ptr().add(xr + start * shape.psx),
-                            wp,
-                            yptr.get().add(yr + start * map.sw + map.vec[v0]),
-                            &shape,
-                        );
+        // Row groups: runs of the band's rows whose partial sums fit the L1 share.
+        let band_rows = &rows[bi * band..((bi + 1) * band).min(rows.len())];
+        let mut g0 = 0;
+        while g0 < band_rows.len() {
+            let (mut g1, mut px) = (g0 + 1, band_rows[g0].2);
+            while g1 < band_rows.len() && px + band_rows[g1].2 <= group_px {
+                px += band_rows[g1].2;
+                g1 += 1;
+            }
+            for (ci, &(k0, _)) in chunks.iter().enumerate() {
+                let shape = Shape {
+                    taps: &chunk_taps[ci],
+                    runs: &runs[g][ci],
+                    sc,
+                    psx,
+                    psy: map.sw,
+                    yb,
+                    row,
+                    bias: bias[(g * blocks.pairs + j) * row..].as_ptr(),
+                    first: ci == 0,
+                    relu: epilogue.relu && ci + 1 == chunks.len(),
+                };
+                // SAFETY: the chunk's rows start at `k0 * taps` in the pair's panel.
+                let wc = unsafe { wp.add(k0 * kh * kw * row) };
+                for &(xr, yr, len) in &band_rows[g0..g1] {
+                    let tiles = len.div_ceil(p_max);
+                    let (base, extra) = (len / tiles, len % tiles);
+                    let mut start = 0;
+                    for t in 0..tiles {
+                        let p = base + usize::from(t < extra);
+                        // SAFETY: the tile's pixels, taps and channels lie inside the
+                        // prepared input (output extents follow from it), its vectors inside
+                        // the output (direct: whole vectors of real channels; else the padded
+                        // scratch), and the chunk's panel holds taps * (k1 - k0) rows for this
+                        // pair. The table's stride is 0 or `psx`. Items touch disjoint output
+                        // regions. The table's build was resolved against this CPU.
+                        unsafe {
+                            table[p - 1][b - 1](
+                                xs.as_ptr().add(xr + start * psx),
+                                wc,
+                                yptr.get().add(yr + start * map.sw + map.vec[v0]),
+                                &shape,
+                            );
+                        }
+                        start += p;
                     }
-                    start += p;
                 }
             }
+            g0 = g1;
         }
     };
     match &pool {

@@ -1,6 +1,6 @@
 //! What the blocked convolution prepares before its tiles run: the filter as register-tile
 //! panels (packed once), the activations as the tiles read them (in place where the layout
-//! allows, else one padded blocked copy), and the cache sizes that set the reduction chunks.
+//! allows, else one padded blocked copy), and the cache sizes that set the reduction chunks and row groups.
 
 use std::borrow::Cow;
 use std::sync::OnceLock;
@@ -13,8 +13,8 @@ use rayon::prelude::*;
 /// safe) where sysfs does not say.
 pub(crate) fn cache_sizes() -> (usize, usize) {
     #[cfg(test)]
-    if let Some(l2) = tests::SMALL_L2.with(|c| c.get()) {
-        return (32 << 10, l2);
+    if tests::SMALL_CACHES.with(|c| c.get()) {
+        return (1, 1);
     }
     static SIZES: OnceLock<(usize, usize)> = OnceLock::new();
     *SIZES.get_or_init(|| {
@@ -66,9 +66,29 @@ impl Blocks {
     }
 }
 
-/// The filter (`wv`, plain OIHW f32) as panels `[group][pair][tap][c][2 * lanes]`: a panel
-/// row holds the weights of one input channel for the pair's output channels, zero past the
-/// group's end, so a tile reads one row per input channel.
+/// Input channels per reduction chunk for a filter of `taps` taps and tiles of two vectors of
+/// `lanes`: as many whole vectors of channels as keep the chunk's weights (`taps * kc` panel
+/// rows of `2 * lanes` floats) within half of the L1 data cache, at least one vector. The
+/// tiles of a group of output rows run chunk by chunk, so the chunk's weights are read from L1
+/// by every tile of the group, and the partial sums stay in L1 between chunks.
+pub(crate) fn chunk_channels(taps: usize, lanes: usize) -> usize {
+    let (l1, _) = cache_sizes();
+    let row_bytes = 2 * lanes * 4;
+    ((l1 / 2) / (taps * row_bytes) / lanes * lanes).max(lanes)
+}
+
+/// Output pixels per row group: as many as keep the group's partial sums (two vectors of
+/// `lanes` per pixel) within a quarter of the L1 data cache (at least one).
+pub(crate) fn group_pixels(lanes: usize) -> usize {
+    let (l1, _) = cache_sizes();
+    ((l1 / 4) / (2 * lanes * 4)).max(1)
+}
+
+/// The filter (`wv`, plain OIHW f32) as panels `[group][pair][chunk][tap][c][2 * lanes]`, the
+/// input channels in chunks of `kc` (the last one shorter): a panel row holds the weights of
+/// one input channel for the pair's output channels, zero past the group's end, so a tile
+/// reads one row per input channel, and one chunk's rows lie together (the chunk of channels
+/// `k0..k1` starts at row `k0 * taps`).
 pub(crate) fn pack_filter(
     wv: &[f32],
     groups: usize,
@@ -76,6 +96,7 @@ pub(crate) fn pack_filter(
     cg: usize,
     taps: usize,
     lanes: usize,
+    kc: usize,
 ) -> Vec<f32> {
     let b = Blocks::new(og, lanes);
     let row = 2 * lanes;
@@ -84,11 +105,15 @@ pub(crate) fn pack_filter(
     for g in 0..groups {
         for j in 0..b.pairs {
             let base = (g * b.pairs + j) * panel;
-            for t in 0..taps {
-                for c in 0..cg {
-                    for l in 0..row.min(og - (2 * j * lanes).min(og)) {
-                        let o = g * og + 2 * j * lanes + l;
-                        p[base + (t * cg + c) * row + l] = wv[(o * cg + c) * taps + t];
+            for k0 in (0..cg).step_by(kc.max(1)) {
+                let len = kc.min(cg - k0);
+                for t in 0..taps {
+                    for c in k0..k0 + len {
+                        let at = base + (k0 * taps + t * len + c - k0) * row;
+                        for l in 0..row.min(og - (2 * j * lanes).min(og)) {
+                            let o = g * og + 2 * j * lanes + l;
+                            p[at + l] = wv[(o * cg + c) * taps + t];
+                        }
                     }
                 }
             }
@@ -209,8 +234,9 @@ pub(crate) mod tests {
     use std::cell::Cell;
 
     thread_local! {
-        /// An L2 size that replaces the machine's on this thread, so unit tests reach the
-        /// chunked reduction with small channel counts.
-        pub(crate) static SMALL_L2: Cell<Option<usize>> = const { Cell::new(None) };
+        /// Cache sizes that replace the machine's on this thread, so unit tests reach the
+        /// chunked reduction (one vector of channels per chunk) and one-row groups with small
+        /// channel counts.
+        pub(crate) static SMALL_CACHES: Cell<bool> = const { Cell::new(false) };
     }
 }

@@ -71,14 +71,21 @@ impl ConvKernels {
         }
     }
 
-    /// Vector lanes and the tile table of a resolved build.
-    pub(super) fn table(self) -> (usize, &'static [[TileFn; 2]]) {
+    /// Vector lanes and the tile tables of a resolved build: `[stride][P - 1][B - 1]`, the
+    /// pixel stride 0 (read from the shape), one vector or two (see
+    /// [`microkernel::TileTables`]).
+    pub(super) fn tables(self) -> (usize, [&'static [[TileFn; 2]]; 3]) {
+        fn slices<const N: usize>(
+            t: &'static microkernel::TileTables<N>,
+        ) -> [&'static [[TileFn; 2]]; 3] {
+            [&t[0], &t[1], &t[2]]
+        }
         match self {
             #[cfg(target_arch = "x86_64")]
-            ConvKernels::Avx512 => (16, &microkernel_x86::AVX512),
+            ConvKernels::Avx512 => (16, slices(&microkernel_x86::AVX512)),
             #[cfg(target_arch = "x86_64")]
-            ConvKernels::Avx2 => (8, &microkernel_x86::AVX2),
-            _ => (8, &microkernel::PORTABLE),
+            ConvKernels::Avx2 => (8, slices(&microkernel_x86::AVX2)),
+            _ => (8, slices(&microkernel::PORTABLE)),
         }
     }
 }

@@ -1,10 +1,11 @@
-//! Unit tests that need the module's insides: the chunked reduction (a small L2 forces
-//! several chunks) against the reference, on every build this CPU runs.
+//! Unit tests that need the module's insides: the chunked reduction (tiny caches force one
+//! vector of channels per chunk and one row per group) against the reference, on every build
+//! this CPU runs.
 
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::{parse_format, DType, Dims};
 
-use super::packing::tests::SMALL_L2;
+use super::packing::tests::SMALL_CACHES;
 use super::*;
 
 fn noise(n: usize, seed: u64) -> Vec<u8> {
@@ -27,8 +28,8 @@ fn values(b: &[u8]) -> Vec<f64> {
 
 #[test]
 fn chunked_reductions_match_the_reference() {
-    // Any L2 gives chunks of at least one vector; 1 byte gives exactly one vector per chunk.
-    SMALL_L2.with(|c| c.set(Some(1)));
+    // Caches of 1 byte give exactly one vector of channels per chunk and one pixel per group.
+    SMALL_CACHES.with(|c| c.set(true));
     let builds = [
         ConvKernels::Avx512,
         ConvKernels::Avx2,
@@ -72,5 +73,5 @@ fn chunked_reductions_match_the_reference() {
             assert!(err.sqrt() <= 1e-5 * norm.sqrt(), "{kernels:?} {layout}");
         }
     }
-    SMALL_L2.with(|c| c.set(None));
+    SMALL_CACHES.with(|c| c.set(false));
 }

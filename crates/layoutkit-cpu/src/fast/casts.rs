@@ -47,7 +47,9 @@ fn scalar_run(src: &[u8], dst: &mut [u8], n: usize, spec: &CastSpec) {
 /// `T` for the plain number types used here).
 fn view<T: Copy>(b: &[u8]) -> Option<&[T]> {
     let size = std::mem::size_of::<T>();
-    if b.as_ptr() as usize % std::mem::align_of::<T>() != 0 || b.len() % size != 0 {
+    if !(b.as_ptr() as usize).is_multiple_of(std::mem::align_of::<T>())
+        || !b.len().is_multiple_of(size)
+    {
         return None;
     }
     // SAFETY: the pointer is aligned for T (checked), the length is a whole number of T, the
@@ -59,7 +61,9 @@ fn view<T: Copy>(b: &[u8]) -> Option<&[T]> {
 /// Mutable [`view`].
 fn view_mut<T: Copy>(b: &mut [u8]) -> Option<&mut [T]> {
     let size = std::mem::size_of::<T>();
-    if b.as_ptr() as usize % std::mem::align_of::<T>() != 0 || b.len() % size != 0 {
+    if !(b.as_ptr() as usize).is_multiple_of(std::mem::align_of::<T>())
+        || !b.len().is_multiple_of(size)
+    {
         return None;
     }
     // SAFETY: as in `view`, and the bytes are borrowed mutably and exclusively.

@@ -243,7 +243,7 @@ impl Job<'_> {
             let out =
                 unsafe { std::slice::from_raw_parts_mut(dst_base.add(r as usize * ds), nb * ds) };
             let row = &casted[a * nb * ds..(a + 1) * nb * ds];
-            if self.stream && row.len() % 64 == 0 && out.as_ptr() as usize % 64 == 0 {
+            if self.stream && row.len() % 64 == 0 && (out.as_ptr() as usize).is_multiple_of(64) {
                 // Whole lines: streamed past the cache, as the identity tiles do.
                 transpose::stream_copy(out, row);
             } else {

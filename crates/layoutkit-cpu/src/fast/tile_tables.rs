@@ -8,7 +8,7 @@ use layoutkit_core::plan::LoopDim;
 /// of them are needed; else 0 (no head tile).
 pub(super) fn aligned_head(addr: usize, row_bytes: usize, unit_bytes: usize, ea: usize) -> usize {
     let gap = addr.wrapping_neg() % 64;
-    if row_bytes % 64 != 0 || gap % unit_bytes != 0 {
+    if !row_bytes.is_multiple_of(64) || !gap.is_multiple_of(unit_bytes) {
         return 0;
     }
     let head = gap / unit_bytes;

@@ -182,10 +182,10 @@ impl Rows for Strided {
         self.dst.wrapping_add(a * self.dst_row)
     }
     fn dst_lines(&self) -> bool {
-        self.dst as usize % 64 == 0 && (self.dst_row % 64 == 0 || self.na <= 1)
+        (self.dst as usize).is_multiple_of(64) && (self.dst_row.is_multiple_of(64) || self.na <= 1)
     }
     fn dst_packed(&self, n: usize) -> bool {
-        self.dst as usize % 64 == 0 && self.dst_row == self.nb * n
+        (self.dst as usize).is_multiple_of(64) && self.dst_row == self.nb * n
     }
 }
 
@@ -221,7 +221,7 @@ impl Rows for Offsets<'_> {
         self.dst.wrapping_add(self.dst_rows[a])
     }
     fn dst_lines(&self) -> bool {
-        self.dst as usize % 64 == 0 && self.rows_on_lines
+        (self.dst as usize).is_multiple_of(64) && self.rows_on_lines
     }
     fn src_major(&self) -> bool {
         true
@@ -283,7 +283,7 @@ impl Rows for Table<'_> {
         self.dst[a]
     }
     fn dst_lines(&self) -> bool {
-        self.dst.iter().all(|p| *p as usize % 64 == 0)
+        self.dst.iter().all(|p| (*p as usize).is_multiple_of(64))
     }
 }
 

@@ -66,7 +66,7 @@ pub(super) fn gather_kernel(plan: &ConversionPlan, c: &CastSpec) -> Launch {
     );
     let dsize = c.dst.size_bytes();
     let per_chunk = 16 / dsize;
-    let grid = if (n * dsize) % 16 == 0 {
+    let grid = if (n * dsize).is_multiple_of(16) {
         let chunks = n / per_chunk;
         // A warp's lanes take consecutive chunks, so each store instruction is coalesced.
         let _ = writeln!(
@@ -175,7 +175,7 @@ pub(super) fn runs_kernel(r: &Region, pad: usize, c: &CastSpec, small: bool) -> 
     let width = if bytes <= 16 { bytes } else { 16 };
     let aligned = |w: usize| {
         let we = (w / c.dst.size_bytes()).max(1) as isize;
-        bytes % w == 0
+        bytes.is_multiple_of(w)
             && (r.dst_offset as isize) % we == 0
             && outer.iter().all(|l| l.dst_stride % we == 0)
     };
@@ -196,7 +196,7 @@ pub(super) fn runs_kernel(r: &Region, pad: usize, c: &CastSpec, small: bool) -> 
     let run_aligned = inner.src_stride == 1
         && run > 1
         && matches!(run_bytes, 2 | 4 | 8 | 16)
-        && r.src_offset % run == 0
+        && r.src_offset.is_multiple_of(run)
         && outer.iter().all(|l| l.src_stride % run as isize == 0);
     if run_aligned {
         let vt = vector_type(run_bytes);

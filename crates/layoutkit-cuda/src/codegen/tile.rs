@@ -103,7 +103,7 @@ fn tile_shape(
 /// column of the tile spreads over the banks. Tiles of units: an odd number of cells per row,
 /// so the cells that the lanes of a warp read (one per row) fall in different banks.
 fn row_padding(ta: usize, unit: usize) -> usize {
-    if unit == 1 || ta % 2 == 0 {
+    if unit == 1 || ta.is_multiple_of(2) {
         1
     } else {
         2
@@ -234,7 +234,7 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
         full * unit,
         b.src_stride
     );
-    if row % vr == 0 && vr > 1 {
+    if row.is_multiple_of(vr) && vr > 1 {
         let _ = writeln!(k, "      *({svt}*)&sm[lb][j] = r.q;");
     } else {
         let _ = writeln!(
@@ -288,7 +288,7 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
 /// vector's column in elements at step `i`, the row of step `i`). When the block covers whole
 /// rows per step, each thread keeps one column and steps down the rows by a constant.
 fn walk(per_row: usize, elems: usize) -> (String, String) {
-    if THREADS % per_row == 0 {
+    if THREADS.is_multiple_of(per_row) {
         (
             format!("(tid % {per_row}u) * {elems}u"),
             format!("tid / {per_row}u + i * {}u", THREADS / per_row),
@@ -303,7 +303,7 @@ fn walk(per_row: usize, elems: usize) -> (String, String) {
 
 /// The test that step `i` is one of the phase's `total` vectors (empty when every step is).
 fn guard(total: usize) -> String {
-    if total % THREADS == 0 {
+    if total.is_multiple_of(THREADS) {
         String::new()
     } else {
         format!("tid + i * {THREADS}u < {total}u && ")
@@ -345,9 +345,9 @@ fn read_cells(
     padded: bool,
 ) {
     let n = vw.min(unit);
-    let pieces = unit > 1 && n > 1 && (unit % vw == 0 || vw % unit == 0);
+    let pieces = unit > 1 && n > 1 && (unit.is_multiple_of(vw) || vw.is_multiple_of(unit));
     let bytes = n * ssize;
-    if !padded && pieces && matches!(bytes, 2 | 4 | 8 | 16) && (row * ssize) % bytes == 0 {
+    if !padded && pieces && matches!(bytes, 2 | 4 | 8 | 16) && (row * ssize).is_multiple_of(bytes) {
         let vt = vector_type(bytes);
         let _ = writeln!(
             k,

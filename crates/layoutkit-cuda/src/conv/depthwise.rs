@@ -34,7 +34,7 @@ pub fn depthwise_applies(k: &ConvKernel) -> bool {
 
 /// Channels per thread: two in NHWC with C even (one 4-byte load), else one.
 fn channels_per_thread(k: &ConvKernel) -> usize {
-    if k.layout == ConvLayout::Nhwc && k.shape.c % 2 == 0 {
+    if k.layout == ConvLayout::Nhwc && k.shape.c.is_multiple_of(2) {
         2
     } else {
         1

@@ -26,7 +26,7 @@ pub fn direct_unsupported_reason(k: &ConvKernel) -> Option<String> {
         ));
     }
     let g = s.conv.groups.max(1);
-    if s.c % g != 0 || s.o % g != 0 {
+    if !s.c.is_multiple_of(g) || !s.o.is_multiple_of(g) {
         return Some(format!(
             "C = {} and O = {} must be multiples of groups = {g}",
             s.c, s.o

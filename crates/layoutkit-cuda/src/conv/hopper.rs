@@ -76,7 +76,7 @@ impl HopperTile {
             in_flight: usize::from(stages >= 3),
             splits: 1,
         };
-        let ok = bn % 32 == 0 && (32..=256).contains(&bn) && (2..=8).contains(&stages);
+        let ok = bn.is_multiple_of(32) && (32..=256).contains(&bn) && (2..=8).contains(&stages);
         (ok && t.shared_bytes() <= SMEM_PER_SM).then_some(t)
     }
 
@@ -164,18 +164,18 @@ pub fn hopper_unsupported_reason(k: &ConvKernel) -> Option<String> {
     if let Some(why) = super::int8_reason(k) {
         return Some(why);
     }
-    if k.input == DType::I8 && s.c % 16 != 0 {
+    if k.input == DType::I8 && !s.c.is_multiple_of(16) {
         return Some(format!(
             "the Hopper kernel's int8 needs C to be a multiple of 16 (C = {})",
             s.c
         ));
     }
-    if k.layout == ConvLayout::Nchw && s.c % 32 == 0 {
+    if k.layout == ConvLayout::Nchw && s.c.is_multiple_of(32) {
         return Some(
             "NCHW with C a multiple of 32 runs in the mma.sync kernel or through NHWC".into(),
         );
     }
-    if k.layout == ConvLayout::Nc32hw32 && s.o % 32 != 0 {
+    if k.layout == ConvLayout::Nc32hw32 && !s.o.is_multiple_of(32) {
         return Some(format!(
             "an NC/32HW32 output needs O to be a multiple of 32 (O = {})",
             s.o
@@ -241,7 +241,7 @@ pub fn hopper_plan(kernel: &ConvKernel) -> HopperTile {
 /// computed zeros; `bench/results/conv.md`).
 fn candidate_tiles(s: &ConvShape) -> Vec<HopperTile> {
     let fitted = s.o.next_multiple_of(32);
-    let narrow = (s.o % 64 != 0 && s.o < 256)
+    let narrow = (!s.o.is_multiple_of(64) && s.o < 256)
         .then_some([(128, fitted, 3, 0), (64, fitted, 4, 1)])
         .into_iter()
         .flatten();
