@@ -15,6 +15,7 @@ use layoutkit_cpu::{
     AlignedBuf, BlockedFilter, ConvKernels, Epilogue, TensorRef,
 };
 use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
 
 fn values(b: &[u8]) -> Vec<f64> {
     b.chunks_exact(4)
@@ -50,6 +51,104 @@ fn builds() -> Vec<ConvKernels> {
     .collect()
 }
 
+/// One problem: the activations and output in layouts `names[xl]` / `names[yl]`, every
+/// build against the reference, and (unless depthwise) the same result from a filter packed
+/// beforehand on one thread.
+#[allow(clippy::too_many_arguments)]
+fn check(
+    conv: Conv2d,
+    n: usize,
+    cg: usize,
+    og: usize,
+    kernel: [usize; 2],
+    hw: [usize; 2],
+    layouts: [usize; 2],
+    threads: usize,
+    with_bias: bool,
+    relu: bool,
+    seed: u64,
+    kernels: ConvKernels,
+) -> Result<(), TestCaseError> {
+    let (groups, lanes) = (
+        conv.groups,
+        if kernels == ConvKernels::Avx512 {
+            16
+        } else {
+            8
+        },
+    );
+    let depthwise = cg == 1 && og == 1 && groups > 1;
+    let xd = Dims::parse(&format!("N={n},C={},H={},W={}", groups * cg, hw[0], hw[1])).unwrap();
+    let wd = Dims::parse(&format!(
+        "O={},I={cg},H={},W={}",
+        groups * og,
+        kernel[0],
+        kernel[1]
+    ))
+    .unwrap();
+    prop_assume!(conv.output_dims(&xd, &wd).is_ok());
+    let yd = conv.output_dims(&xd, &wd).unwrap();
+    let names = ["NCHW", "NHWC", "NCHW8c", "NCHW16c"];
+    let plain_x = shaped("NCHW", &xd);
+    let xs = shaped(names[layouts[0]], &xd);
+    let ws = shaped("OIHW", &wd);
+    let ys = shaped(names[layouts[1]], &yd);
+    let xb = convert(
+        &plain_x,
+        &noise_f32(plain_x.elements(), seed),
+        &xs,
+        &CastSpec::identity(DType::F32),
+    )
+    .unwrap();
+    let wb = noise_f32(ws.elements(), seed + 7);
+    let bias: Vec<f64> = (0..groups * og).map(|i| (i as f64) * 0.25 - 1.0).collect();
+    let ep = Epilogue {
+        bias: with_bias.then_some(&bias[..]),
+        relu,
+        scale: None,
+    };
+    let xr = TensorRef {
+        layout: &xs,
+        dtype: DType::F32,
+        data: &xb,
+    };
+    let wr = TensorRef {
+        layout: &ws,
+        dtype: DType::F32,
+        data: &wb,
+    };
+    let want = values(&conv2d_reference(&conv, xr, wr, &ep, &ys, DType::F32).unwrap());
+    let got_bytes = conv2d_blocked(&conv, xr, wr, &ep, &ys, DType::F32, threads, kernels).unwrap();
+    let got = values(&got_bytes);
+    prop_assert_eq!(got.len(), want.len());
+    let err: f64 = got
+        .iter()
+        .zip(&want)
+        .map(|(a, b)| (a - b) * (a - b))
+        .sum::<f64>()
+        .sqrt();
+    let norm: f64 = want.iter().map(|b| b * b).sum::<f64>().sqrt();
+    prop_assert!(
+        err <= 1e-5 * norm.max(1e-30),
+        "{:?}: relative error {}",
+        kernels,
+        err / norm
+    );
+    // Depthwise goes to the fallback; everything else here is the blocked kernel's.
+    let packed = BlockedFilter::new(wr, groups, kernels).unwrap();
+    prop_assert_eq!(
+        conv2d_blocked_unsupported(&xr, &packed).is_some(),
+        depthwise && !og.is_multiple_of(lanes)
+    );
+    if !depthwise {
+        // The thread count does not change the result, nor does packing beforehand.
+        let mut out = AlignedBuf::zeroed(ys.bytes(DType::F32).unwrap());
+        conv2d_blocked_into(&conv, xr, &packed, &ep, &ys, &mut out, 1).unwrap();
+        prop_assert_eq!(values(&out), got);
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
@@ -73,37 +172,24 @@ proptest! {
                 (1, cg, og_vectors * lanes - odd_o)
             };
             let conv = Conv2d { stride: [stride, 3 - stride], padding: [pad, 2 - pad], dilation: [dil, 1], groups };
-            let xd = Dims::parse(&format!("N={n},C={},H={h},W={w}", groups * cg)).unwrap();
-            let wd = Dims::parse(&format!("O={},I={cg},H={kh},W={kw}", groups * og)).unwrap();
-            prop_assume!(conv.output_dims(&xd, &wd).is_ok());
-            let yd = conv.output_dims(&xd, &wd).unwrap();
-            let names = ["NCHW", "NHWC", "NCHW8c", "NCHW16c"];
-            let plain_x = shaped("NCHW", &xd);
-            let xs = shaped(names[xl], &xd);
-            let ws = shaped("OIHW", &wd);
-            let ys = shaped(names[yl], &yd);
-            let xb = convert(&plain_x, &noise_f32(plain_x.elements(), seed), &xs, &CastSpec::identity(DType::F32)).unwrap();
-            let wb = noise_f32(ws.elements(), seed + 7);
-            let bias: Vec<f64> = (0..groups * og).map(|i| (i as f64) * 0.25 - 1.0).collect();
-            let ep = Epilogue { bias: with_bias.then_some(&bias[..]), relu, scale: None };
-            let xr = TensorRef { layout: &xs, dtype: DType::F32, data: &xb };
-            let wr = TensorRef { layout: &ws, dtype: DType::F32, data: &wb };
-            let want = values(&conv2d_reference(&conv, xr, wr, &ep, &ys, DType::F32).unwrap());
-            let got_bytes = conv2d_blocked(&conv, xr, wr, &ep, &ys, DType::F32, threads, kernels).unwrap();
-            let got = values(&got_bytes);
-            prop_assert_eq!(got.len(), want.len());
-            let err: f64 = got.iter().zip(&want).map(|(a, b)| (a - b) * (a - b)).sum::<f64>().sqrt();
-            let norm: f64 = want.iter().map(|b| b * b).sum::<f64>().sqrt();
-            prop_assert!(err <= 1e-5 * norm.max(1e-30), "{:?}: relative error {}", kernels, err / norm);
-            // Depthwise goes to the fallback; everything else here is the blocked kernel's.
-            let packed = BlockedFilter::new(wr, groups, kernels).unwrap();
-            prop_assert_eq!(conv2d_blocked_unsupported(&xr, &packed).is_some(), depthwise && og % lanes != 0);
-            if !depthwise {
-                // The thread count does not change the result, nor does packing beforehand.
-                let mut out = AlignedBuf::zeroed(ys.bytes(DType::F32).unwrap());
-                conv2d_blocked_into(&conv, xr, &packed, &ep, &ys, &mut out, 1).unwrap();
-                prop_assert_eq!(values(&out), got);
-            }
+            check(conv, n, cg, og, [kh, kw], [h, w], [xl, yl], threads, with_bias, relu, seed, kernels)?;
+        }
+    }
+
+    /// Unpadded 1x1 filters with a stride (the input copied as the strided pixels only, then
+    /// run at stride 1): strides 1-3 per axis, channels in one or several reduction chunks.
+    #[test]
+    fn strided_pointwise_matches_the_reference(
+        n in 1usize..=2, groups in 1usize..=2, cg in 1usize..=40, og_vectors in 1usize..=3,
+        odd_o in 0usize..=7, st in 1usize..=3, sw in 1usize..=3,
+        h in 1usize..=13, w in 1usize..=17, xl in 0usize..4, yl in 0usize..4, threads in 1usize..=3,
+        with_bias: bool, relu: bool, seed in 0u64..1000,
+    ) {
+        for kernels in builds() {
+            let lanes = if kernels == ConvKernels::Avx512 { 16 } else { 8 };
+            let og = if groups > 1 { og_vectors * lanes } else { og_vectors * lanes - odd_o };
+            let conv = Conv2d { stride: [st, sw], padding: [0, 0], dilation: [1, 1], groups };
+            check(conv, n, cg, og, [1, 1], [h, w], [xl, yl], threads, with_bias, relu, seed, kernels)?;
         }
     }
 }

@@ -264,6 +264,7 @@ pub fn conv2d_blocked_into(
             dims: [dim(0), dim(1), dim(2), dim(3)],
         },
         conv,
+        [kh, kw],
         lanes,
         pool.as_deref(),
         take_scratch(),
@@ -312,7 +313,7 @@ pub fn conv2d_blocked_into(
 
     // Geometry in the prepared input: padding is applied there (or was 0), so every tap of
     // every output pixel lies inside it.
-    let [st, sw] = conv.stride;
+    let [st, sw] = input.stride;
     let [dh, dw] = conv.dilation;
     let row = 2 * lanes;
     // Reduction chunks (as the filter was packed): channels `k0..k1`, and per tap the input
@@ -334,8 +335,8 @@ pub fn conv2d_blocked_into(
         .collect();
     // 1x1, stride 1: the output rows are one run of pixels when both sides store rows
     // back to back, so tiles span row ends.
-    let flat = kh == 1 && kw == 1 && conv.stride == [1, 1] && {
-        input.sh == dim(3) * input.sw && map.sh == ow * map.sw
+    let flat = kh == 1 && kw == 1 && input.stride == [1, 1] && {
+        input.sh == input.width * input.sw && map.sh == ow * map.sw
     };
     // Tiles with the pixel stride built in where it is one or two vectors.
     let psx = sw * input.sw;

@@ -130,6 +130,11 @@ pub(crate) struct Input<'a> {
     pub sh: usize,
     pub sw: usize,
     pub chan: Vec<usize>,
+    /// Pixels per row.
+    pub width: usize,
+    /// The stride the tiles still apply: the convolution's, or `[1, 1]` where the copy took
+    /// every stride-th pixel already ([`subsamples`]).
+    pub stride: [usize; 2],
 }
 
 /// The source activations: addressing as in [`Input`], extents `n, c, h, w`.
@@ -149,18 +154,32 @@ pub(crate) fn reads_in_place(src: &Source<'_>, conv: &Conv2d) -> bool {
     conv.padding == [0, 0] && (src.dims[1] < 2 || src.chan[1] == src.chan[0] + 1)
 }
 
+/// Whether the copy keeps only the pixels a 1x1 filter with a stride reads (unpadded): the
+/// tiles then run at stride 1 over whole lines, instead of touching every other line (or
+/// row) of the source and fetching the skipped ones with it, as oneDNN's "reduce to unit
+/// stride" does.
+pub(crate) fn subsamples(conv: &Conv2d, kernel: [usize; 2]) -> bool {
+    kernel == [1, 1] && conv.padding == [0, 0] && conv.stride != [1, 1]
+}
+
 /// The activations the tiles read: `src` in place, or (see [`reads_in_place`]) a copy in
 /// `N, C/b, H + 2 * pad, W + 2 * pad, b` with `b = lanes` (NHWC when `C < lanes`, so a
-/// 3-channel first layer is not padded to 16 channels) and zero borders, copied by `pool`
+/// 3-channel first layer is not padded to 16 channels) and zero borders, or (see
+/// [`subsamples`]) a copy of the strided pixels only, `N, C/b, OH, OW, b`; copied by `pool`
 /// into `scratch` (a buffer reused across calls: every element the tiles read is written
-/// here, borders included, so its old contents do not matter).
+/// here, borders included, so its old contents do not matter). `kernel` is the filter's
+/// `[KH, KW]`.
 pub(crate) fn prepare_input<'a>(
     src: Source<'a>,
     conv: &Conv2d,
+    kernel: [usize; 2],
     lanes: usize,
     pool: Option<&rayon::ThreadPool>,
     mut scratch: Vec<f32>,
 ) -> Input<'a> {
+    if subsamples(conv, kernel) {
+        return subsample(src, conv, lanes, pool, scratch);
+    }
     if reads_in_place(&src, conv) {
         return Input {
             data: Cow::Borrowed(src.data),
@@ -168,6 +187,8 @@ pub(crate) fn prepare_input<'a>(
             sh: src.sh,
             sw: src.sw,
             chan: src.chan,
+            width: src.dims[3],
+            stride: conv.stride,
         };
     }
     let [n, c, h, w] = src.dims;
@@ -226,6 +247,64 @@ pub(crate) fn prepare_input<'a>(
         sh: wp * blk,
         sw: blk,
         chan: (0..c).map(|ci| (ci / blk) * plane + ci % blk).collect(),
+        width: wp,
+        stride: conv.stride,
+    }
+}
+
+/// The pixels `(oh * stride[0], ow * stride[1])` of `src` (no padding: see [`subsamples`]) as
+/// `N, C/b, OH, OW, b` with `b` as in [`prepare_input`], lanes past C zero; the tiles then
+/// run at stride 1.
+fn subsample<'a>(
+    src: Source<'a>,
+    conv: &Conv2d,
+    lanes: usize,
+    pool: Option<&rayon::ThreadPool>,
+    mut scratch: Vec<f32>,
+) -> Input<'a> {
+    let [n, c, h, w] = src.dims;
+    let [st, sw] = conv.stride;
+    let (oh, ow) = ((h - 1) / st + 1, (w - 1) / sw + 1);
+    let blk = if c >= lanes { lanes } else { c.max(1) };
+    let ncb = c.div_ceil(blk);
+    let plane = oh * ow * blk;
+    scratch.resize(n * ncb * plane, 0.0);
+    let mut data = scratch;
+    let fill = |(i, dst): (usize, &mut [f32])| {
+        let (ni, cb) = (i / ncb, i % ncb);
+        let c0 = cb * blk;
+        let count = blk.min(c - c0);
+        let contiguous = (1..count).all(|l| src.chan[c0 + l] == src.chan[c0] + l);
+        if count < blk {
+            dst.fill(0.0);
+        }
+        for hi in 0..oh {
+            let sbase = ni * src.sn + hi * st * src.sh + src.chan[c0];
+            let drow = &mut dst[hi * ow * blk..][..ow * blk];
+            for (wi, d) in drow.chunks_exact_mut(blk).enumerate() {
+                let s = sbase + wi * sw * src.sw;
+                if contiguous {
+                    d[..count].copy_from_slice(&src.data[s..s + count]);
+                } else {
+                    for (l, v) in d[..count].iter_mut().enumerate() {
+                        *v = src.data[s - src.chan[c0] + src.chan[c0 + l]];
+                    }
+                }
+            }
+        }
+    };
+    match pool {
+        Some(p) => p.install(|| data.par_chunks_mut(plane.max(1)).enumerate().for_each(fill)),
+        None => data.chunks_mut(plane.max(1)).enumerate().for_each(fill),
+    }
+    Input {
+        data: Cow::Owned(data),
+        sn: ncb * plane,
+        sh: ow * blk,
+        sw: blk,
+        chan: (0..c).map(|ci| (ci / blk) * plane + ci % blk).collect(),
+        width: ow,
+        stride: [1, 1],
     }
 }
 
