@@ -156,7 +156,7 @@ proptest! {
     fn blocked_matches_the_reference(
         n in 1usize..=2, groups in 1usize..=3, cg in 1usize..=20, og_vectors in 1usize..=3,
         odd_o in 0usize..=7,
-        kh in 1usize..=3, kw in 1usize..=3, pad in 0usize..=2, stride in 1usize..=2, dil in 1usize..=2,
+        kh in 1usize..=3, kw in 1usize..=3, pad in 0usize..=2, stride in 1usize..=2, dil in 1usize..=2, dil_w in 1usize..=2,
         h in 4usize..=11, w in 4usize..=15, xl in 0usize..4, yl in 0usize..4, threads in 1usize..=3,
         depthwise: bool, with_bias: bool, relu: bool, seed in 0u64..1000,
     ) {
@@ -171,7 +171,7 @@ proptest! {
             } else {
                 (1, cg, og_vectors * lanes - odd_o)
             };
-            let conv = Conv2d { stride: [stride, 3 - stride], padding: [pad, 2 - pad], dilation: [dil, 1], groups };
+            let conv = Conv2d { stride: [stride, 3 - stride], padding: [pad, 2 - pad], dilation: [dil, dil_w], groups };
             check(conv, n, cg, og, [kh, kw], [h, w], [xl, yl], threads, with_bias, relu, seed, kernels)?;
         }
     }
