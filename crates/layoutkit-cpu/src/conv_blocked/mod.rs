@@ -322,7 +322,7 @@ pub fn conv2d_blocked_into(
         .step_by(w.kc)
         .map(|k0| (k0, (k0 + w.kc).min(cg)))
         .collect();
-    let chunk_taps: Vec<Vec<(usize, usize)>> = chunks
+    let mut chunk_taps: Vec<Vec<(usize, usize)>> = chunks
         .iter()
         .map(|&(k0, k1)| {
             (0..kh * kw)
@@ -377,7 +377,7 @@ pub fn conv2d_blocked_into(
     } else {
         1
     };
-    let runs: Vec<Vec<Vec<Run>>> = (0..groups)
+    let mut runs: Vec<Vec<Vec<Run>>> = (0..groups)
         .map(|g| {
             chunks
                 .iter()
@@ -399,6 +399,20 @@ pub fn conv2d_blocked_into(
                 .collect()
         })
         .collect();
+    // Where one chunk holds all of a pixel's channels in one run and the next pixel follows
+    // at once (a first layer of 3 channels, padded as NHWC), the taps of a filter row are
+    // one run too: `kw * cg` floats of input and as many panel rows, back to back. The tile
+    // then loops over `kh` taps of `kw * cg` steps instead of `kh * kw` taps of `cg`.
+    if kw > 1 && dw == 1 && chunks.len() == 1 && sc == 1 && input.sw == cg {
+        if let [only] = &mut runs[..] {
+            if let [run] = &mut only[0][..] {
+                run.count = kw * cg;
+                chunk_taps[0] = (0..kh)
+                    .map(|r| (r * dh * input.sh, r * kw * cg * row))
+                    .collect();
+            }
+        }
+    }
     let mut bias = vec![0f32; groups * blocks.pairs * row];
     if let Some(b) = epilogue.bias {
         for g in 0..groups {

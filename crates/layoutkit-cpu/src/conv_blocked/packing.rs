@@ -199,48 +199,38 @@ pub(crate) fn prepare_input<'a>(
     let plane = hp * wp * blk;
     scratch.resize(n * ncb * plane, 0.0);
     let mut data = scratch;
-    let fill = |(i, dst): (usize, &mut [f32])| {
-        let (ni, cb) = (i / ncb, i % ncb);
+    // One padded line (`wp` pixels of `blk` channels) per unit of work, so that one image
+    // of few channels (a first layer) still spreads over the threads.
+    let fill = |(i, line): (usize, &mut [f32])| {
+        let (pi, li) = (i / hp, i % hp);
+        let (ni, cb) = (pi / ncb, pi % ncb);
         let c0 = cb * blk;
         let count = blk.min(c - c0);
-        let contiguous = (1..count).all(|l| src.chan[c0 + l] == src.chan[c0] + l);
         // Zero borders: the top and bottom padding rows, the left and right padding columns,
         // and the lanes past C.
-        dst[..ph * wp * blk].fill(0.0);
-        dst[(ph + h) * wp * blk..].fill(0.0);
-        for hi in 0..h {
-            let line = &mut dst[(hi + ph) * wp * blk..][..wp * blk];
+        if li < ph || li >= ph + h {
+            line.fill(0.0);
+            return;
+        }
+        if count < blk {
+            line.fill(0.0);
+        } else {
             line[..pw * blk].fill(0.0);
             line[(pw + w) * blk..].fill(0.0);
-            if count < blk {
-                line.fill(0.0);
-            }
         }
-        for hi in 0..h {
-            let drow = &mut dst[((hi + ph) * wp + pw) * blk..][..w * blk];
-            let sbase = ni * src.sn + hi * src.sh;
-            if contiguous && src.sw == blk && count == blk {
-                let s = sbase + src.chan[c0];
-                drow.copy_from_slice(&src.data[s..s + w * blk]);
-            } else if contiguous {
-                for wi in 0..w {
-                    let s = sbase + wi * src.sw + src.chan[c0];
-                    drow[wi * blk..wi * blk + count].copy_from_slice(&src.data[s..s + count]);
-                }
-            } else {
-                for l in 0..count {
-                    let s = sbase + src.chan[c0 + l];
-                    for wi in 0..w {
-                        drow[wi * blk + l] = src.data[s + wi * src.sw];
-                    }
-                }
-            }
-        }
+        let drow = &mut line[pw * blk..][..w * blk];
+        copy_row(
+            &src,
+            ni * src.sn + (li - ph) * src.sh,
+            c0,
+            count,
+            blk,
+            w,
+            1,
+            drow,
+        );
     };
-    match pool {
-        Some(p) => p.install(|| data.par_chunks_mut(plane.max(1)).enumerate().for_each(fill)),
-        None => data.chunks_mut(plane.max(1)).enumerate().for_each(fill),
-    }
+    for_each_line(&mut data, wp * blk, pool, fill);
     Input {
         data: Cow::Owned(data),
         sn: ncb * plane,
@@ -270,33 +260,26 @@ fn subsample<'a>(
     let plane = oh * ow * blk;
     scratch.resize(n * ncb * plane, 0.0);
     let mut data = scratch;
-    let fill = |(i, dst): (usize, &mut [f32])| {
-        let (ni, cb) = (i / ncb, i % ncb);
+    let fill = |(i, line): (usize, &mut [f32])| {
+        let (pi, hi) = (i / oh, i % oh);
+        let (ni, cb) = (pi / ncb, pi % ncb);
         let c0 = cb * blk;
         let count = blk.min(c - c0);
-        let contiguous = (1..count).all(|l| src.chan[c0 + l] == src.chan[c0] + l);
         if count < blk {
-            dst.fill(0.0);
+            line.fill(0.0);
         }
-        for hi in 0..oh {
-            let sbase = ni * src.sn + hi * st * src.sh + src.chan[c0];
-            let drow = &mut dst[hi * ow * blk..][..ow * blk];
-            for (wi, d) in drow.chunks_exact_mut(blk).enumerate() {
-                let s = sbase + wi * sw * src.sw;
-                if contiguous {
-                    d[..count].copy_from_slice(&src.data[s..s + count]);
-                } else {
-                    for (l, v) in d[..count].iter_mut().enumerate() {
-                        *v = src.data[s - src.chan[c0] + src.chan[c0 + l]];
-                    }
-                }
-            }
-        }
+        copy_row(
+            &src,
+            ni * src.sn + hi * st * src.sh,
+            c0,
+            count,
+            blk,
+            ow,
+            sw,
+            line,
+        );
     };
-    match pool {
-        Some(p) => p.install(|| data.par_chunks_mut(plane.max(1)).enumerate().for_each(fill)),
-        None => data.chunks_mut(plane.max(1)).enumerate().for_each(fill),
-    }
+    for_each_line(&mut data, ow * blk, pool, fill);
     Input {
         data: Cow::Owned(data),
         sn: ncb * plane,
@@ -305,6 +288,59 @@ fn subsample<'a>(
         chan: (0..c).map(|ci| (ci / blk) * plane + ci % blk).collect(),
         width: ow,
         stride: [1, 1],
+    }
+}
+
+/// Copies `w` pixels of the source row at `sbase` (every `step`-th pixel), channels
+/// `c0..c0 + count`, into `drow` as `w` runs of `blk` floats (the lanes past `count` left as
+/// they are).
+#[allow(clippy::too_many_arguments)]
+fn copy_row(
+    src: &Source<'_>,
+    sbase: usize,
+    c0: usize,
+    count: usize,
+    blk: usize,
+    w: usize,
+    step: usize,
+    drow: &mut [f32],
+) {
+    let contiguous = (1..count).all(|l| src.chan[c0 + l] == src.chan[c0] + l);
+    let s0 = sbase + src.chan[c0];
+    if contiguous && step == 1 && src.sw == blk && count == blk {
+        drow[..w * blk].copy_from_slice(&src.data[s0..s0 + w * blk]);
+    } else if contiguous {
+        for (wi, d) in drow.chunks_exact_mut(blk).take(w).enumerate() {
+            let s = s0 + wi * step * src.sw;
+            d[..count].copy_from_slice(&src.data[s..s + count]);
+        }
+    } else {
+        for l in 0..count {
+            let s = sbase + src.chan[c0 + l];
+            for wi in 0..w {
+                drow[wi * blk + l] = src.data[s + wi * step * src.sw];
+            }
+        }
+    }
+}
+
+/// Runs `fill(i, line)` on every `line`-float line of `data` (the `i`-th), on `pool`'s
+/// threads in runs of lines of at least 64 KiB when there is a pool.
+fn for_each_line(
+    data: &mut [f32],
+    line: usize,
+    pool: Option<&rayon::ThreadPool>,
+    fill: impl Fn((usize, &mut [f32])) + Sync,
+) {
+    let line = line.max(1);
+    match pool {
+        Some(p) => p.install(|| {
+            data.par_chunks_mut(line)
+                .enumerate()
+                .with_min_len((16 << 10) / line + 1)
+                .for_each(&fill)
+        }),
+        None => data.chunks_mut(line).enumerate().for_each(fill),
     }
 }
 
