@@ -48,7 +48,10 @@ pub struct BlockedFilter {
     kernels: ConvKernels,
     /// Input channels per reduction chunk ([`packing::chunk_channels`]).
     kc: usize,
-    panels: Vec<f32>,
+    /// The panels' f32 values, 64-byte aligned: every panel row (`2 * lanes` floats) then
+    /// starts a cache line, so the tiles' vector loads never straddle two lines (unaligned
+    /// weights cost the 7-pixel tile 12% in L1).
+    panels: crate::AlignedBuf,
 }
 
 impl BlockedFilter {
@@ -72,7 +75,11 @@ impl BlockedFilter {
         let wv = f32s(&convert(w.layout, w.data, &oihw, &cast)?).into_owned();
         let lanes = kernels.tables().0;
         let kc = packing::chunk_channels(kh * kw, lanes);
-        let panels = pack_filter(&wv, groups, o / groups, cg, kh * kw, lanes, kc);
+        let packed = pack_filter(&wv, groups, o / groups, cg, kh * kw, lanes, kc);
+        let mut panels = crate::AlignedBuf::zeroed(packed.len() * 4);
+        for (d, v) in panels.chunks_exact_mut(4).zip(&packed) {
+            d.copy_from_slice(&v.to_ne_bytes());
+        }
         Ok(BlockedFilter {
             oihw,
             groups,
@@ -431,11 +438,12 @@ pub fn conv2d_blocked_into(
     let items = per_group * bands;
     let panel = kh * kw * cg * row;
     let xs: &[f32] = &input.data;
+    let panels = f32s(&w.panels);
     let work = |item: usize| {
         let (gp, bi) = (item / bands, item % bands);
         let (g, j) = (gp / blocks.pairs, gp % blocks.pairs);
         let b = blocks.in_pair(j);
-        let wp = w.panels[(g * blocks.pairs + j) * panel..].as_ptr();
+        let wp = panels[(g * blocks.pairs + j) * panel..].as_ptr();
         let v0 = g * blocks.vectors + 2 * j;
         let yb = if b == 2 {
             map.vec[v0 + 1] - map.vec[v0]

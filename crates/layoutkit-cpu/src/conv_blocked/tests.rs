@@ -75,3 +75,4 @@ fn chunked_reductions_match_the_reference() {
     }
     SMALL_CACHES.with(|c| c.set(false));
 }
+

@@ -80,6 +80,21 @@ impl DerefMut for AlignedBuf {
     }
 }
 
+impl Clone for AlignedBuf {
+    /// A copy in a new allocation, aligned as the original.
+    fn clone(&self) -> AlignedBuf {
+        let mut c = AlignedBuf::zeroed(self.len);
+        c.copy_from_slice(self);
+        c
+    }
+}
+
+impl std::fmt::Debug for AlignedBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "AlignedBuf({} bytes)", self.len)
+    }
+}
+
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
         if self.len > 0 {
