@@ -75,4 +75,3 @@ fn chunked_reductions_match_the_reference() {
     }
     SMALL_CACHES.with(|c| c.set(false));
 }
-
