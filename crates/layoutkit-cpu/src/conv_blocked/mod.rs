@@ -12,8 +12,11 @@
 //! reads the chunk's weights from L1, and the partial sums (kept in the output between
 //! chunks) stay there too.
 //!
-//! A call's padded input copy and output buffer (when it needs them) are kept for the next call
-//! (up to four buffers of at most 256 MiB each), so repeated calls do not pay for fresh pages.
+//! Work items are (pair, row band) or, where the input outweighs the filter, (row band,
+//! pairs), see [`schedule`]; in the latter case a padded input is copied by each band for
+//! itself into an L2-sized buffer rather than whole before the tiles run. A call's padded
+//! input copy and output buffer (when it needs them) are kept for the next call (up to four
+//! buffers of at most 256 MiB each), so repeated calls do not pay for fresh pages.
 //!
 //! Not covered (callers fall back to [`crate::conv2d_fast`], as [`conv2d_blocked`] does):
 //! grouped convolutions whose output channels per group are not a multiple of the vector width
@@ -23,21 +26,24 @@ mod microkernel;
 #[cfg(target_arch = "x86_64")]
 mod microkernel_x86;
 mod packing;
+mod padded;
+mod schedule;
 pub(crate) use packing::cache_sizes;
 mod runtime;
 
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::plan::ConversionPlan;
 use layoutkit_core::{parse_format, CastSpec, DType, ShapedLayout};
-use rayon::prelude::*;
 
 use crate::conv_fast::{channel_block, Activation};
 use crate::conv_reference::{check_problem, no_scale};
 use crate::{convert, convert_fast, Epilogue, Error, TensorRef};
-use microkernel::{Run, Shape};
-use packing::{pack_filter, prepare_input, Blocks, Source};
+use microkernel::Run;
+use packing::{pack_filter, prepare_input, Blocks, Input, Source};
+use padded::Padded;
 pub use runtime::ConvKernels;
 use runtime::{f32s, give_scratch, pool, take_scratch};
+use schedule::BandCopies;
 
 /// A filter packed once for [`conv2d_blocked_into`]: panels for one kernel build and group
 /// count (an inference engine keeps them with the weights).
@@ -261,21 +267,65 @@ pub fn conv2d_blocked_into(
     };
     let xa = activation(x.layout);
     let xv = f32s(x.data);
-    let input = prepare_input(
-        Source {
-            data: &xv,
-            sn: xa.sn,
-            sh: xa.sh,
-            sw: xa.sw,
-            chan: xa.chan,
-            dims: [dim(0), dim(1), dim(2), dim(3)],
-        },
-        conv,
-        [kh, kw],
-        lanes,
-        pool.as_deref(),
-        take_scratch(),
-    );
+    let source = Source {
+        data: &xv,
+        sn: xa.sn,
+        sh: xa.sh,
+        sw: xa.sw,
+        chan: xa.chan,
+        dims: [dim(0), dim(1), dim(2), dim(3)],
+    };
+    // A padded copy that row bands make for themselves (see `schedule::BandCopies`) where
+    // the tiles would read it in row bands anyway (one group, input outweighing the filter)
+    // and it is not a plain run of pixels (1x1 at stride 1, which the bands do not cover).
+    let [oh0, ow0] = [2, 3].map(|i| out_dims.entries()[i].1);
+    let row = 2 * lanes;
+    let row_bytes = ow0 * conv.stride[1] * conv.stride[0] * cg * 4;
+    let filter_bytes = Blocks::new(og, lanes).pairs * kh * kw * cg * row * 4;
+    let band_copy = groups == 1
+        && !packing::subsamples(conv, [kh, kw])
+        && !packing::reads_in_place(&source, conv)
+        && ((kh, kw) != (1, 1) || conv.stride != [1, 1])
+        && schedule::bands_win(dim(0) * oh0 * row_bytes, filter_bytes, threads);
+    let (input, band_copies) = if band_copy {
+        let padded = Padded::new(source.dims, conv.padding, lanes);
+        let span = (kh - 1) * conv.dilation[0] + 1;
+        let pairs = Blocks::new(og, lanes).pairs;
+        let (band, per_range) = BandCopies::sizes(row_bytes, dim(0), oh0, pairs, threads);
+        let plane = BandCopies::plane_for(&padded, band, conv.stride[0], span);
+        let input = Input {
+            data: std::borrow::Cow::Borrowed(&[][..]),
+            sn: 0,
+            sh: padded.line(),
+            sw: padded.blk,
+            chan: padded.chan(plane),
+            width: padded.wp,
+            stride: conv.stride,
+        };
+        let copies = BandCopies {
+            src: source,
+            padded,
+            n: dim(0),
+            oh: oh0,
+            ow: ow0,
+            st: conv.stride[0],
+            span,
+            band,
+            per_range,
+            plane,
+        };
+        (input, Some(copies))
+    } else {
+        let input = prepare_input(
+            source,
+            conv,
+            [kh, kw],
+            lanes,
+            pool.as_deref(),
+            take_scratch(),
+        );
+        (input, None)
+    };
     // Output: y in place, or an NCHW<lanes>c buffer converted afterwards.
     let direct = out_map(y, groups, og, lanes);
     let internal = match direct {
@@ -322,7 +372,6 @@ pub fn conv2d_blocked_into(
     // every output pixel lies inside it.
     let [st, sw] = input.stride;
     let [dh, dw] = conv.dilation;
-    let row = 2 * lanes;
     // Reduction chunks (as the filter was packed): channels `k0..k1`, and per tap the input
     // offset and the offset of the tap's rows in the chunk's panel.
     let chunks: Vec<(usize, usize)> = (0..cg)
@@ -428,118 +477,46 @@ pub fn conv2d_blocked_into(
             }
         }
     }
-    // Work items. Where the group's input is more than twice its filter times the threads
-    // (early layers, large batches), (group, row band, pair range): a band's input fits half
-    // of L2, so the pairs of an item read it from L2 after the first (rather than each pair
-    // streaming the whole input from L3 again); where the threads need more items (8 per
-    // thread), pair ranges split the bands first (each range reads its band again), then
-    // smaller bands. Else (group, pair, row band), bands small enough for 8 items per
-    // thread: the threads split the filter, each reading the input. (Measured on ResNet-50
-    // at batch 8: the 3x3 stride-2 layer at 56 pixels gains 11% on two threads with bands;
-    // the 3x3 layers at 14-28 pixels, whose input is 1.3-3 times their filter, lose 10-20%
-    // with bands on two threads, where each thread would read the whole filter.)
-    let (_, l2) = packing::cache_sizes();
-    let nrows = rows.len().max(1);
-    let row_bytes = rows.first().map_or(1, |r| r.2) * sw * st * cg * 4;
-    let filter_bytes = blocks.pairs * kh * kw * cg * row * 4;
-    let pair_major = 2 * threads.max(1) * filter_bytes >= nrows * row_bytes;
-    let (band, per_range) = if pair_major {
-        let band = (nrows * blocks.pairs * groups).div_ceil(8 * threads.max(1));
-        (band.clamp(1, nrows), 1)
-    } else {
-        let mut band = ((l2 / 2) / row_bytes.max(1)).clamp(1, nrows);
-        let target = if threads > 1 { 8 * threads } else { 1 };
-        let ranges = target
-            .div_ceil(groups * nrows.div_ceil(band))
-            .clamp(1, blocks.pairs.max(1));
-        if groups * nrows.div_ceil(band) * ranges < target {
-            band = nrows.div_ceil(target.div_ceil(groups * ranges).min(nrows));
-        }
-        (band, blocks.pairs.div_ceil(ranges))
-    };
-    let bands = rows.len().div_ceil(band);
-    let ranges = blocks.pairs.div_ceil(per_range);
-    let items = groups * bands * ranges;
-    let panel = kh * kw * cg * row;
-    let xs: &[f32] = &input.data;
     let panels = f32s(&w.panels);
-    // The tiles of pair `j` of group `g` over `band_rows`.
-    let pair_rows = |g: usize, j: usize, band_rows: &[(usize, usize, usize)]| {
-        let b = blocks.in_pair(j);
-        let wp = panels[(g * blocks.pairs + j) * panel..].as_ptr();
-        let v0 = g * blocks.vectors + 2 * j;
-        let yb = if b == 2 {
-            map.vec[v0 + 1] - map.vec[v0]
-        } else {
-            0
-        };
-        // Row groups: runs of the band's rows whose partial sums fit the L1 share.
-        let mut g0 = 0;
-        while g0 < band_rows.len() {
-            let (mut g1, mut px) = (g0 + 1, band_rows[g0].2);
-            while g1 < band_rows.len() && px + band_rows[g1].2 <= group_px {
-                px += band_rows[g1].2;
-                g1 += 1;
-            }
-            for (ci, &(k0, _)) in chunks.iter().enumerate() {
-                let shape = Shape {
-                    taps: &chunk_taps[ci],
-                    runs: &runs[g][ci],
-                    sc,
-                    psx,
-                    psy: map.sw,
-                    yb,
-                    row,
-                    bias: bias[(g * blocks.pairs + j) * row..].as_ptr(),
-                    first: ci == 0,
-                    relu: epilogue.relu && ci + 1 == chunks.len(),
-                };
-                // SAFETY: the chunk's rows start at `k0 * taps` in the pair's panel.
-                let wc = unsafe { wp.add(k0 * kh * kw * row) };
-                for &(xr, yr, len) in &band_rows[g0..g1] {
-                    let tiles = len.div_ceil(p_max);
-                    let (base, extra) = (len / tiles, len % tiles);
-                    let mut start = 0;
-                    for t in 0..tiles {
-                        let p = base + usize::from(t < extra);
-                        // SAFETY: the tile's pixels, taps and channels lie inside the
-                        // prepared input (output extents follow from it), its vectors inside
-                        // the output (direct: whole vectors of real channels; else the padded
-                        // scratch), and the chunk's panel holds taps * (k1 - k0) rows for this
-                        // pair. The table's stride is 0 or `psx`. Items touch disjoint output
-                        // regions. The table's build was resolved against this CPU.
-                        unsafe {
-                            table[p - 1][b - 1](
-                                xs.as_ptr().add(xr + start * psx),
-                                wc,
-                                yptr.get().add(yr + start * map.sw + map.vec[v0]),
-                                &shape,
-                            );
-                        }
-                        start += p;
-                    }
-                }
-            }
-            g0 = g1;
-        }
+    let tiles = schedule::Tiles {
+        table,
+        chunks: &chunks,
+        chunk_taps: &chunk_taps,
+        runs: &runs,
+        sc,
+        psx,
+        map: &map,
+        bias: &bias,
+        blocks,
+        group_px,
+        panels: &panels,
+        panel: kh * kw * cg * row,
+        taps: kh * kw,
+        row,
+        relu: epilogue.relu,
+        y: yptr,
+        groups,
     };
-    let work = |item: usize| {
-        let (g, bi, ri) = if pair_major {
-            (item / (bands * ranges), item % bands, item / bands % ranges)
-        } else {
-            (
-                item / (bands * ranges),
-                item / ranges % bands,
-                item % ranges,
-            )
-        };
-        for j in ri * per_range..((ri + 1) * per_range).min(blocks.pairs) {
-            pair_rows(g, j, &rows[bi * band..((bi + 1) * band).min(rows.len())]);
+    match &band_copies {
+        Some(b) => b.run(&tiles, pool.as_deref()),
+        None => {
+            let row_bytes = rows.first().map_or(1, |r| r.2) * sw * st * cg * 4;
+            let bands = schedule::bands_win(rows.len() * row_bytes, filter_bytes, threads);
+            // SAFETY: every tap of every row's pixels lies inside the prepared input (the
+            // output extents follow from it), the rows' vectors inside the output (direct:
+            // whole vectors of real channels; else the padded scratch).
+            unsafe {
+                schedule::run_rows(
+                    &tiles,
+                    &rows,
+                    input.data.as_ptr(),
+                    bands,
+                    row_bytes,
+                    threads,
+                    pool.as_deref(),
+                )
+            };
         }
-    };
-    match &pool {
-        Some(p) => p.install(|| (0..items).into_par_iter().for_each(work)),
-        None => (0..items).for_each(work),
     }
     if let Some(l) = &internal {
         let plan = ConversionPlan::new(l, y)?;

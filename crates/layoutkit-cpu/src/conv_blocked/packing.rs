@@ -6,6 +6,8 @@ use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use layoutkit_core::conv::Conv2d;
+
+use super::padded::Padded;
 use rayon::prelude::*;
 
 /// Per-core data cache sizes in bytes: `(L1d, L2)`, read once from Linux's sysfs
@@ -191,53 +193,23 @@ pub(crate) fn prepare_input<'a>(
             stride: conv.stride,
         };
     }
-    let [n, c, h, w] = src.dims;
-    let [ph, pw] = conv.padding;
-    let blk = if c >= lanes { lanes } else { c.max(1) };
-    let ncb = c.div_ceil(blk);
-    let (hp, wp) = (h + 2 * ph, w + 2 * pw);
-    let plane = hp * wp * blk;
-    scratch.resize(n * ncb * plane, 0.0);
+    let p = Padded::new(src.dims, conv.padding, lanes);
+    let plane = p.hp * p.line();
+    scratch.resize(src.dims[0] * p.ncb * plane, 0.0);
     let mut data = scratch;
-    // One padded line (`wp` pixels of `blk` channels) per unit of work, so that one image
-    // of few channels (a first layer) still spreads over the threads.
-    let fill = |(i, line): (usize, &mut [f32])| {
-        let (pi, li) = (i / hp, i % hp);
-        let (ni, cb) = (pi / ncb, pi % ncb);
-        let c0 = cb * blk;
-        let count = blk.min(c - c0);
-        // Zero borders: the top and bottom padding rows, the left and right padding columns,
-        // and the lanes past C.
-        if li < ph || li >= ph + h {
-            line.fill(0.0);
-            return;
-        }
-        if count < blk {
-            line.fill(0.0);
-        } else {
-            line[..pw * blk].fill(0.0);
-            line[(pw + w) * blk..].fill(0.0);
-        }
-        let drow = &mut line[pw * blk..][..w * blk];
-        copy_row(
-            &src,
-            ni * src.sn + (li - ph) * src.sh,
-            c0,
-            count,
-            blk,
-            w,
-            1,
-            drow,
-        );
-    };
-    for_each_line(&mut data, wp * blk, pool, fill);
+    // One padded line per unit of work, so that one image of few channels (a first layer)
+    // still spreads over the threads.
+    for_each_line(&mut data, p.line(), pool, |(i, line)| {
+        let (pi, li) = (i / p.hp, i % p.hp);
+        p.fill_line(&src, pi / p.ncb, pi % p.ncb, li, line);
+    });
     Input {
         data: Cow::Owned(data),
-        sn: ncb * plane,
-        sh: wp * blk,
-        sw: blk,
-        chan: (0..c).map(|ci| (ci / blk) * plane + ci % blk).collect(),
-        width: wp,
+        sn: p.ncb * plane,
+        sh: p.line(),
+        sw: p.blk,
+        chan: p.chan(plane),
+        width: p.wp,
         stride: conv.stride,
     }
 }
@@ -295,7 +267,7 @@ fn subsample<'a>(
 /// `c0..c0 + count`, into `drow` as `w` runs of `blk` floats (the lanes past `count` left as
 /// they are).
 #[allow(clippy::too_many_arguments)]
-fn copy_row(
+pub(super) fn copy_row(
     src: &Source<'_>,
     sbase: usize,
     c0: usize,

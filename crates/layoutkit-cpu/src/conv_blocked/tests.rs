@@ -75,3 +75,66 @@ fn chunked_reductions_match_the_reference() {
     }
     SMALL_CACHES.with(|c| c.set(false));
 }
+
+#[test]
+fn band_copies_match_the_reference() {
+    // Inputs several times their filter, padded: items copy their own bands of padded rows
+    // (one output row per band with caches of 1 byte, several with the machine's), on 1-3
+    // threads, every build, strides 1 and 2, activations in blocked, NHWC and NCHW layouts.
+    let builds = [
+        ConvKernels::Avx512,
+        ConvKernels::Avx2,
+        ConvKernels::Portable,
+    ];
+    for small in [true, false] {
+        SMALL_CACHES.with(|c| c.set(small));
+        for kernels in builds.into_iter().filter(|k| k.resolve().is_ok()) {
+            for (layout, stride, threads) in [
+                ("NCHW16c", 1, 1),
+                ("NHWC", 2, 2),
+                ("NCHW", 1, 3),
+                ("NCHW8c", 2, 1),
+            ] {
+                let conv = Conv2d {
+                    padding: [1, 2],
+                    stride: [stride, stride],
+                    ..Conv2d::default()
+                };
+                let xd = Dims::parse("N=2,C=20,H=23,W=19").unwrap();
+                let wd = Dims::parse("O=16,I=20,H=3,W=3").unwrap();
+                let yd = conv.output_dims(&xd, &wd).unwrap();
+                let xs = parse_format(layout).unwrap().shaped(&xd).unwrap();
+                let ws = parse_format("OIHW").unwrap().shaped(&wd).unwrap();
+                let ys = parse_format(layout).unwrap().shaped(&yd).unwrap();
+                let (xb, wb) = (noise(xs.elements(), 3), noise(ws.elements(), 4));
+                let ep = Epilogue {
+                    bias: None,
+                    relu: true,
+                    scale: None,
+                };
+                let x = TensorRef {
+                    layout: &xs,
+                    dtype: DType::F32,
+                    data: &xb,
+                };
+                let w = TensorRef {
+                    layout: &ws,
+                    dtype: DType::F32,
+                    data: &wb,
+                };
+                let want =
+                    values(&crate::conv2d_reference(&conv, x, w, &ep, &ys, DType::F32).unwrap());
+                let got = values(
+                    &conv2d_blocked(&conv, x, w, &ep, &ys, DType::F32, threads, kernels).unwrap(),
+                );
+                let err: f64 = got.iter().zip(&want).map(|(a, b)| (a - b) * (a - b)).sum();
+                let norm: f64 = want.iter().map(|b| b * b).sum();
+                assert!(
+                    err.sqrt() <= 1e-5 * norm.sqrt(),
+                    "{kernels:?} {layout} stride {stride} small caches {small}"
+                );
+            }
+        }
+    }
+    SMALL_CACHES.with(|c| c.set(false));
+}
