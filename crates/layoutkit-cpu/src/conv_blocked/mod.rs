@@ -275,24 +275,31 @@ pub fn conv2d_blocked_into(
         chan: xa.chan,
         dims: [dim(0), dim(1), dim(2), dim(3)],
     };
-    // A padded copy that row bands make for themselves (see `schedule::BandCopies`) where
-    // the tiles would read it in row bands anyway (one group, input outweighing the filter)
-    // and it is not a plain run of pixels (1x1 at stride 1, which the bands do not cover).
+    // A padded (or strided 1x1) copy that row bands make for themselves (see
+    // `schedule::BandCopies`) where the tiles would read it in row bands anyway (one group,
+    // input outweighing the filter) and there is a copy to make (not 1x1 at stride 1).
     let [oh0, ow0] = [2, 3].map(|i| out_dims.entries()[i].1);
     let row = 2 * lanes;
     let row_bytes = ow0 * conv.stride[1] * conv.stride[0] * cg * 4;
     let filter_bytes = Blocks::new(og, lanes).pairs * kh * kw * cg * row * 4;
+    let sub = packing::subsamples(conv, [kh, kw]);
     let band_copy = groups == 1
-        && !packing::subsamples(conv, [kh, kw])
-        && !packing::reads_in_place(&source, conv)
+        && (sub || !packing::reads_in_place(&source, conv))
         && ((kh, kw) != (1, 1) || conv.stride != [1, 1])
         && schedule::bands_win(dim(0) * oh0 * row_bytes, filter_bytes, threads);
     let (input, band_copies) = if band_copy {
-        let padded = Padded::new(source.dims, conv.padding, lanes);
+        // Lines of the copy per output row, and the lines one output row's taps span.
+        let (padded, per_row, stride) = if sub {
+            let p = Padded::new(source.dims, [0, 0], conv.stride, lanes);
+            (p, 1, [1, 1])
+        } else {
+            let p = Padded::new(source.dims, conv.padding, [1, 1], lanes);
+            (p, conv.stride[0], conv.stride)
+        };
         let span = (kh - 1) * conv.dilation[0] + 1;
         let pairs = Blocks::new(og, lanes).pairs;
         let (band, per_range) = BandCopies::sizes(row_bytes, dim(0), oh0, pairs, threads);
-        let plane = BandCopies::plane_for(&padded, band, conv.stride[0], span);
+        let plane = BandCopies::plane_for(&padded, band, per_row, span);
         let input = Input {
             data: std::borrow::Cow::Borrowed(&[][..]),
             sn: 0,
@@ -300,7 +307,7 @@ pub fn conv2d_blocked_into(
             sw: padded.blk,
             chan: padded.chan(plane),
             width: padded.wp,
-            stride: conv.stride,
+            stride,
         };
         let copies = BandCopies {
             src: source,
@@ -308,7 +315,7 @@ pub fn conv2d_blocked_into(
             n: dim(0),
             oh: oh0,
             ow: ow0,
-            st: conv.stride[0],
+            st: per_row,
             span,
             band,
             per_range,

@@ -179,10 +179,8 @@ pub(crate) fn prepare_input<'a>(
     pool: Option<&rayon::ThreadPool>,
     mut scratch: Vec<f32>,
 ) -> Input<'a> {
-    if subsamples(conv, kernel) {
-        return subsample(src, conv, lanes, pool, scratch);
-    }
-    if reads_in_place(&src, conv) {
+    let sub = subsamples(conv, kernel);
+    if !sub && reads_in_place(&src, conv) {
         return Input {
             data: Cow::Borrowed(src.data),
             sn: src.sn,
@@ -193,12 +191,16 @@ pub(crate) fn prepare_input<'a>(
             stride: conv.stride,
         };
     }
-    let p = Padded::new(src.dims, conv.padding, lanes);
+    let p = if sub {
+        Padded::new(src.dims, [0, 0], conv.stride, lanes)
+    } else {
+        Padded::new(src.dims, conv.padding, [1, 1], lanes)
+    };
     let plane = p.hp * p.line();
     scratch.resize(src.dims[0] * p.ncb * plane, 0.0);
     let mut data = scratch;
-    // One padded line per unit of work, so that one image of few channels (a first layer)
-    // still spreads over the threads.
+    // One line per unit of work, so that one image of few channels (a first layer) still
+    // spreads over the threads.
     for_each_line(&mut data, p.line(), pool, |(i, line)| {
         let (pi, li) = (i / p.hp, i % p.hp);
         p.fill_line(&src, pi / p.ncb, pi % p.ncb, li, line);
@@ -210,56 +212,7 @@ pub(crate) fn prepare_input<'a>(
         sw: p.blk,
         chan: p.chan(plane),
         width: p.wp,
-        stride: conv.stride,
-    }
-}
-
-/// The pixels `(oh * stride[0], ow * stride[1])` of `src` (no padding: see [`subsamples`]) as
-/// `N, C/b, OH, OW, b` with `b` as in [`prepare_input`], lanes past C zero; the tiles then
-/// run at stride 1.
-fn subsample<'a>(
-    src: Source<'a>,
-    conv: &Conv2d,
-    lanes: usize,
-    pool: Option<&rayon::ThreadPool>,
-    mut scratch: Vec<f32>,
-) -> Input<'a> {
-    let [n, c, h, w] = src.dims;
-    let [st, sw] = conv.stride;
-    let (oh, ow) = ((h - 1) / st + 1, (w - 1) / sw + 1);
-    let blk = if c >= lanes { lanes } else { c.max(1) };
-    let ncb = c.div_ceil(blk);
-    let plane = oh * ow * blk;
-    scratch.resize(n * ncb * plane, 0.0);
-    let mut data = scratch;
-    let fill = |(i, line): (usize, &mut [f32])| {
-        let (pi, hi) = (i / oh, i % oh);
-        let (ni, cb) = (pi / ncb, pi % ncb);
-        let c0 = cb * blk;
-        let count = blk.min(c - c0);
-        if count < blk {
-            line.fill(0.0);
-        }
-        copy_row(
-            &src,
-            ni * src.sn + hi * st * src.sh,
-            c0,
-            count,
-            blk,
-            ow,
-            sw,
-            line,
-        );
-    };
-    for_each_line(&mut data, ow * blk, pool, fill);
-    Input {
-        data: Cow::Owned(data),
-        sn: ncb * plane,
-        sh: ow * blk,
-        sw: blk,
-        chan: (0..c).map(|ci| (ci / blk) * plane + ci % blk).collect(),
-        width: ow,
-        stride: [1, 1],
+        stride: if sub { [1, 1] } else { conv.stride },
     }
 }
 

@@ -1,12 +1,16 @@
-//! The zero-padded blocked copy of the activations that padded filters read: its geometry,
-//! and one padded line at a time, so the copy can be made whole (before the tiles run) or a
-//! band of rows at a time inside a work item (the band then stays in L2 for the tiles, and
-//! the padded tensor is never written to memory).
+//! The blocked copy of the activations that padded filters read (zero borders), or that
+//! strided 1x1 filters read (every stride-th pixel only): its geometry, and one line at a
+//! time, so the copy can be made whole (before the tiles run) or a band of rows at a time
+//! inside a work item (the band then stays in L2 for the tiles, and the copy is never written
+//! to memory whole).
 
 use super::packing::{copy_row, Source};
 
-/// The padded layout `N, C/b, H + 2 * ph, W + 2 * pw, b` with `b = lanes` (the channels as
-/// they are when `C < lanes`, so a 3-channel first layer is not padded to 16 channels).
+/// The copy's layout `N, C/b, HP, WP, b` with `b = lanes` (the channels as they are when
+/// `C < lanes`, so a 3-channel first layer is not padded to 16 channels): line `li`, column `q`
+/// hold source pixel `(li * step[0] - ph, q * step[1] - pw)` where that lies inside the
+/// source, zero elsewhere; `HP = (H + 2 * ph - 1) / step[0] + 1` and likewise `WP` (with
+/// steps of 1, `H + 2 * ph` by `W + 2 * pw`).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Padded {
     pub c: usize,
@@ -14,6 +18,8 @@ pub(crate) struct Padded {
     pub w: usize,
     pub ph: usize,
     pub pw: usize,
+    /// Source rows and columns per copied line and column.
+    pub step: [usize; 2],
     /// Channels per block.
     pub blk: usize,
     /// Channel blocks.
@@ -25,8 +31,14 @@ pub(crate) struct Padded {
 }
 
 impl Padded {
-    /// The geometry for activations of extents `[n, c, h, w]` and `padding`.
-    pub(crate) fn new(dims: [usize; 4], padding: [usize; 2], lanes: usize) -> Padded {
+    /// The geometry for activations of extents `[n, c, h, w]` (`h`, `w` >= 1), `padding`
+    /// and `step`.
+    pub(crate) fn new(
+        dims: [usize; 4],
+        padding: [usize; 2],
+        step: [usize; 2],
+        lanes: usize,
+    ) -> Padded {
         let [_, c, h, w] = dims;
         let [ph, pw] = padding;
         let blk = if c >= lanes { lanes } else { c.max(1) };
@@ -36,10 +48,11 @@ impl Padded {
             w,
             ph,
             pw,
+            step,
             blk,
             ncb: c.div_ceil(blk),
-            hp: h + 2 * ph,
-            wp: w + 2 * pw,
+            hp: (h + 2 * ph - 1) / step[0] + 1,
+            wp: (w + 2 * pw - 1) / step[1] + 1,
         }
     }
 
@@ -67,21 +80,25 @@ impl Padded {
         li: usize,
         line: &mut [f32],
     ) {
-        let (blk, pw, w) = (self.blk, self.pw, self.w);
+        let (blk, [sr, sc]) = (self.blk, self.step);
         let c0 = cb * blk;
         let count = blk.min(self.c - c0);
-        if li < self.ph || li >= self.ph + self.h {
+        let row = li * sr;
+        if row < self.ph || row >= self.ph + self.h {
             line.fill(0.0);
             return;
         }
+        // Columns q whose source column q * sc - pw lies in 0..w.
+        let q0 = self.pw.div_ceil(sc);
+        let q1 = ((self.w - 1 + self.pw) / sc + 1).min(self.wp);
         if count < blk {
             line.fill(0.0);
         } else {
-            line[..pw * blk].fill(0.0);
-            line[(pw + w) * blk..].fill(0.0);
+            line[..q0 * blk].fill(0.0);
+            line[q1 * blk..].fill(0.0);
         }
-        let drow = &mut line[pw * blk..][..w * blk];
-        let sbase = ni * src.sn + (li - self.ph) * src.sh;
-        copy_row(src, sbase, c0, count, blk, w, 1, drow);
+        let drow = &mut line[q0 * blk..q1 * blk];
+        let sbase = ni * src.sn + (row - self.ph) * src.sh + (q0 * sc - self.pw) * src.sw;
+        copy_row(src, sbase, c0, count, blk, q1 - q0, sc, drow);
     }
 }

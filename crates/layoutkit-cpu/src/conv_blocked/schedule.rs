@@ -221,18 +221,20 @@ pub(super) unsafe fn run_rows(
     for_items(groups * nbands * ranges, pool, work);
 }
 
-/// Row bands that copy their own padded input (one group): each item fills the padded
-/// lines its band of output rows reads into a scratch buffer (which stays in L2 for the
-/// tiles), then runs its pairs over it, so the padded tensor is never written out whole.
+/// Row bands that copy their own input (one group; padded, or the strided pixels of a 1x1
+/// filter): each item fills the lines of the copy its band of output rows reads into a
+/// scratch buffer (which stays in L2 for the tiles), then runs its pairs over it, so the copy
+/// is never written out whole.
 pub(super) struct BandCopies<'a> {
     pub src: Source<'a>,
     pub padded: Padded,
-    /// Images, output rows per image, output pixels per row, row stride of the filter.
+    /// Images, output rows per image, output pixels per row, lines of the copy per output
+    /// row (the filter's row stride; 1 where the copy took every stride-th row).
     pub n: usize,
     pub oh: usize,
     pub ow: usize,
     pub st: usize,
-    /// Padded input rows one output row's taps span (`(kh - 1) * dh + 1`).
+    /// Lines one output row's taps span (`(kh - 1) * dh + 1`).
     pub span: usize,
     /// Output rows per band and pairs per item ([`BandCopies::sizes`]), and the floats
     /// between the channel blocks of a band's buffer (the padded lines of the tallest band).
@@ -279,6 +281,14 @@ impl BandCopies<'_> {
         let per_range = self.per_range;
         let ranges = t.blocks.pairs.div_ceil(per_range);
         let p = &self.padded;
+        // A 1x1 filter at stride 1 over the copy (the strided pixels of a 1x1 filter), with
+        // output rows back to back: a band's pixels are one run, in tiles across row ends.
+        let flat = t.taps == 1
+            && self.st == 1
+            && p.wp == self.ow
+            && t.psx == p.blk
+            && t.map.sh == self.ow * t.map.sw;
+        let chunk = 8 * t.table.len();
         let work = |item: usize| {
             let (bi, ri) = (item / ranges, item % ranges);
             let (ni, r0) = (bi / per_image, bi % per_image * self.band);
@@ -292,12 +302,20 @@ impl BandCopies<'_> {
                     p.fill_line(&self.src, ni, cb, li, &mut buf[at..at + p.line()]);
                 }
             }
-            let rows: Vec<Row> = (r0..r1)
-                .map(|r| {
-                    let yr = ni * t.map.sn + r * t.map.sh;
-                    ((r - r0) * self.st * p.line(), yr, self.ow)
-                })
-                .collect();
+            let rows: Vec<Row> = if flat {
+                let (total, y0) = ((r1 - r0) * self.ow, ni * t.map.sn + r0 * t.map.sh);
+                (0..total)
+                    .step_by(chunk)
+                    .map(|s| (s * p.blk, y0 + s * t.map.sw, chunk.min(total - s)))
+                    .collect()
+            } else {
+                (r0..r1)
+                    .map(|r| {
+                        let yr = ni * t.map.sn + r * t.map.sh;
+                        ((r - r0) * self.st * p.line(), yr, self.ow)
+                    })
+                    .collect()
+            };
             for j in ri * per_range..((ri + 1) * per_range).min(t.blocks.pairs) {
                 // SAFETY: the band's buffer holds every padded line its rows' taps read
                 // (rows lo..hi of every channel block, `plane` apart, as `t.runs` and
