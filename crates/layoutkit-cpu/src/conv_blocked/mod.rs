@@ -410,6 +410,7 @@ pub fn conv2d_blocked_into(
     };
     let p_max = table.len();
     // Rows: (input offset, output offset, pixels).
+    let group_px = packing::group_pixels(lanes);
     let mut rows: Vec<(usize, usize, usize)> = Vec::new();
     for ni in 0..n {
         if flat {
@@ -424,16 +425,16 @@ pub fn conv2d_blocked_into(
             }
         } else {
             for r in 0..oh {
-                rows.push((
+                let row = (
                     ni * input.sn + r * st * input.sh,
                     ni * map.sn + r * map.sh,
                     ow,
-                ));
+                );
+                schedule::push_row(&mut rows, row, psx, map.sw, group_px, p_max);
             }
         }
     }
     let blocks = Blocks::new(og, lanes);
-    let group_px = packing::group_pixels(lanes);
     // Channel runs per (group, chunk): channels whose addresses step by `sc`.
     let sc = if input.chan.len() > 1 {
         input.chan[1] - input.chan[0]
