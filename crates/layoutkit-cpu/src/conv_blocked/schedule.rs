@@ -1,7 +1,7 @@
 //! How the tiles of one convolution are spread over work items and threads: the tile loops of
 //! one pair of output-channel vectors over some output rows ([`Tiles::pair_rows`]), and the
 //! three ways of cutting the output into items (pair-major, row bands, and row bands that
-//! copy their own padded input).
+//! copy their own input, padded or strided).
 
 use rayon::prelude::*;
 
@@ -119,7 +119,6 @@ impl Tiles<'_> {
 /// `group_px` pixels (whole tiles of `p_max` where possible) when it is longer: a row group
 /// runs chunk by chunk over its rows, and a row of hundreds of pixels would not keep its
 /// partial sums and the chunk's input in L1 (VGG-16's 224- and 112-pixel rows).
-#[allow(clippy::too_many_arguments)]
 pub(super) fn push_row(
     rows: &mut Vec<Row>,
     (xr, yr, len): Row,
