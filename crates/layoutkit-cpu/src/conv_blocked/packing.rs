@@ -1,6 +1,7 @@
 //! What the blocked convolution prepares before its tiles run: the filter as register-tile
 //! panels (packed once), the activations as the tiles read them (in place where the layout
-//! allows, else one padded blocked copy), and the cache sizes that set the reduction chunks and row groups.
+//! allows, else one blocked copy, padded or strided: [`super::padded`]), and the cache sizes
+//! that set the reduction chunks and row groups.
 
 use std::borrow::Cow;
 use std::sync::OnceLock;
