@@ -286,7 +286,7 @@ pub fn conv2d_blocked_into(
     let band_copy = groups == 1
         && (sub || !packing::reads_in_place(&source, conv))
         && ((kh, kw) != (1, 1) || conv.stride != [1, 1])
-        && schedule::bands_win(dim(0) * oh0 * row_bytes, filter_bytes, threads);
+        && schedule::bands_win(dim(0) * oh0 * row_bytes, filter_bytes, threads, true);
     let (input, band_copies) = if band_copy {
         // Lines of the copy per output row, and the lines one output row's taps span.
         let (padded, per_row, stride) = if sub {
@@ -509,7 +509,7 @@ pub fn conv2d_blocked_into(
         Some(b) => b.run(&tiles, pool.as_deref()),
         None => {
             let row_bytes = rows.first().map_or(1, |r| r.2) * sw * st * cg * 4;
-            let bands = schedule::bands_win(rows.len() * row_bytes, filter_bytes, threads);
+            let bands = schedule::bands_win(rows.len() * row_bytes, filter_bytes, threads, false);
             // SAFETY: every tap of every row's pixels lies inside the prepared input (the
             // output extents follow from it), the rows' vectors inside the output (direct:
             // whole vectors of real channels; else the padded scratch).

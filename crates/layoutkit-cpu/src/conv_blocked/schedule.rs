@@ -156,14 +156,22 @@ fn pair_ranges(threads: usize, band_count: usize, pairs: usize) -> (usize, usize
 }
 
 /// Whether row bands (the pairs inside an item) beat pair-major items: the group's input is
-/// more than twice its filter times the threads. Split by pairs, each thread keeps only its
-/// share of the filter, and each reads the whole input; in bands, the pairs of an item read
-/// their band's input from L2. (Measured on ResNet-50 at batch 8: the 3x3 stride-2 layer at
-/// 56 pixels gains 11% on two threads with bands; the 3x3 layers at 14-28 pixels, whose
-/// input is 1.3-3 times their filter, lose 10-20% with bands on two threads, where each
-/// thread would read the whole filter.)
-pub(super) fn bands_win(input_bytes: usize, filter_bytes: usize, threads: usize) -> bool {
-    2 * threads.max(1) * filter_bytes < input_bytes
+/// more than `f` times its filter times the threads, `f` = 1 where the bands would copy their
+/// own input (`copies`: padded or strided, which spares the whole copy), else 2. Split by
+/// pairs, each thread keeps only its share of the filter, and each reads the whole input; in
+/// bands, the pairs of an item read their band's input from L2. (Measured on ResNet-50, two
+/// threads: the 3x3 stride-2 layers at 28 and 56 pixels gain 11-15% with band copies at an
+/// input 2.7 times the filter; the 1x1 layer 512 -> 256 at 28 pixels, batch 1, read in place,
+/// loses 15-25% with bands at an input 3.5 times its filter; the 3x3 layers at 14-28 pixels,
+/// input 1.3-3 times the filter, lose 10-20% with bands.)
+pub(super) fn bands_win(
+    input_bytes: usize,
+    filter_bytes: usize,
+    threads: usize,
+    copies: bool,
+) -> bool {
+    let f = if copies { 1 } else { 2 };
+    f * threads.max(1) * filter_bytes < input_bytes
 }
 
 /// Output rows per band (of `rows` rows in each of `images` images or groups): as many as
