@@ -281,7 +281,8 @@ pub fn conv2d_blocked_into(
     let [oh0, ow0] = [2, 3].map(|i| out_dims.entries()[i].1);
     let row = 2 * lanes;
     let row_bytes = ow0 * conv.stride[1] * conv.stride[0] * cg * 4;
-    let filter_bytes = Blocks::new(og, lanes).pairs * kh * kw * cg * row * 4;
+    let blocks = Blocks::new(og, lanes);
+    let filter_bytes = blocks.pairs * kh * kw * cg * row * 4;
     let sub = packing::subsamples(conv, [kh, kw]);
     let band_copy = groups == 1
         && (sub || !packing::reads_in_place(&source, conv))
@@ -297,8 +298,7 @@ pub fn conv2d_blocked_into(
             (p, conv.stride[0], conv.stride)
         };
         let span = (kh - 1) * conv.dilation[0] + 1;
-        let pairs = Blocks::new(og, lanes).pairs;
-        let (band, per_range) = BandCopies::sizes(row_bytes, dim(0), oh0, pairs, threads);
+        let (band, per_range) = BandCopies::sizes(row_bytes, dim(0), oh0, blocks.pairs, threads);
         let plane = BandCopies::plane_for(&padded, band, per_row, span);
         let input = Input {
             data: std::borrow::Cow::Borrowed(&[][..]),
@@ -434,7 +434,6 @@ pub fn conv2d_blocked_into(
             }
         }
     }
-    let blocks = Blocks::new(og, lanes);
     // Channel runs per (group, chunk): channels whose addresses step by `sc`.
     let sc = if input.chan.len() > 1 {
         input.chan[1] - input.chan[0]

@@ -26,51 +26,75 @@ fn values(b: &[u8]) -> Vec<f64> {
         .collect()
 }
 
+/// The builds this CPU runs.
+fn builds() -> impl Iterator<Item = ConvKernels> {
+    [
+        ConvKernels::Avx512,
+        ConvKernels::Avx2,
+        ConvKernels::Portable,
+    ]
+    .into_iter()
+    .filter(|k| k.resolve().is_ok())
+}
+
+/// Asserts that the blocked convolution of noise activations `xd` and filter `wd`
+/// (activations and output in `layout`) is within 1e-5 relative error of the reference.
+#[allow(clippy::too_many_arguments)]
+fn assert_matches_reference(
+    conv: &Conv2d,
+    xd: &str,
+    wd: &str,
+    layout: &str,
+    ep: &Epilogue<'_>,
+    threads: usize,
+    kernels: ConvKernels,
+    seeds: (u64, u64),
+    what: &str,
+) {
+    let (xd, wd) = (Dims::parse(xd).unwrap(), Dims::parse(wd).unwrap());
+    let yd = conv.output_dims(&xd, &wd).unwrap();
+    let xs = parse_format(layout).unwrap().shaped(&xd).unwrap();
+    let ws = parse_format("OIHW").unwrap().shaped(&wd).unwrap();
+    let ys = parse_format(layout).unwrap().shaped(&yd).unwrap();
+    let (xb, wb) = (noise(xs.elements(), seeds.0), noise(ws.elements(), seeds.1));
+    let x = TensorRef {
+        layout: &xs,
+        dtype: DType::F32,
+        data: &xb,
+    };
+    let w = TensorRef {
+        layout: &ws,
+        dtype: DType::F32,
+        data: &wb,
+    };
+    let want = values(&crate::conv2d_reference(conv, x, w, ep, &ys, DType::F32).unwrap());
+    let got = values(&conv2d_blocked(conv, x, w, ep, &ys, DType::F32, threads, kernels).unwrap());
+    let err: f64 = got.iter().zip(&want).map(|(a, b)| (a - b) * (a - b)).sum();
+    let norm: f64 = want.iter().map(|b| b * b).sum();
+    assert!(
+        err.sqrt() <= 1e-5 * norm.sqrt(),
+        "{kernels:?} {layout} {what}"
+    );
+}
+
 #[test]
 fn chunked_reductions_match_the_reference() {
     // Caches of 1 byte give exactly one vector of channels per chunk and one pixel per group.
     SMALL_CACHES.with(|c| c.set(true));
-    let builds = [
-        ConvKernels::Avx512,
-        ConvKernels::Avx2,
-        ConvKernels::Portable,
-    ];
-    for kernels in builds.into_iter().filter(|k| k.resolve().is_ok()) {
+    let bias: Vec<f64> = (0..24).map(|i| i as f64 * 0.1 - 1.0).collect();
+    for kernels in builds() {
         for (layout, pad, relu) in [("NCHW16c", 1, true), ("NHWC", 0, false), ("NCHW", 1, true)] {
             let conv = Conv2d {
                 padding: [pad, pad],
                 ..Conv2d::default()
             };
-            let xd = Dims::parse("N=1,C=40,H=5,W=7").unwrap();
-            let wd = Dims::parse("O=24,I=40,H=3,W=3").unwrap();
-            let yd = conv.output_dims(&xd, &wd).unwrap();
-            let xs = parse_format(layout).unwrap().shaped(&xd).unwrap();
-            let ws = parse_format("OIHW").unwrap().shaped(&wd).unwrap();
-            let ys = parse_format(layout).unwrap().shaped(&yd).unwrap();
-            let xb = noise(xs.elements(), 1);
-            let wb = noise(ws.elements(), 2);
-            let bias: Vec<f64> = (0..24).map(|i| i as f64 * 0.1 - 1.0).collect();
             let ep = Epilogue {
                 bias: Some(&bias),
                 relu,
                 scale: None,
             };
-            let x = TensorRef {
-                layout: &xs,
-                dtype: DType::F32,
-                data: &xb,
-            };
-            let w = TensorRef {
-                layout: &ws,
-                dtype: DType::F32,
-                data: &wb,
-            };
-            let want = values(&crate::conv2d_reference(&conv, x, w, &ep, &ys, DType::F32).unwrap());
-            let got =
-                values(&conv2d_blocked(&conv, x, w, &ep, &ys, DType::F32, 1, kernels).unwrap());
-            let err: f64 = got.iter().zip(&want).map(|(a, b)| (a - b) * (a - b)).sum();
-            let norm: f64 = want.iter().map(|b| b * b).sum();
-            assert!(err.sqrt() <= 1e-5 * norm.sqrt(), "{kernels:?} {layout}");
+            let (xd, wd) = ("N=1,C=40,H=5,W=7", "O=24,I=40,H=3,W=3");
+            assert_matches_reference(&conv, xd, wd, layout, &ep, 1, kernels, (1, 2), "");
         }
     }
     SMALL_CACHES.with(|c| c.set(false));
@@ -81,14 +105,14 @@ fn band_copies_match_the_reference() {
     // Inputs several times their filter, padded: items copy their own bands of padded rows
     // (one output row per band with caches of 1 byte, several with the machine's), on 1-3
     // threads, every build, strides 1 and 2, activations in blocked, NHWC and NCHW layouts.
-    let builds = [
-        ConvKernels::Avx512,
-        ConvKernels::Avx2,
-        ConvKernels::Portable,
-    ];
+    let ep = Epilogue {
+        bias: None,
+        relu: true,
+        scale: None,
+    };
     for small in [true, false] {
         SMALL_CACHES.with(|c| c.set(small));
-        for kernels in builds.into_iter().filter(|k| k.resolve().is_ok()) {
+        for kernels in builds() {
             for (layout, stride, threads) in [
                 ("NCHW16c", 1, 1),
                 ("NHWC", 2, 2),
@@ -100,38 +124,18 @@ fn band_copies_match_the_reference() {
                     stride: [stride, stride],
                     ..Conv2d::default()
                 };
-                let xd = Dims::parse("N=2,C=20,H=23,W=19").unwrap();
-                let wd = Dims::parse("O=16,I=20,H=3,W=3").unwrap();
-                let yd = conv.output_dims(&xd, &wd).unwrap();
-                let xs = parse_format(layout).unwrap().shaped(&xd).unwrap();
-                let ws = parse_format("OIHW").unwrap().shaped(&wd).unwrap();
-                let ys = parse_format(layout).unwrap().shaped(&yd).unwrap();
-                let (xb, wb) = (noise(xs.elements(), 3), noise(ws.elements(), 4));
-                let ep = Epilogue {
-                    bias: None,
-                    relu: true,
-                    scale: None,
-                };
-                let x = TensorRef {
-                    layout: &xs,
-                    dtype: DType::F32,
-                    data: &xb,
-                };
-                let w = TensorRef {
-                    layout: &ws,
-                    dtype: DType::F32,
-                    data: &wb,
-                };
-                let want =
-                    values(&crate::conv2d_reference(&conv, x, w, &ep, &ys, DType::F32).unwrap());
-                let got = values(
-                    &conv2d_blocked(&conv, x, w, &ep, &ys, DType::F32, threads, kernels).unwrap(),
-                );
-                let err: f64 = got.iter().zip(&want).map(|(a, b)| (a - b) * (a - b)).sum();
-                let norm: f64 = want.iter().map(|b| b * b).sum();
-                assert!(
-                    err.sqrt() <= 1e-5 * norm.sqrt(),
-                    "{kernels:?} {layout} stride {stride} small caches {small}"
+                let (xd, wd) = ("N=2,C=20,H=23,W=19", "O=16,I=20,H=3,W=3");
+                let what = format!("stride {stride} small caches {small}");
+                assert_matches_reference(
+                    &conv,
+                    xd,
+                    wd,
+                    layout,
+                    &ep,
+                    threads,
+                    kernels,
+                    (3, 4),
+                    &what,
                 );
             }
         }
