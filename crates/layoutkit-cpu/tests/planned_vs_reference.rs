@@ -240,6 +240,12 @@ fn fast_engine_on_larger_transposes_and_casts() {
         ("NHWC", "mace:in_out_channel", "N=2,H=8,W=64,C=62"),
         // Compound tile rows whose last tile is shorter than the others.
         ("OIHW", "OIHW16i16o", "O=16,I=96,H=1,W=3"),
+        // Planes a page or more apart (the 8-bit casts read them a quarter of a line group
+        // at a time), and many channels of small planes (tiles of one destination line of
+        // bytes by whole planes), with groups of 64 channels and a partial one.
+        ("NCHW", "NHWC", "N=1,C=200,H=32,W=36"),
+        ("NCHW", "NHWC", "N=2,C=200,H=7,W=7"),
+        ("NHWC", "NCHW", "N=2,C=1000,H=5,W=5"),
         // Tiles wider than the fused cast kernels' 16 or 32 columns but not a multiple of
         // them: the strips left over are gathered, cast in one run and copied out.
         ("NHWC", "NCHW", "N=3,C=256,H=7,W=7"),

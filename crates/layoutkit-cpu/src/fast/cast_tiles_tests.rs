@@ -76,27 +76,48 @@ fn assert_tile_matches(
 
 /// The tiles the checks run: `(na, nb, source row distance in floats)` and whether
 /// streaming stores are allowed; source rows close together and a page or more apart
-/// (the staged 8-bit kernel reads them in different orders).
-const TILES: [((usize, usize, usize), bool); 6] = [
+/// (the staged 8-bit kernel reads them in different orders); for the AVX-512 kernel, rows
+/// and columns past its chunks (256 rows) and groups (64 columns), and partial blocks; for
+/// the AVX2 kernel's quarters, rows far apart past a chunk.
+const TILES: [((usize, usize, usize), bool); 10] = [
     ((8, 64, 11), true),
     ((16, 128, 19), true),
     ((16, 64, 1030), true),
     ((32, 64, 1100), false),
     ((9, 70, 12), false),
     ((8, 8, 11), false),
+    ((300, 200, 1030), true),
+    ((272, 192, 1100), true),
+    ((261, 48, 300), false),
+    ((37, 17, 40), true),
 ];
+
+/// Runs `f` with the AVX2 kernels, then (where the CPU has them) the AVX-512 ones; `f` is
+/// told whether the AVX-512 quantising kernel runs.
+fn on_every_build(f: impl Fn(bool)) {
+    crate::fast::transpose::tests::with_avx2_builds(|| f(false));
+    if crate::fast::transpose::avx512_quantise() {
+        f(true);
+    }
+}
 
 fn check(spec: CastSpec) {
     let Some(fused) = FusedCast::for_spec(&spec) else {
         return; // no kernel on this CPU: nothing to compare
     };
-    for ((na, nb, s_row), stream) in TILES {
-        let src = edge_values(nb * s_row, spec.quant.scale);
-        let (da, db) = assert_tile_matches(fused, spec, (na, nb, s_row), stream, &src);
-        // Blocks are 8 rows by 8 (f16) or 16 (8-bit) columns at least.
-        let min_cols = if spec.dst.size_bytes() == 2 { 8 } else { 16 };
-        assert_eq!(da > 0 && db > 0, nb >= min_cols, "blocks of {na}x{nb}");
-    }
+    on_every_build(|avx512| {
+        for ((na, nb, s_row), stream) in TILES {
+            let src = edge_values(nb * s_row, spec.quant.scale);
+            let (da, db) = assert_tile_matches(fused, spec, (na, nb, s_row), stream, &src);
+            // Blocks are 8 rows by 8 (f16) or 16 (8-bit) columns at least; the AVX-512
+            // quantising kernel does the whole tile from 16 columns on.
+            let min_cols = if spec.dst.size_bytes() == 2 { 8 } else { 16 };
+            assert_eq!(da > 0 && db > 0, nb >= min_cols, "blocks of {na}x{nb}");
+            if avx512 && spec.dst.size_bytes() == 1 && nb >= 16 {
+                assert_eq!((da, db), (na, nb));
+            }
+        }
+    });
 }
 
 /// On values spread over the range and packed around the rounding ties (a few units in the
@@ -128,7 +149,8 @@ fn quantisation_equals_the_division_around_ties() {
         // Ties in about half of the values, in one in 64, or none: stages quantised by
         // the multiplication alone, and stages sent back to the division.
         for (round, ties_in) in (0..60).zip([2, 64, u64::MAX].into_iter().cycle()) {
-            let ((na, nb, s_row), stream) = TILES[round % 4];
+            let ((na, nb, s_row), stream) =
+                [TILES[0], TILES[1], TILES[2], TILES[3], TILES[7]][round % 5];
             let src: Vec<f32> = (0..nb * s_row)
                 .map(|_| {
                     let r = next();
@@ -142,17 +164,22 @@ fn quantisation_equals_the_division_around_ties() {
                     }
                 })
                 .collect();
-            let done = assert_tile_matches(fused, spec, (na, nb, s_row), stream, &src);
-            assert_eq!(done, (na, nb));
+            on_every_build(|avx512| {
+                let done = assert_tile_matches(fused, spec, (na, nb, s_row), stream, &src);
+                // The AVX2 kernels leave rows past whole 16-row blocks to the caller.
+                if avx512 || na % 16 == 0 {
+                    assert_eq!(done, (na, nb));
+                }
+            });
         }
     }
 }
 
 /// Destination rows of 32 bytes back to back (`NCHW32c` pixels of 8-bit values): the
-/// packed kernel, on 16-row blocks and a partial block left to the caller.
+/// packed kernels, on 16-row blocks and a partial block (left to the caller by the AVX2
+/// kernel), and past the AVX-512 kernel's 256-row chunks.
 #[test]
 fn packed_quantising_rows_equal_the_reference() {
-    use crate::fast::transpose::Strided;
     let q = Some(Quantization {
         scale: 0.02,
         zero_point: -5,
@@ -161,7 +188,12 @@ fn packed_quantising_rows_equal_the_reference() {
     let Some(fused) = FusedCast::for_spec(&spec) else {
         return;
     };
-    for na in [16, 40] {
+    on_every_build(|avx512| packed_rows_match(fused, spec, avx512));
+}
+
+fn packed_rows_match(fused: FusedCast, spec: CastSpec, avx512: bool) {
+    use crate::fast::transpose::Strided;
+    for na in [16, 40, 301] {
         let s_row = na + 5;
         let src = edge_values(32 * s_row, 0.02);
         let mut dst = AlignedBuf::zeroed(na * 32);
@@ -176,7 +208,9 @@ fn packed_quantising_rows_equal_the_reference() {
         // SAFETY: every row holds the tile; the kernel's features were checked.
         let (da, db) = unsafe { fused.run(rows, true) };
         crate::fast::transpose::store_fence();
-        assert_eq!((da, db), (na / 16 * 16, 32));
+        // The AVX2 kernel leaves a partial 16-row block to the caller.
+        let want_rows = if avx512 { na } else { na / 16 * 16 };
+        assert_eq!((da, db), (want_rows, 32));
         for a in 0..da {
             for b in 0..32 {
                 let x = src[b * s_row + a];

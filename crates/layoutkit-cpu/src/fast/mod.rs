@@ -15,6 +15,8 @@ mod casts;
 mod gather;
 mod interleave;
 mod items;
+#[cfg(target_arch = "x86_64")]
+mod quantise_avx512;
 mod record_casts;
 mod records;
 mod reverse;

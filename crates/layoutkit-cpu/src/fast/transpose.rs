@@ -515,6 +515,18 @@ pub(super) fn avx512_builds() -> bool {
         })
 }
 
+/// Whether the AVX-512 quantising kernels run: as [`avx512`], and the CPU has BW and DQ.
+#[cfg(target_arch = "x86_64")]
+pub(super) fn avx512_quantise() -> bool {
+    use std::sync::OnceLock;
+    static HAS: OnceLock<bool> = OnceLock::new();
+    avx512()
+        && *HAS.get_or_init(|| {
+            std::arch::is_x86_feature_detected!("avx512bw")
+                && std::arch::is_x86_feature_detected!("avx512dq")
+        })
+}
+
 /// Whether kernels built for AVX2 run (the CPU has AVX2 and BMI2).
 #[cfg(target_arch = "x86_64")]
 pub(super) fn avx2_builds() -> bool {
@@ -528,4 +540,4 @@ pub(super) mod x86;
 
 #[cfg(test)]
 #[path = "transpose_tests.rs"]
-mod tests;
+pub(super) mod tests;

@@ -79,10 +79,27 @@ impl Prefetch {
     /// Asks for the data this distance after `p` along its row (a prefetch never faults, so
     /// addresses past the buffer are harmless).
     #[inline(always)]
-    fn ahead_of(self, p: *const u8) {
+    pub(crate) fn ahead_of(self, p: *const u8) {
         if self.row_ahead > 0 {
             // SAFETY: a prefetch is a hint with no architectural effect; SSE is part of x86-64.
             unsafe { _mm_prefetch::<_MM_HINT_T1>(p.wrapping_add(self.row_ahead) as *const i8) };
+        }
+    }
+
+    /// The tile's share of the next band spread over `count` blocks: calling the result
+    /// before each block asks for that block's part.
+    #[inline(always)]
+    pub(crate) fn band_share(self, count: usize) -> impl FnMut() {
+        let (mut owed, mut line) = (0, 0);
+        move || {
+            owed += self.next_lines;
+            while count > 0 && owed >= count {
+                owed -= count;
+                let p = self.next.wrapping_add(line * 64);
+                // SAFETY: a prefetch is a hint (never faults); SSE is part of x86-64.
+                unsafe { _mm_prefetch::<_MM_HINT_T1>(p as *const i8) };
+                line += 1;
+            }
         }
     }
 
@@ -109,19 +126,9 @@ impl Prefetch {
         (na, sa): (usize, usize),
         (nb, sb): (usize, usize),
     ) -> impl Iterator<Item = (usize, usize)> {
-        let count = (na / sa) * (nb / sb);
         // `owed / count` lines are due: `next_lines` over the `count` blocks, evenly.
-        let (mut owed, mut line) = (0, 0);
-        blocks(src_major, (na, sa), (nb, sb)).inspect(move |_| {
-            owed += self.next_lines;
-            while owed >= count {
-                owed -= count;
-                let p = self.next.wrapping_add(line * 64);
-                // SAFETY: a prefetch is a hint (never faults); SSE is part of x86-64.
-                unsafe { _mm_prefetch::<_MM_HINT_T1>(p as *const i8) };
-                line += 1;
-            }
-        })
+        let mut share = self.band_share((na / sa) * (nb / sb));
+        blocks(src_major, (na, sa), (nb, sb)).inspect(move |_| share())
     }
 }
 
