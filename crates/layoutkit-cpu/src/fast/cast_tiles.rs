@@ -51,6 +51,19 @@ impl FusedCast {
         }
     }
 
+    /// Whether this kernel prefers tiles of one destination line per row between close
+    /// rows ([`super::shape::tile_shape`]): the AVX-512 8-bit quantising kernel does.
+    pub(crate) fn line_tiles(self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            matches!(self, FusedCast::F32ToQ8 { .. }) && super::transpose::avx512_quantise()
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    }
+
     /// Transposes and casts the tile's whole blocks. `stream` allows streaming stores.
     ///
     /// # Safety

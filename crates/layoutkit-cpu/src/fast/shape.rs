@@ -8,6 +8,8 @@ use super::items::MAX_TILE_A;
 /// source), `b` along the destination rows, for source rows `src_row_bytes` apart,
 /// destination rows `dst_row_bytes` apart, and at most `max_bytes` per tile. Segments are
 /// counted in destination bytes, so a cast to a narrower type still writes whole lines.
+/// `line_tiles`: the kernel prefers one destination line per row between close rows (the
+/// AVX-512 8-bit quantising kernel, [`super::cast_tiles::FusedCast::line_tiles`]).
 ///
 /// Chosen from measurements on the 2-core EPYC (bench/results/cpu.md): the destination
 /// segment each row gets per tile (`b`) is long (2 KiB) when the source rows are close
@@ -22,15 +24,17 @@ pub(super) fn tile_shape(
     dst_row_bytes: usize,
     nb: usize,
     max_bytes: usize,
+    line_tiles: bool,
 ) -> (usize, usize) {
     const PAGE: usize = 4096;
     let (segment, max_bytes) = match (src_row_bytes < PAGE, dst_row_bytes < PAGE) {
-        // Casts to a quarter of the size or less (f32 -> i8): one line of destination
-        // bytes per row, so that the tile's `a` spans whole small planes and its source
-        // rows (NCHW's planes of 7 x 7 to 14 x 14 pixels back to back) are read as one
-        // range (f32 -> i8, N=43,H=W=14, one thread, two alternating runs: NCHW -> NHWC
-        // C=1024 48-49% -> 70-72% of the copy, NHWC -> NCHW C=1000 30-40% -> 61-65%).
-        (true, true) if dst_unit_bytes * 4 <= unit_bytes => (64, max_bytes),
+        // One line of destination bytes per row, so that the tile's `a` spans whole small
+        // planes and its source rows (NCHW's planes of 7 x 7 to 14 x 14 pixels back to
+        // back) are read as one range (f32 -> i8 on the AVX-512 kernel, N=43,H=W=14, one
+        // thread, two alternating runs: NCHW -> NHWC C=1024 48-49% -> 70-72% of the copy,
+        // NHWC -> NCHW C=1000 30-40% -> 61-65%; the AVX2 kernels lost 10-17 points with it
+        // on NCHW -> NHWC C=250-1000, 7 x 7 and 14 x 14).
+        (true, true) if line_tiles => (64, max_bytes),
         (true, true) => (2048, max_bytes),
         (true, false) => (512, max_bytes.min(16384)),
         (false, false) => (256, max_bytes),
@@ -72,8 +76,12 @@ mod tests {
             for src_row in [4, 1000, 4096, 1 << 20] {
                 for dst_row in [4, 1000, 4096, 1 << 20] {
                     for nb in [1, 3, 16, 96, 10_000] {
-                        for max in [TILE_BYTES, IDENTITY_TILE_BYTES] {
-                            let (ta, tb) = tile_shape(unit, dst_size, src_row, dst_row, nb, max);
+                        for (max, lines) in [TILE_BYTES, IDENTITY_TILE_BYTES]
+                            .into_iter()
+                            .flat_map(|m| [(m, false), (m, true)])
+                        {
+                            let (ta, tb) =
+                                tile_shape(unit, dst_size, src_row, dst_row, nb, max, lines);
                             assert!((1..=nb).contains(&tb) && (1..=MAX_TILE_A).contains(&ta));
                             assert!(
                                 ta * tb * unit <= max,

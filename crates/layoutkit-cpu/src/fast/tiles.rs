@@ -45,6 +45,7 @@ impl Job<'_> {
             } else {
                 TILE_BYTES
             },
+            unit == 1 && self.fused.is_some_and(|f| f.line_tiles()),
         );
         let few_rows = self.few_rows_shape(a_loops, b, unit, pad);
         if let Some((a, b)) = few_rows {
