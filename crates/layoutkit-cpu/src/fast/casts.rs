@@ -209,8 +209,8 @@ fn quantize_slice(src: &[f32], dst: &mut [u8], scale: f32, zp: i32, lo: i32, hi:
 }
 
 /// The leading whole groups of 32 values of [`quantize_slice`] by
-/// [`crate::fast::cast_tiles`]'s AVX2 quantiser, where the CPU has AVX2 and FMA (detected
-/// once) and the range is i8's or u8's (the vector packs saturate to exactly those); returns
+/// [`crate::fast::cast_tiles`]'s AVX2 quantiser (groups of 64 first by the AVX-512 one where
+/// the CPU has it), where the CPU has AVX2 and FMA (detected once) and the range is i8's or u8's (the vector packs saturate to exactly those); returns
 /// how many values it did (0 elsewhere).
 #[cfg(target_arch = "x86_64")]
 fn quantize_vectors(src: &[f32], dst: &mut [u8], scale: f32, zp: i32, lo: i32, hi: i32) -> usize {
@@ -227,8 +227,23 @@ fn quantize_vectors(src: &[f32], dst: &mut [u8], scale: f32, zp: i32, lo: i32, h
     if !has || src.len().min(dst.len()) < 32 {
         return 0;
     }
+    let mut done = 0;
+    if super::transpose::avx512_quantise() {
+        // SAFETY: AVX-512 F, BW and DQ are present (checked).
+        done = unsafe {
+            let q = super::quantise_avx512::Quant16::new(scale, zp, signed);
+            super::quantise_avx512::quantise_run(src, dst, &q)
+        };
+    }
     // SAFETY: AVX2 and FMA are present (checked).
-    unsafe { quantize_run(src, dst, &Quant::new(scale, zp, lo, hi), signed) }
+    done + unsafe {
+        quantize_run(
+            &src[done..],
+            &mut dst[done..],
+            &Quant::new(scale, zp, lo, hi),
+            signed,
+        )
+    }
 }
 
 /// No vector quantiser off x86-64 yet: [`quantize_slice`]'s scalar loop does every value.
@@ -411,6 +426,15 @@ mod tests {
                         quantize_run(x, &mut d, &Quant::new(scale, zero_point, lo, hi), signed)
                     };
                     direct.push(("avx2", d, done));
+                }
+                if crate::fast::transpose::avx512_quantise() {
+                    use crate::fast::quantise_avx512::{quantise_run, Quant16};
+                    let mut d = vec![0u8; n];
+                    // SAFETY: AVX-512 F, BW and DQ are present (checked).
+                    let done = unsafe {
+                        quantise_run(x, &mut d, &Quant16::new(scale, zero_point, signed))
+                    };
+                    direct.push(("avx512", d, done));
                 }
             }
             for (i, &v) in x.iter().enumerate() {

@@ -264,3 +264,32 @@ unsafe fn write_out<R: Rows>(
         }
     }
 }
+
+/// Quantises the contiguous run `src` into `dst`, 64 values at a time, as far as both have
+/// whole groups of 64; returns how many it did (the caller quantises the rest). (In cache,
+/// f32 -> i8 of a 64 KiB run took the AVX2 loop about 2.9 us, 28 GB/s, against a copy's
+/// 130 GB/s.)
+///
+/// # Safety
+/// The CPU has AVX-512 F, BW and DQ.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq")]
+pub(super) unsafe fn quantise_run(src: &[f32], dst: &mut [u8], q: &Quant16) -> usize {
+    let n = src.len().min(dst.len()) / 64 * 64;
+    // The packs leave dword `4l + r` holding values `16r + 4l ..`: back in order.
+    let order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    for (s, d) in src[..n].chunks_exact(64).zip(dst[..n].chunks_exact_mut(64)) {
+        let p = s.as_ptr();
+        // SAFETY: `s` holds 64 floats and `d` 64 bytes (chunks_exact); unaligned loads and
+        // store.
+        unsafe {
+            for k in [0, 16, 32, 48] {
+                // As the AVX2 loop: 4 KiB ahead, a line at a time.
+                _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(1024 + k) as *const i8);
+            }
+            let ints = [0, 16, 32, 48].map(|k| q.quantise(_mm512_loadu_ps(p.add(k))));
+            let bytes = _mm512_permutexvar_epi32(order, q.pack4(ints));
+            _mm512_storeu_si512(d.as_mut_ptr() as *mut __m512i, bytes);
+        }
+    }
+    n
+}
