@@ -209,12 +209,13 @@ fn quantize_slice(src: &[f32], dst: &mut [u8], scale: f32, zp: i32, lo: i32, hi:
 }
 
 /// The leading whole groups of 32 values of [`quantize_slice`] by
-/// [`crate::fast::cast_tiles`]'s AVX2 quantiser (groups of 64 first by the AVX-512 one where
-/// the CPU has it), where the CPU has AVX2 and FMA (detected once) and the range is i8's or u8's (the vector packs saturate to exactly those); returns
-/// how many values it did (0 elsewhere).
+/// [`crate::fast::quantise_avx2`]'s quantiser (groups of 64 first by the AVX-512 one where
+/// the CPU has it), where the CPU has AVX2 and FMA (detected once) and the range is i8's or
+/// u8's (the vector packs saturate to exactly those); returns how many values it did (0
+/// elsewhere).
 #[cfg(target_arch = "x86_64")]
 fn quantize_vectors(src: &[f32], dst: &mut [u8], scale: f32, zp: i32, lo: i32, hi: i32) -> usize {
-    use crate::fast::cast_tiles::x86::{quantize_run, Quant};
+    use crate::fast::quantise_avx2::{quantize_run, Quant};
     static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let has = *HAS.get_or_init(|| {
         std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
@@ -418,7 +419,7 @@ mod tests {
                 if std::arch::is_x86_feature_detected!("avx2")
                     && std::arch::is_x86_feature_detected!("fma")
                 {
-                    use crate::fast::cast_tiles::x86::{quantize_run, Quant};
+                    use crate::fast::quantise_avx2::{quantize_run, Quant};
                     let mut d = vec![0u8; n];
                     let hi = if signed { 127 } else { 255 };
                     // SAFETY: AVX2 and FMA are present (checked).

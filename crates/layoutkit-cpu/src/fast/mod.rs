@@ -16,6 +16,8 @@ mod gather;
 mod interleave;
 mod items;
 #[cfg(target_arch = "x86_64")]
+mod quantise_avx2;
+#[cfg(target_arch = "x86_64")]
 mod quantise_avx512;
 mod record_casts;
 mod records;

@@ -11,7 +11,7 @@
 //! copy with 64 rows at once, 58-70% with 32 or 16 on the AVX2 kernel). The chunk is staged
 //! in cache and written out as whole lines.
 //!
-//! Exactness: as the AVX2 kernels ([`super::cast_tiles`]): quantised by a fused multiply-add
+//! Exactness: as the AVX2 kernels ([`super::quantise_avx2`]): quantised by a fused multiply-add
 //! where [`super::casts::quantize_reciprocal`] proves it equal to the reference's division,
 //! vectors with a value near a rounding tie by the division.
 
@@ -32,7 +32,7 @@ struct Stage([u8; CHUNK * GROUP]);
 #[derive(Clone, Copy)]
 pub(super) struct Quant16 {
     scale: __m512,
-    /// See `cast_tiles::x86::Quant`: values whose `x * recip + zero_point` lies within
+    /// See `quantise_avx2::Quant`: values whose `x * recip + zero_point` lies within
     /// `edge` of an integer need no division.
     recip: __m512,
     edge: __m512,
