@@ -125,7 +125,9 @@ pub(crate) type TileFn = unsafe fn(*const f32, *const f32, *mut f32, &Shape<'_>)
 /// vectors (stride 2).
 pub(crate) type TileTables<const N: usize> = [[[TileFn; 2]; N]; 3];
 
-/// The tables of an instruction set's entry `$entry::<P, B, PSX>` for `$lanes` lanes.
+/// The tables of an instruction set's entry `$entry::<P, B, PSX>` for `$lanes` lanes (x86-64
+/// only so far: NEON has no tile tables).
+#[cfg(target_arch = "x86_64")]
 macro_rules! tile_tables {
     ($entry:ident, $lanes:literal, $($p:literal)*) => {
         [

@@ -96,6 +96,7 @@ const TILES: [((usize, usize, usize), bool); 10] = [
 /// told whether the AVX-512 quantising kernel runs.
 fn on_every_build(f: impl Fn(bool)) {
     crate::fast::transpose::tests::with_avx2_builds(|| f(false));
+    #[cfg(target_arch = "x86_64")]
     if crate::fast::transpose::avx512_quantise() {
         f(true);
     }
