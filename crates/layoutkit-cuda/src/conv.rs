@@ -37,12 +37,15 @@ pub mod requant;
 mod source;
 pub mod splitk;
 mod staged;
+pub mod tma;
+pub mod tma_map;
 pub use depthwise::{depthwise_applies, depthwise_launch, depthwise_source, OUTPUTS_PER_THREAD};
 pub use direct::{direct_grid, direct_source, direct_unsupported_reason, DIRECT_THREADS};
 pub use hopper::{hopper_plan, hopper_source, hopper_tile, hopper_unsupported_reason, HopperTile};
 pub use hopper_k::HopperK;
 pub use requant::{channel_params, requantised};
 pub use source::conv_source;
+pub use tma::{tma_applies, tma_unsupported_reason};
 
 /// CUDA device function rounding an f32 to f16 bits (nearest even), shared by the kernels.
 const F2H: &str = "__device__ __forceinline__ unsigned short f2h(float f) {\n\

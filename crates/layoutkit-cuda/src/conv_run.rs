@@ -4,6 +4,7 @@ use cudarc::driver::sys::{CUfunction_attribute_enum, CUstream};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
 use crate::conv::splitk::{reduce_grid, reduce_source, workspace_bytes, REDUCE_THREADS};
+use crate::conv::tma_map::{activation_map, filter_map, TensorMap};
 use crate::conv::{
     block, conv_source, depthwise_applies, depthwise_launch, depthwise_source, direct_grid,
     direct_source, direct_unsupported_reason, grid, hopper_plan, hopper_source,
@@ -26,8 +27,9 @@ impl std::fmt::Display for ConvPath {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ConvPath::Hopper(t) => {
-                write!(f, "wgmma {}x{}x{}", t.bm, t.bn, t.stages)?;
-                if t.in_flight == 0 {
+                let name = if t.tma { "wgmma-tma" } else { "wgmma" };
+                write!(f, "{name} {}x{}x{}", t.bm, t.bn, t.stages)?;
+                if t.in_flight == 0 && !t.tma {
                     write!(f, "x0")?;
                 }
                 if t.splits > 1 {
@@ -101,8 +103,9 @@ impl Cuda {
     /// The kernel [`Cuda::conv2d_timed`] runs `kernel` with on this GPU: the Hopper kernel on
     /// sm_90 when it takes the problem (unless `LAYOUTKIT_CONV_WGMMA=0`; its tile and splits
     /// of K from [`hopper_plan`] unless `LAYOUTKIT_CONV_TILE=BMxBNxSTAGES` sets the tile, with
-    /// the splits chosen for it, or `LAYOUTKIT_CONV_SPLITK=N` the splits), else the `mma.sync`
-    /// kernel, else the direct one.
+    /// the splits chosen for it, or `LAYOUTKIT_CONV_SPLITK=N` the splits; its loads by TMA
+    /// from a producer warp where [`crate::conv::tma_applies`], unless `LAYOUTKIT_CONV_TMA=0`),
+    /// else the `mma.sync` kernel, else the direct one.
     ///
     /// Contract: errors (naming the tensor-core kernel's reason) for problems no kernel takes
     /// and for GPUs older than sm_80.
@@ -122,6 +125,10 @@ impl Cuda {
                 tile = tile
                     .with_splits(splits)
                     .expect("checked by splits_from_env");
+            }
+            let tma = std::env::var("LAYOUTKIT_CONV_TMA").as_deref() != Ok("0");
+            if tma && crate::conv::tma_applies(kernel) {
+                tile = tile.with_tma(true).unwrap_or(tile);
             }
             return Ok(ConvPath::Hopper(tile));
         }
@@ -213,14 +220,25 @@ impl Cuda {
         };
         let mut d_y = alloc(conv.y_bytes)?;
         let part = conv.workspace_address();
+        let address = |d: &cudarc::driver::CudaSlice<u8>| {
+            let (ptr, _sync) = cudarc::driver::DevicePtr::device_ptr(d, &self.stream);
+            ptr
+        };
+        let maps = conv.tensor_maps(address(&d_x), address(&d_w))?;
         let timing = self.timed(repeats, launches, || {
             let mut b = self.stream.launch_builder(&conv.function);
-            b.arg(&d_x).arg(&d_w).arg(&mut d_y).arg(&d_b);
+            if let Some((tx, tw)) = &maps {
+                b.arg(tx).arg(tw);
+            } else {
+                b.arg(&d_x).arg(&d_w);
+            }
+            b.arg(&mut d_y).arg(&d_b);
             if matches!(conv.path, ConvPath::Hopper(_)) {
                 b.arg(&part);
             }
             // SAFETY: `conv` and `conv_direct` take (x, w, y, bias), `conv_wgmma` (x, w, y,
-            // bias, part) as generated for `kernel`; the buffers have the sizes checked above,
+            // bias, part) and `conv_wgmma_tma` (the maps of x and w, y, bias, part) as
+            // generated for `kernel`; the buffers have the sizes checked above,
             // the workspace is the DeviceConv's own (launches on one stream share it), and
             // the kernels guard every index.
             unsafe { b.launch(conv.config) }.map_err(|e| Error::driver("cuLaunchKernel", e))?;
@@ -261,6 +279,8 @@ impl Cuda {
             ConvPath::Hopper(_) if major != 9 => Some(format!(
                 "the Hopper kernel needs an sm_90 GPU; this one is sm_{major}{minor}"
             )),
+            ConvPath::Hopper(t) if t.tma => hopper_unsupported_reason(kernel)
+                .or_else(|| crate::conv::tma_unsupported_reason(kernel)),
             ConvPath::Hopper(_) => hopper_unsupported_reason(kernel),
             ConvPath::TensorCore => unsupported_reason(kernel),
             ConvPath::Direct => direct_unsupported_reason(kernel),
@@ -298,9 +318,14 @@ impl Cuda {
         };
         let (function, config) = match path {
             ConvPath::Hopper(tile) => {
+                let name = if tile.tma {
+                    "conv_wgmma_tma"
+                } else {
+                    "conv_wgmma"
+                };
                 let f = self.compiled(
                     &hopper_source(kernel, &tile),
-                    "conv_wgmma",
+                    name,
                     vec![format!("--gpu-architecture=sm_{major}{minor}a")],
                 )?;
                 let smem = tile.shared_bytes();
@@ -311,7 +336,7 @@ impl Cuda {
                 .map_err(|e| Error::driver("cuFuncSetAttribute", e))?;
                 let cfg = LaunchConfig {
                     grid_dim: tile.grid(s),
-                    block_dim: (tile.threads() as u32, 1, 1),
+                    block_dim: (tile.block_threads() as u32, 1, 1),
                     shared_mem_bytes: smem as u32,
                 };
                 (f, cfg)
@@ -401,13 +426,20 @@ impl Cuda {
         // wrapper does not own it (dropping it destroys nothing).
         let borrowed = unsafe { self.ctx.wrap_borrowed_stream(stream) };
         let part = conv.workspace_address();
+        let maps = conv.tensor_maps(x, w)?;
         let mut b = borrowed.launch_builder(&conv.function);
-        b.arg(&x).arg(&w).arg(&y).arg(&bias);
+        if let Some((tx, tw)) = &maps {
+            b.arg(tx).arg(tw);
+        } else {
+            b.arg(&x).arg(&w);
+        }
+        b.arg(&y).arg(&bias);
         if matches!(conv.path, ConvPath::Hopper(_)) {
             b.arg(&part);
         }
-        // SAFETY: the kernels take (x, w, y, bias) pointers, and `conv_wgmma` also the
-        // workspace, as generated for `conv.kernel`; the buffer sizes were checked above
+        // SAFETY: the kernels take (x, w, y, bias) pointers, `conv_wgmma` also the
+        // workspace, `conv_wgmma_tma` the maps of x and w in place of their pointers, as
+        // generated for `conv.kernel`; the buffer sizes were checked above
         // (their validity is the caller's contract), the workspace is `conv`'s own (the
         // caller orders the runs of one DeviceConv), and the kernels guard every index.
         unsafe { b.launch(conv.config) }.map_err(|e| Error::driver("cuLaunchKernel", e))?;
@@ -455,6 +487,18 @@ impl DeviceConv {
             let (ptr, _sync) = cudarc::driver::DevicePtr::device_ptr(w, w.stream());
             ptr
         })
+    }
+
+    /// The tensor maps of the activations at `x` and the filter at `w` for the TMA kernel
+    /// (None for the other kernels).
+    fn tensor_maps(&self, x: u64, w: u64) -> Result<Option<(TensorMap, TensorMap)>, Error> {
+        match self.path {
+            ConvPath::Hopper(tile) if tile.tma => Ok(Some((
+                activation_map(&self.kernel, x)?,
+                filter_map(&self.kernel, &tile, w)?,
+            ))),
+            _ => Ok(None),
+        }
     }
 
     /// Bytes of the activations, the filter (OHWI) and the output.

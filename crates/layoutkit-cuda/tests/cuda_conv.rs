@@ -19,7 +19,7 @@ use layoutkit_cuda::conv::{
 use layoutkit_cuda::{ConvPath, Cuda};
 
 mod common;
-use common::{check, device, hopper_paths, kernel_for, xorshift, Problem};
+use common::{check, device, hopper_paths, kernel_for, with_tma_variants, xorshift, Problem};
 
 /// Every Hopper tile shape, with three to five stages, one group of multiplies in flight or
 /// none.
@@ -146,7 +146,7 @@ fn paths_for(cuda: &Cuda, kernel: &ConvKernel) -> Vec<ConvPath> {
             paths.push(ConvPath::TensorCore);
         }
     }
-    paths
+    with_tma_variants(kernel, paths)
 }
 
 #[test]
@@ -368,7 +368,7 @@ fn narrow_hopper_tiles_match_the_reference() {
                     (128, 32, 3, 0),
                     (128, 224, 3, 1),
                 ];
-                let paths = hopper_paths(&narrow, |_| true);
+                let paths = with_tma_variants(&kernel, hopper_paths(&narrow, |_| true));
                 checked += check(
                     &cuda,
                     &kernel,

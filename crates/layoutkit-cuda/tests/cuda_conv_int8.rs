@@ -13,7 +13,7 @@ use layoutkit_cuda::conv::{unsupported_reason, ConvLayout};
 use layoutkit_cuda::ConvPath;
 
 mod common;
-use common::{check, device, hopper_paths, kernel_for, Problem};
+use common::{check, device, hopper_paths, kernel_for, with_tma_variants, Problem};
 
 /// Tiles forced on every problem: each row count, narrow and wide columns, two to five stages,
 /// one group of multiplies in flight or none.
@@ -73,6 +73,7 @@ fn int8_hopper_kernel_is_exact() {
                 if unsupported_reason(&kernel).is_none() {
                     paths.push(ConvPath::TensorCore);
                 }
+                let paths = with_tma_variants(&kernel, paths);
                 checked += check(
                     &cuda,
                     &kernel,

@@ -42,7 +42,9 @@ const SMEM_PER_SM: usize = 227 * 1024;
 /// `warpgroups` warpgroups of `mr` x 64 rows each (`bm = 64 * mr * warpgroups`), `stages`
 /// shared-memory stages of one K step, `in_flight` (0 or 1) groups of multiplies left running
 /// while the next step's copies are issued, and `splits` blocks per output tile that divide
-/// the K steps among them (1: no split; see [`super::splitk`]).
+/// the K steps among them (1: no split; see [`super::splitk`]). With `tma` the operands are
+/// loaded by TMA from a producer warp ([`super::tma`]; `in_flight` is then 1 however many
+/// stages), else by every thread with `cp.async`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HopperTile {
     pub bm: usize,
@@ -52,6 +54,7 @@ pub struct HopperTile {
     pub mr: usize,
     pub in_flight: usize,
     pub splits: usize,
+    pub tma: bool,
 }
 
 impl HopperTile {
@@ -75,6 +78,7 @@ impl HopperTile {
             mr,
             in_flight: usize::from(stages >= 3),
             splits: 1,
+            tma: false,
         };
         let ok = bn.is_multiple_of(32) && (32..=256).contains(&bn) && (2..=8).contains(&stages);
         (ok && t.shared_bytes() <= SMEM_PER_SM).then_some(t)
@@ -93,19 +97,32 @@ impl HopperTile {
             .then_some(HopperTile { splits, ..self })
     }
 
+    /// This tile loading its operands by TMA from a producer warp (`tma`) or by every thread;
+    /// None where the TMA kernel's barriers do not fit the shared memory.
+    pub fn with_tma(self, tma: bool) -> Option<HopperTile> {
+        let t = HopperTile { tma, ..self };
+        (t.shared_bytes() <= SMEM_PER_SM).then_some(t)
+    }
+
     /// K steps loaded ahead of the one being multiplied.
     fn ahead(&self) -> usize {
         self.stages - 1 - self.in_flight
     }
 
-    /// Threads per block.
+    /// Threads of the warpgroups that multiply (and run the epilogue).
     pub fn threads(&self) -> usize {
         128 * self.warpgroups
     }
 
-    /// Dynamic shared memory per block: the stages and 1 KiB to align them to 1024 bytes.
+    /// Threads per block: the warpgroups, and the producer warp with `tma`.
+    pub fn block_threads(&self) -> usize {
+        self.threads() + if self.tma { 32 } else { 0 }
+    }
+
+    /// Dynamic shared memory per block: the stages, 1 KiB to align them to 1024 bytes, and
+    /// with `tma` the stages' two `mbarrier`s each (in 256 bytes).
     pub fn shared_bytes(&self) -> usize {
-        self.stages * (self.bm + self.bn) * 128 + 1024
+        self.stages * (self.bm + self.bn) * 128 + 1024 + if self.tma { 256 } else { 0 }
     }
 
     /// Blocks of this tile that fit on one SM at once: as many as the shared memory holds, at
@@ -290,7 +307,7 @@ pub fn hopper_tile(s: &ConvShape) -> HopperTile {
 /// `wgmma` with the sums of `input` as a device function `wgmma(d, a_desc, b_desc)` adding
 /// into `d[0 .. n/2]` (N = `n`): m64nNk16 with f32 sums for f16 and bf16, m64nNk32 with i32
 /// sums for i8 (both 32 bytes of K per row, so one descriptor step serves both).
-fn wgmma_function(k: &mut String, n: usize, input: DType) {
+pub(super) fn wgmma_function(k: &mut String, n: usize, input: DType) {
     let regs = n / 2;
     let list: Vec<String> = (0..regs).map(|i| format!("%{i}")).collect();
     let (t, c, shape) = match input {
@@ -332,6 +349,9 @@ fn wgmma_function(k: &mut String, n: usize, input: DType) {
 ///
 /// Contract: `hopper_unsupported_reason(kernel)` is None.
 pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
+    if tile.tma {
+        return super::tma::tma_source(kernel, tile);
+    }
     let s = &kernel.shape;
     let HopperTile {
         bm,
@@ -500,7 +520,7 @@ pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
         Staged::Output
     };
     if staged_fits(kernel, tile, what) {
-        staged_epilogue(&mut k, kernel, tile, &row, what);
+        staged_epilogue(&mut k, kernel, tile, &row, what, "__syncthreads();");
         return k;
     }
     let frags = Frags {

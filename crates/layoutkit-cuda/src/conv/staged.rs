@@ -96,6 +96,10 @@ pub(super) fn staged_fits(kernel: &ConvKernel, tile: &HopperTile, what: Staged) 
 /// type and layout (requantised int8: [`super::requant`]); [`Staged::Partial`] writes the raw
 /// sums to split `blockIdx.z` of `part`.
 ///
+/// `sync` is the barrier among the threads that run the epilogue (`__syncthreads();` where
+/// every thread of the block does; a named barrier over the warpgroups where a producer warp
+/// has left).
+///
 /// Ends the kernel's body. Contract: [`staged_fits`] holds; every multiply has completed in this thread (`wgmma`
 /// groups waited for), and the stages are not read again.
 pub(super) fn staged_epilogue(
@@ -104,6 +108,7 @@ pub(super) fn staged_epilogue(
     tile: &HopperTile,
     row: &str,
     what: Staged,
+    sync: &str,
 ) {
     let s = &kernel.shape;
     let (m, o, ohw) = (s.n * s.oh * s.ow, s.o, s.oh * s.ow);
@@ -121,14 +126,14 @@ pub(super) fn staged_epilogue(
         _ => ("float", "0.f"),
     };
     // Every warpgroup has waited for its own multiplies; after this barrier none reads a stage.
-    let _ = writeln!(k, "  __syncthreads();\n  {t}* so = ({t}*)smem;");
+    let _ = writeln!(k, "  {sync}\n  {t}* so = ({t}*)smem;");
     if requant {
         // The tile's scales and biases, as doubles, after the staged tile (read by q8 from
         // shared memory; a barrier before the first read).
         let at = tile_bytes(size, channel_major, ld, tile);
         let _ = writeln!(
             k,
-            "  double* ps = (double*)(smem + {at});\n  double* pb = ps + {bn};\n  for (int i = tid; i < {bn}; i += {threads}) {{\n    const int oc = n0 + i;\n    ps[i] = oc < {o} ? (double)bias[oc] : 0.0;\n    pb[i] = oc < {o} ? (double)bias[{o} + oc] : 0.0;\n  }}\n  __syncthreads();"
+            "  double* ps = (double*)(smem + {at});\n  double* pb = ps + {bn};\n  for (int i = tid; i < {bn}; i += {threads}) {{\n    const int oc = n0 + i;\n    ps[i] = oc < {o} ? (double)bias[oc] : 0.0;\n    pb[i] = oc < {o} ? (double)bias[{o} + oc] : 0.0;\n  }}\n  {sync}"
         );
     } else if output && !int {
         let _ = writeln!(
@@ -192,7 +197,7 @@ pub(super) fn staged_epilogue(
             "        *({v_t}2*)(so + r * {ld} + c) = make_{v_t}2(v0, v1);"
         );
     }
-    k.push_str("      }\n  __syncthreads();\n");
+    let _ = writeln!(k, "      }}\n  {sync}");
     let dst = if output {
         "y".to_string()
     } else {

@@ -248,3 +248,22 @@ pub fn hopper_paths(
     }
     paths
 }
+
+/// `paths` and, after them, the TMA variant of each Hopper path that loads with `cp.async`,
+/// where the TMA kernel takes `kernel` (each tile is then checked in both kernels).
+pub fn with_tma_variants(
+    kernel: &layoutkit_cuda::conv::ConvKernel,
+    paths: Vec<ConvPath>,
+) -> Vec<ConvPath> {
+    let mut all = paths.clone();
+    if layoutkit_cuda::conv::tma_applies(kernel) {
+        for p in paths {
+            if let ConvPath::Hopper(t) = p {
+                if let Some(t) = t.with_tma(true).filter(|_| !t.tma) {
+                    all.push(ConvPath::Hopper(t));
+                }
+            }
+        }
+    }
+    all
+}

@@ -1,0 +1,277 @@
+//! The Hopper kernel with its operands loaded by the Tensor Memory Accelerator (TMA) and its
+//! warps specialised: one producer warp issues every load of a block, the warpgroups only
+//! multiply.
+//!
+//! In [`super::hopper_source`]'s kernel every thread computes the addresses of its share of a
+//! K step's rows (a pixel's position, the tap, the bounds of the padding) and issues
+//! `cp.async` copies of 16 bytes, then all threads meet at a barrier before each step's
+//! multiplies: the multiplies wait on the loads' issue and on the slowest warp. Here:
+//!
+//! * The activations (NHWC) are read with TMA's im2col mode: one instruction copies 64 output
+//!   pixels' 128 bytes of channels for one filter tap, the hardware walking the pixels along
+//!   W, H and N (the convolution's stride as the traversal stride), adding the tap's offset
+//!   and filling zeros outside the input (the padding, the last tile's rows past the batch,
+//!   channels past C). The filter (OHWI) is read as a tiled 4-D box of `bn` output channels x
+//!   128 bytes of channels of one tap. Both land in the same 128-byte-swizzled rows `wgmma`
+//!   reads in the other kernel. See [`super::tma_map`] for the tensor maps.
+//! * Each stage has two `mbarrier`s: `full` (the producer announces the stage's bytes; the
+//!   copies complete it) and `empty` (every consumer warp arrives once its multiplies of the
+//!   stage are done). The producer runs `stages` steps ahead of the slowest warpgroup with no
+//!   block-wide barrier in the loop; each warpgroup keeps one group of multiplies in flight
+//!   and releases a stage one step after it was read.
+//! * The epilogue is [`super::staged`]'s (or the direct one where the staged tile does not
+//!   fit), synchronised among the consumer warpgroups with a named barrier: the producer warp
+//!   has left once its last copy is issued.
+//!
+//! K is walked one tap and 128 bytes of channels per step (64 f16 or bf16, 128 int8), the
+//! same steps as [`super::HopperK`] where the kernel applies ([`tma_applies`]), so the tile
+//! and split rules serve both kernels.
+
+use std::fmt::Write;
+
+use layoutkit_core::DType;
+
+use super::hopper::{wgmma_function, HopperTile};
+use super::requant::q8_function;
+use super::source::{epilogue, Frags};
+use super::splitk::partial_epilogue;
+use super::staged::{staged_epilogue, staged_fits, Staged};
+use super::{ConvKernel, ConvLayout};
+
+/// Pixels per im2col copy (a 64-row group of the tile, one `wgmma` M).
+pub const PIXELS_PER_COPY: usize = 64;
+
+/// Channels per K step: 128 bytes of `input`.
+pub fn step_channels(input: DType) -> usize {
+    128 / input.size_bytes()
+}
+
+/// Why the TMA kernel does not take `k` (which [`super::hopper_unsupported_reason`] takes), or
+/// None when it does: NHWC activations; a pixel's channels a multiple of 16 bytes (TMA's
+/// strides; C a multiple of 8 for f16 and bf16, of 16 for int8); K steps that are one tap each
+/// with C a multiple of a step's channels or a 1x1 filter (the other kernel's steps then match,
+/// and a smaller C on a larger filter would fill most of each step with zeros); a stride of at
+/// most 8 (TMA's traversal stride); padding and the filter's dilated extent within the im2col
+/// box corners TMA encodes for 4-D tensors (-128 to 127).
+pub fn tma_unsupported_reason(k: &ConvKernel) -> Option<String> {
+    let s = &k.shape;
+    if k.layout != ConvLayout::Nhwc {
+        return Some("the TMA kernel reads NHWC activations only".into());
+    }
+    let e = k.input.size_bytes();
+    if !(s.c * e).is_multiple_of(16) {
+        return Some(format!(
+            "the TMA kernel needs a pixel's channels to be a multiple of 16 bytes (C = {})",
+            s.c
+        ));
+    }
+    if !s.c.is_multiple_of(step_channels(k.input)) && s.kh * s.kw != 1 {
+        return Some(format!(
+            "the TMA kernel walks one tap per K step: C = {} is not a multiple of {} on a {}x{} \
+             filter",
+            s.c,
+            step_channels(k.input),
+            s.kh,
+            s.kw
+        ));
+    }
+    let c = &s.conv;
+    if c.stride.iter().any(|&v| v > 8) {
+        return Some("the TMA kernel's traversal stride is at most 8".into());
+    }
+    let corners = (0..2).flat_map(|i| {
+        let extent = (if i == 0 { s.kh } else { s.kw } - 1) * c.dilation[i];
+        [-(c.padding[i] as i64), c.padding[i] as i64 - extent as i64]
+    });
+    if corners.into_iter().any(|v| !(-128..=127).contains(&v)) {
+        return Some(
+            "the TMA kernel's im2col box corners (padding, dilated filter extent) must lie in \
+             -128..=127"
+                .into(),
+        );
+    }
+    None
+}
+
+/// Whether the TMA kernel takes `k`.
+pub fn tma_applies(k: &ConvKernel) -> bool {
+    super::hopper_unsupported_reason(k).is_none() && tma_unsupported_reason(k).is_none()
+}
+
+/// Device functions: shared-memory addresses, `mbarrier` operations and the two TMA copies.
+fn tma_helpers(k: &mut String) {
+    k.push_str(
+        "struct __align__(64) TMap { unsigned long long v[16]; };\n\
+__device__ __forceinline__ unsigned saddr(const void* p) {\n\
+  unsigned a; asm volatile(\"{ .reg .u64 q; cvta.to.shared.u64 q, %1; cvt.u32.u64 %0, q; }\" : \"=r\"(a) : \"l\"(p)); return a;\n}\n\
+__device__ __forceinline__ void mbar_init(unsigned long long* b, unsigned count) {\n\
+  asm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1;\" :: \"r\"(saddr(b)), \"r\"(count) : \"memory\");\n}\n\
+__device__ __forceinline__ void mbar_expect(unsigned long long* b, unsigned bytes) {\n\
+  asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\" :: \"r\"(saddr(b)), \"r\"(bytes) : \"memory\");\n}\n\
+__device__ __forceinline__ void mbar_arrive(unsigned long long* b) {\n\
+  asm volatile(\"mbarrier.arrive.shared::cta.b64 _, [%0];\" :: \"r\"(saddr(b)) : \"memory\");\n}\n\
+__device__ __forceinline__ void mbar_wait(unsigned long long* b, unsigned parity) {\n\
+  const unsigned a = saddr(b); unsigned done;\n\
+  do {\n\
+    asm volatile(\"{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }\" : \"=r\"(done) : \"r\"(a), \"r\"(parity) : \"memory\");\n\
+  } while (!done);\n}\n\
+__device__ __forceinline__ void tma_im2col(void* dst, const TMap* m, int c, int w, int h, int n, unsigned short ow, unsigned short oh, unsigned long long* b) {\n\
+  asm volatile(\"cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};\"\n\
+    :: \"r\"(saddr(dst)), \"l\"((unsigned long long)m), \"r\"(c), \"r\"(w), \"r\"(h), \"r\"(n), \"r\"(saddr(b)), \"h\"(ow), \"h\"(oh) : \"memory\");\n}\n\
+__device__ __forceinline__ void tma_tile(void* dst, const TMap* m, int c, int x, int y, int z, unsigned long long* b) {\n\
+  asm volatile(\"cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];\"\n\
+    :: \"r\"(saddr(dst)), \"l\"((unsigned long long)m), \"r\"(c), \"r\"(x), \"r\"(y), \"r\"(z), \"r\"(saddr(b)) : \"memory\");\n}\n",
+    );
+}
+
+/// CUDA source of the kernel `conv_wgmma_tma(tx, tw, y, bias, part)` for `kernel` with
+/// `tile` (`tile.tma`): `tx` the activations' im2col tensor map and `tw` the filter's tiled
+/// one ([`super::tma_map`]), passed by value; `y`, `bias` and `part` as in
+/// [`super::hopper_source`]'s kernel. Launched with `tile.block_threads()` threads (the
+/// warpgroups, then the producer warp), `tile.grid()` and `tile.shared_bytes()` of dynamic
+/// shared memory, compiled for sm_90a.
+///
+/// Contract: [`tma_applies`] holds for `kernel`.
+pub fn tma_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
+    let s = &kernel.shape;
+    let HopperTile {
+        bm,
+        bn,
+        stages,
+        mr,
+        splits,
+        ..
+    } = *tile;
+    let threads = tile.threads();
+    let consumer_warps = threads / 32;
+    let y_t = match kernel.out {
+        DType::F16 | DType::BF16 => "unsigned short",
+        DType::I32 => "int",
+        DType::I8 => "signed char",
+        _ => "float",
+    };
+    let acc_t = if kernel.input == DType::I8 {
+        "int"
+    } else {
+        "float"
+    };
+    let per_step = step_channels(kernel.input);
+    let chunks = s.c.div_ceil(per_step);
+    let steps = s.kh * s.kw * chunks;
+    let stage_bytes = (bm + bn) * 128;
+    let groups = bm / PIXELS_PER_COPY;
+    let c = &s.conv;
+    let mut k = String::new();
+    k.push_str("// Generated by layoutkit-cuda (conv, Hopper wgmma, TMA loads).\n");
+    super::source::helpers(&mut k, kernel.input);
+    tma_helpers(&mut k);
+    wgmma_function(&mut k, bn, kernel.input);
+    q8_function(&mut k, kernel);
+    let _ = writeln!(
+        k,
+        "extern \"C\" __global__ void __launch_bounds__({}, {}) conv_wgmma_tma(const __grid_constant__ TMap tx, const __grid_constant__ TMap tw, {y_t}* __restrict__ y, const float* __restrict__ bias, float* __restrict__ part) {{",
+        tile.block_threads(),
+        tile.resident()
+    );
+    for line in [
+        "extern __shared__ unsigned char smem_raw[];",
+        "const unsigned raw = saddr(smem_raw);",
+        "unsigned char* smem = smem_raw + ((1024 - (raw & 1023)) & 1023);",
+        "const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;",
+        "const int g = lane >> 2, tg = lane & 3;",
+    ] {
+        let _ = writeln!(k, "  {line}");
+    }
+    // The barriers after the stages: full[0 .. stages), then empty.
+    let _ = writeln!(
+        k,
+        "  unsigned long long* full = (unsigned long long*)(smem + {});\n  unsigned long long* empty = full + {stages};",
+        stages * stage_bytes
+    );
+    let _ = writeln!(
+        k,
+        "  const int m0 = blockIdx.x * {bm}, n0 = blockIdx.y * {bn};"
+    );
+    if splits > 1 {
+        let _ = writeln!(
+            k,
+            "  const int t0 = (int)((long long)blockIdx.z * {steps} / {splits}), nsteps = (int)((long long)(blockIdx.z + 1) * {steps} / {splits}) - t0;"
+        );
+    } else {
+        let _ = writeln!(k, "  const int t0 = 0, nsteps = {steps};");
+    }
+    let _ = writeln!(
+        k,
+        "  if (tid == 0) {{\n    for (int i = 0; i < {stages}; ++i) {{ mbar_init(full + i, 1); mbar_init(empty + i, {consumer_warps}); }}\n    asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n  }}\n  __syncthreads();"
+    );
+    // The producer warp: one thread issues every copy. A 64-row group's first pixel gives the
+    // im2col coordinates (its window's top-left corner in the input); the hardware walks the
+    // group's next pixels from there.
+    let (ohw, ow) = (s.oh * s.ow, s.ow);
+    let _ = writeln!(
+        k,
+        "  if (warp == {consumer_warps}) {{\n    if (lane == 0) {{\n      int cw[{groups}], ch[{groups}], cn[{groups}];\n      #pragma unroll\n      for (int i = 0; i < {groups}; ++i) {{\n        const int p = m0 + i * {PIXELS_PER_COPY}, q = p % {ohw};\n        cn[i] = p / {ohw}; ch[i] = (q / {ow}) * {} - {}; cw[i] = (q % {ow}) * {} - {};\n      }}",
+        c.stride[0], c.padding[0], c.stride[1], c.padding[1]
+    );
+    let _ = writeln!(
+        k,
+        "      for (int u = 0; u < nsteps; ++u) {{\n        const int st = u % {stages};\n        if (u >= {stages}) mbar_wait(empty + st, ((u / {stages}) + 1) & 1);\n        const int t = t0 + u, rs = t / {chunks}, c0 = (t % {chunks}) * {per_step}, r = rs / {kw}, sx = rs % {kw};\n        unsigned char* sa = smem + st * {stage_bytes};\n        mbar_expect(full + st, {stage_bytes});\n        #pragma unroll\n        for (int i = 0; i < {groups}; ++i)\n          tma_im2col(sa + i * {}, &tx, c0, cw[i], ch[i], cn[i], (unsigned short)(sx * {}), (unsigned short)(r * {}), full + st);\n        tma_tile(sa + {}, &tw, c0, sx, r, n0, full + st);\n      }}\n    }}\n    return;\n  }}",
+        PIXELS_PER_COPY * 128,
+        c.dilation[1],
+        c.dilation[0],
+        bm * 128,
+        kw = s.kw
+    );
+    // The consumers: wait for a stage, multiply, release the stage read one step before.
+    let _ = writeln!(
+        k,
+        "  {acc_t} acc[{mr}][{}][4];\n  #pragma unroll\n  for (int i = 0; i < {}; ++i) (&acc[0][0][0])[i] = 0;",
+        bn / 8,
+        mr * bn / 2
+    );
+    let _ = writeln!(
+        k,
+        "  for (int u = 0; u < nsteps; ++u) {{\n    const int st = u % {stages};\n    mbar_wait(full + st, (u / {stages}) & 1);\n    const unsigned char* sa = smem + st * {stage_bytes} + wg * {};\n    const unsigned char* sb = smem + st * {stage_bytes} + {};",
+        mr * 64 * 128,
+        bm * 128
+    );
+    k.push_str("    asm volatile(\"wgmma.fence.sync.aligned;\\n\" ::: \"memory\");\n");
+    let _ = writeln!(
+        k,
+        "    #pragma unroll\n    for (int kk = 0; kk < 4; ++kk) {{\n      #pragma unroll\n      for (int r = 0; r < {mr}; ++r) wgmma(&acc[r][0][0], sdesc(sa + r * 8192 + kk * 32), sdesc(sb + kk * 32));\n    }}"
+    );
+    k.push_str("    asm volatile(\"wgmma.commit_group.sync.aligned;\\n\" ::: \"memory\");\n");
+    let _ = writeln!(
+        k,
+        "    asm volatile(\"wgmma.wait_group.sync.aligned 1;\\n\" ::: \"memory\");\n    if (u > 0 && lane == 0) mbar_arrive(empty + (u - 1) % {stages});\n  }}"
+    );
+    k.push_str("  asm volatile(\"wgmma.wait_group.sync.aligned 0;\\n\" ::: \"memory\");\n");
+    let row = format!("wg * {} + (warp & 3) * 16", mr * 64);
+    let what = if splits > 1 {
+        Staged::Partial
+    } else {
+        Staged::Output
+    };
+    if staged_fits(kernel, tile, what) {
+        let sync = format!("asm volatile(\"bar.sync 1, {threads};\" ::: \"memory\");");
+        staged_epilogue(&mut k, kernel, tile, &row, what, &sync);
+        return k;
+    }
+    let frags = Frags {
+        mi: mr,
+        ni: bn / 8,
+        row0: format!("m0 + {row}"),
+        mstride: 64,
+        col0: "n0".into(),
+    };
+    if splits > 1 {
+        partial_epilogue(&mut k, kernel, &frags);
+    } else {
+        epilogue(&mut k, kernel, &frags);
+    }
+    k
+}
+
+#[cfg(test)]
+#[path = "tma_tests.rs"]
+mod tests;

@@ -1,0 +1,129 @@
+//! The tensor maps the TMA kernel ([`super::tma`]) reads its operands through, encoded on the
+//! host by the driver for the buffers of one launch (a map holds its tensor's address).
+//!
+//! * Activations, NHWC (`im2col` mode): a 4-D tensor (C, W, H, N), innermost first. The
+//!   pixel box's lower corner is minus the padding and its upper corner the padding less the
+//!   dilated filter's extent (in W and H), so that the box walked with the convolution's
+//!   stride as the traversal stride has exactly OW x OH positions: the top-left input pixel of
+//!   each output pixel's window. A copy is 64 pixels x 128 bytes of channels, swizzled in
+//!   128-byte rows; positions outside the tensor read zeros.
+//! * Filter, OHWI (tiled mode): a 4-D tensor (C, KW, KH, O) read in boxes of 128 bytes of
+//!   channels x one tap x `bn` output channels, swizzled the same way; output channels and
+//!   channels past the tensor read zeros.
+
+use cudarc::driver::sys::{
+    self, CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave,
+    CUtensorMapL2promotion, CUtensorMapSwizzle,
+};
+use cudarc::driver::DeviceRepr;
+use layoutkit_core::DType;
+
+use super::tma::{step_channels, PIXELS_PER_COPY};
+use super::{ConvKernel, HopperTile};
+use crate::Error;
+
+/// An encoded tensor map (the driver's 128-byte `CUtensorMap`, 64-byte aligned), passed to the
+/// kernel by value.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+pub struct TensorMap([u64; 16]);
+
+// SAFETY: plain bytes, 128 of them, matching the kernel's `const __grid_constant__ TMap`
+// parameter (a 64-byte-aligned struct of 16 u64).
+unsafe impl DeviceRepr for TensorMap {}
+
+/// The driver's element type for `t` (int8 as bytes: TMA only copies them).
+fn data_type(t: DType) -> CUtensorMapDataType {
+    match t {
+        DType::F16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        DType::BF16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        _ => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+    }
+}
+
+/// The im2col tensor map of `kernel`'s NHWC activations at device address `x`.
+///
+/// Contract: [`super::tma_applies`] holds for `kernel`; `x` is 16-byte aligned. Errors are the
+/// driver's (an invalid map).
+pub fn activation_map(kernel: &ConvKernel, x: u64) -> Result<TensorMap, Error> {
+    let s = &kernel.shape;
+    let c = &s.conv;
+    let e = kernel.input.size_bytes() as u64;
+    let dims = [s.c as u64, s.w as u64, s.h as u64, s.n as u64];
+    let row = s.c as u64 * e;
+    let strides = [row, row * s.w as u64, row * (s.w * s.h) as u64];
+    // W first, then H.
+    let extent = |i: usize, k: usize| ((k - 1) * c.dilation[i]) as i32;
+    let lower = [-(c.padding[1] as i32), -(c.padding[0] as i32)];
+    let upper = [
+        c.padding[1] as i32 - extent(1, s.kw),
+        c.padding[0] as i32 - extent(0, s.kh),
+    ];
+    let element_strides = [1u32, c.stride[1] as u32, c.stride[0] as u32, 1];
+    let mut map = TensorMap([0; 16]);
+    // SAFETY: every pointer addresses an array of the length the driver reads for a rank-4
+    // map (4 dims, 3 strides, 2 corners, 4 element strides); `map` is 128 bytes, 64-aligned.
+    let r = unsafe {
+        sys::cuTensorMapEncodeIm2col(
+            map.0.as_mut_ptr().cast(),
+            data_type(kernel.input),
+            4,
+            x as *mut std::ffi::c_void,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            lower.as_ptr(),
+            upper.as_ptr(),
+            step_channels(kernel.input) as u32,
+            PIXELS_PER_COPY as u32,
+            element_strides.as_ptr(),
+            CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+            CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    check(r, "cuTensorMapEncodeIm2col")?;
+    Ok(map)
+}
+
+/// The tiled tensor map of `kernel`'s OHWI filter at device address `w`, in boxes of `tile.bn`
+/// output channels.
+///
+/// Contract: as [`activation_map`].
+pub fn filter_map(kernel: &ConvKernel, tile: &HopperTile, w: u64) -> Result<TensorMap, Error> {
+    let s = &kernel.shape;
+    let e = kernel.input.size_bytes() as u64;
+    let dims = [s.c as u64, s.kw as u64, s.kh as u64, s.o as u64];
+    let row = s.c as u64 * e;
+    let strides = [row, row * s.kw as u64, row * (s.kw * s.kh) as u64];
+    let boxes = [step_channels(kernel.input) as u32, 1, 1, tile.bn as u32];
+    let element_strides = [1u32; 4];
+    let mut map = TensorMap([0; 16]);
+    // SAFETY: as in `activation_map` (4 dims, 3 strides, 4 box extents, 4 element strides).
+    let r = unsafe {
+        sys::cuTensorMapEncodeTiled(
+            map.0.as_mut_ptr().cast(),
+            data_type(kernel.input),
+            4,
+            w as *mut std::ffi::c_void,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            boxes.as_ptr(),
+            element_strides.as_ptr(),
+            CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    check(r, "cuTensorMapEncodeTiled")?;
+    Ok(map)
+}
+
+fn check(r: sys::CUresult, call: &str) -> Result<(), Error> {
+    if r == sys::CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(Error::driver(call, r))
+    }
+}
