@@ -7,8 +7,9 @@ use crate::conv::splitk::{reduce_grid, reduce_source, workspace_bytes, REDUCE_TH
 use crate::conv::tma_map::{activation_map, filter_map, TensorMap};
 use crate::conv::{
     block, conv_source, depthwise_applies, depthwise_launch, depthwise_source, direct_grid,
-    direct_source, direct_unsupported_reason, grid, hopper_plan, hopper_source,
+    direct_source, direct_unsupported_reason, grid, hopper_plan_with, hopper_source,
     hopper_unsupported_reason, unsupported_reason, ConvKernel, HopperTile, DIRECT_THREADS,
+    MIN_TMA_STEPS,
 };
 use crate::{Cuda, Error, Timing};
 
@@ -104,7 +105,9 @@ impl Cuda {
     /// sm_90 when it takes the problem (unless `LAYOUTKIT_CONV_WGMMA=0`; its tile and splits
     /// of K from [`hopper_plan`] unless `LAYOUTKIT_CONV_TILE=BMxBNxSTAGES` sets the tile, with
     /// the splits chosen for it, or `LAYOUTKIT_CONV_SPLITK=N` the splits; its loads by TMA
-    /// from a producer warp where [`crate::conv::tma_applies`], unless `LAYOUTKIT_CONV_TMA=0`),
+    /// from a producer warp where [`crate::conv::tma_applies`] and K has at least
+    /// [`MIN_TMA_STEPS`] steps, or wherever it applies with `LAYOUTKIT_CONV_TMA=1`, never with
+    /// `LAYOUTKIT_CONV_TMA=0`; its tile then from [`hopper_plan_with`]),
     /// else the `mma.sync` kernel, else the direct one.
     ///
     /// Contract: errors (naming the tensor-core kernel's reason) for problems no kernel takes
@@ -113,21 +116,26 @@ impl Cuda {
         let (major, _) = self.conv_capability()?;
         let wgmma = std::env::var("LAYOUTKIT_CONV_WGMMA").as_deref() != Ok("0");
         if major == 9 && wgmma && hopper_unsupported_reason(kernel).is_none() {
+            let steps = crate::conv::HopperK::of(kernel).steps(kernel);
+            let tma = crate::conv::tma_applies(kernel)
+                && match std::env::var("LAYOUTKIT_CONV_TMA").as_deref() {
+                    Ok("0") => false,
+                    Ok("1") => true,
+                    _ => steps >= MIN_TMA_STEPS,
+                };
             let mut tile = match tile_from_env()? {
                 Some(t) => {
-                    let steps = crate::conv::HopperK::of(kernel).steps(kernel);
                     let splits = crate::conv::splitk::splits_for(&t, &kernel.shape, steps);
                     t.with_splits(splits).expect("splits_for stays in range")
                 }
-                None => hopper_plan(kernel),
+                None => hopper_plan_with(kernel, tma),
             };
             if let Some(splits) = splits_from_env()? {
                 tile = tile
                     .with_splits(splits)
                     .expect("checked by splits_from_env");
             }
-            let tma = std::env::var("LAYOUTKIT_CONV_TMA").as_deref() != Ok("0");
-            if tma && crate::conv::tma_applies(kernel) {
+            if tma {
                 tile = tile.with_tma(true).unwrap_or(tile);
             }
             return Ok(ConvPath::Hopper(tile));

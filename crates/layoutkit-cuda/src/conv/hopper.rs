@@ -127,9 +127,15 @@ impl HopperTile {
 
     /// Blocks of this tile that fit on one SM at once: as many as the shared memory holds, at
     /// most two (the registers of two blocks of up to 256 threads), and one where each thread
-    /// keeps 128 sums (the 256-column tile: 128 registers per thread are two blocks' share).
+    /// keeps 128 sums (the 256-column tile: 128 registers per thread are two blocks' share),
+    /// or with `tma` more than 64.
     pub(super) fn resident(&self) -> usize {
         if self.mr * self.bn / 2 >= 128 {
+            return 1;
+        }
+        // Two blocks of 288 threads leave each thread about 100 registers: 64 sums fit, the
+        // 80 of a 160-column tile do not (ptxas refuses the `wgmma`).
+        if self.tma && self.mr * self.bn / 2 > 64 {
             return 1;
         }
         (SMEM_PER_SM / self.shared_bytes()).clamp(1, 2)
@@ -226,13 +232,34 @@ const MIN_STEPS_PER_WIDE_SPLIT: usize = 7;
 /// 1024-channel 1x1 layers), where the workspace's traffic and the second launch outweigh
 /// the wider tile.
 pub fn hopper_plan(kernel: &ConvKernel) -> HopperTile {
+    hopper_plan_with(kernel, false)
+}
+
+/// The fewest K steps for which the TMA kernel is the better choice. Measured on an H200
+/// (every layer of three networks at batch 8 and 64 in NHWC, both kernels with the tile
+/// rule's tiles, `bench/results/conv.md`): the TMA kernel ran 1.1-1.5x faster on layers of 6 K
+/// steps or more, within 5% either way at 3-4, and up to 1.5x slower at 1-2 (a block's
+/// fixed costs, the barriers' set-up and the first copies' latency from one thread, are
+/// then most of its time).
+pub const MIN_TMA_STEPS: usize = 4;
+
+/// [`hopper_plan`] for the TMA kernel when `tma` ([`HopperTile::tma`] set on the tile): the
+/// same rule over the TMA kernel's candidates, in which 256 x 128 takes the place of 128 x 256
+/// (same blocks; measured faster in the TMA kernel on every layer of ResNet-50 and VGG-16 at
+/// batch 64 whose rule tile was 128 x 256 but two, by up to 1.2x).
+///
+/// Contract: with `tma`, [`super::tma_applies`] holds for `kernel`.
+pub fn hopper_plan_with(kernel: &ConvKernel, tma: bool) -> HopperTile {
     let s = &kernel.shape;
     let steps = HopperK::of(kernel).steps(kernel);
     let split = |t: &HopperTile| {
         t.with_splits(splits_for(t, s, steps))
             .expect("splits_for stays in range")
     };
-    let candidates = candidate_tiles(s);
+    let candidates: Vec<HopperTile> = candidate_tiles(s, tma)
+        .into_iter()
+        .map(|t| t.with_tma(tma).unwrap_or(t))
+        .collect();
     for t in &candidates {
         if t.fill(s) >= MIN_FILL {
             return split(t);
@@ -256,14 +283,19 @@ pub fn hopper_plan(kernel: &ConvKernel) -> HopperTile {
 /// three stages, and 64 rows with four (measured on MobileNetV2's pointwise layers at batch 8,
 /// 32 and 64, every tile forced: 1.1-1.5x over the 64- or 128-column tile, whose last columns
 /// computed zeros; `bench/results/conv.md`).
-fn candidate_tiles(s: &ConvShape) -> Vec<HopperTile> {
+fn candidate_tiles(s: &ConvShape, tma: bool) -> Vec<HopperTile> {
     let fitted = s.o.next_multiple_of(32);
     let narrow = (!s.o.is_multiple_of(64) && s.o < 256)
         .then_some([(128, fitted, 3, 0), (64, fitted, 4, 1)])
         .into_iter()
         .flatten();
+    let widest = if tma {
+        (256, 128, 4, 1)
+    } else {
+        (128, 256, 4, 1)
+    };
     let standard = [
-        (128, 256, 4, 1),
+        widest,
         (128, 128, 3, 0),
         (128, 128, 4, 1),
         (128, 64, 3, 0),
@@ -271,7 +303,7 @@ fn candidate_tiles(s: &ConvShape) -> Vec<HopperTile> {
         (64, 64, 4, 1),
     ]
     .into_iter()
-    .filter(|&(_, bn, _, _)| bn <= s.o.max(64));
+    .filter(|&(bm, bn, _, _)| bn <= s.o.max(64) && (bm < 256 || s.o >= 256));
     narrow
         .chain(standard)
         .filter_map(|(bm, bn, st, f)| HopperTile::new(bm, bn, st)?.with_in_flight(f))
@@ -296,7 +328,7 @@ fn most_blocks(candidates: &[HopperTile], s: &ConvShape) -> HopperTile {
 /// GPU (128 x 256 at 98 blocks for 132 SMs); two blocks per SM won by 5% where there are waves
 /// enough for them, and lost where there are not.
 pub fn hopper_tile(s: &ConvShape) -> HopperTile {
-    let candidates = candidate_tiles(s);
+    let candidates = candidate_tiles(s, false);
     candidates
         .iter()
         .find(|t| t.fill(s) >= MIN_FILL)

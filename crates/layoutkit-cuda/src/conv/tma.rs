@@ -93,6 +93,19 @@ pub fn tma_unsupported_reason(k: &ConvKernel) -> Option<String> {
     None
 }
 
+/// Whether the activations of `k` are read as a plain matrix (pixels x channels, a tiled
+/// 2-D box per copy) rather than through im2col: a 1x1 filter with stride 1 and no padding,
+/// where the implicit GEMM is an explicit one. `LAYOUTKIT_CONV_TMA_IM2COL=1` reads them
+/// through im2col anyway (to compare the two).
+pub fn plain_rows(k: &ConvKernel) -> bool {
+    let s = &k.shape;
+    s.kh == 1
+        && s.kw == 1
+        && s.conv.stride == [1, 1]
+        && s.conv.padding == [0, 0]
+        && std::env::var("LAYOUTKIT_CONV_TMA_IM2COL").as_deref() != Ok("1")
+}
+
 /// Whether the TMA kernel takes `k`.
 pub fn tma_applies(k: &ConvKernel) -> bool {
     super::hopper_unsupported_reason(k).is_none() && tma_unsupported_reason(k).is_none()
@@ -118,6 +131,9 @@ __device__ __forceinline__ void mbar_wait(unsigned long long* b, unsigned parity
 __device__ __forceinline__ void tma_im2col(void* dst, const TMap* m, int c, int w, int h, int n, unsigned short ow, unsigned short oh, unsigned long long* b) {\n\
   asm volatile(\"cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};\"\n\
     :: \"r\"(saddr(dst)), \"l\"((unsigned long long)m), \"r\"(c), \"r\"(w), \"r\"(h), \"r\"(n), \"r\"(saddr(b)), \"h\"(ow), \"h\"(oh) : \"memory\");\n}\n\
+__device__ __forceinline__ void tma_rows(void* dst, const TMap* m, int c, int row, unsigned long long* b) {\n\
+  asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\"\n\
+    :: \"r\"(saddr(dst)), \"l\"((unsigned long long)m), \"r\"(c), \"r\"(row), \"r\"(saddr(b)) : \"memory\");\n}\n\
 __device__ __forceinline__ void tma_tile(void* dst, const TMap* m, int c, int x, int y, int z, unsigned long long* b) {\n\
   asm volatile(\"cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];\"\n\
     :: \"r\"(saddr(dst)), \"l\"((unsigned long long)m), \"r\"(c), \"r\"(x), \"r\"(y), \"r\"(z), \"r\"(saddr(b)) : \"memory\");\n}\n",
@@ -202,12 +218,25 @@ pub fn tma_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
     }
     let _ = writeln!(
         k,
-        "  if (tid == 0) {{\n    for (int i = 0; i < {stages}; ++i) {{ mbar_init(full + i, 1); mbar_init(empty + i, {consumer_warps}); }}\n    asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n  }}\n  __syncthreads();"
+        "  if (tid == {threads}) {{\n    asm volatile(\"prefetch.tensormap [%0];\" :: \"l\"((unsigned long long)&tx) : \"memory\");\n    asm volatile(\"prefetch.tensormap [%0];\" :: \"l\"((unsigned long long)&tw) : \"memory\");\n  }}\n  if (tid == 0) {{\n    for (int i = 0; i < {stages}; ++i) {{ mbar_init(full + i, 1); mbar_init(empty + i, {consumer_warps}); }}\n    asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n  }}\n  __syncthreads();"
     );
     // The producer warp: one thread issues every copy. A 64-row group's first pixel gives the
     // im2col coordinates (its window's top-left corner in the input); the hardware walks the
     // group's next pixels from there.
     let (ohw, ow) = (s.oh * s.ow, s.ow);
+    let a_copy = if plain_rows(kernel) {
+        format!(
+            "tma_rows(sa + i * {}, &tx, c0, m0 + i * {PIXELS_PER_COPY}, full + st)",
+            PIXELS_PER_COPY * 128
+        )
+    } else {
+        format!(
+            "tma_im2col(sa + i * {}, &tx, c0, cw[i], ch[i], cn[i], (unsigned short)(sx * {}), (unsigned short)(r * {}), full + st)",
+            PIXELS_PER_COPY * 128,
+            c.dilation[1],
+            c.dilation[0]
+        )
+    };
     let _ = writeln!(
         k,
         "  if (warp == {consumer_warps}) {{\n    if (lane == 0) {{\n      int cw[{groups}], ch[{groups}], cn[{groups}];\n      #pragma unroll\n      for (int i = 0; i < {groups}; ++i) {{\n        const int p = m0 + i * {PIXELS_PER_COPY}, q = p % {ohw};\n        cn[i] = p / {ohw}; ch[i] = (q / {ow}) * {} - {}; cw[i] = (q % {ow}) * {} - {};\n      }}",
@@ -215,10 +244,7 @@ pub fn tma_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
     );
     let _ = writeln!(
         k,
-        "      for (int u = 0; u < nsteps; ++u) {{\n        const int st = u % {stages};\n        if (u >= {stages}) mbar_wait(empty + st, ((u / {stages}) + 1) & 1);\n        const int t = t0 + u, rs = t / {chunks}, c0 = (t % {chunks}) * {per_step}, r = rs / {kw}, sx = rs % {kw};\n        unsigned char* sa = smem + st * {stage_bytes};\n        mbar_expect(full + st, {stage_bytes});\n        #pragma unroll\n        for (int i = 0; i < {groups}; ++i)\n          tma_im2col(sa + i * {}, &tx, c0, cw[i], ch[i], cn[i], (unsigned short)(sx * {}), (unsigned short)(r * {}), full + st);\n        tma_tile(sa + {}, &tw, c0, sx, r, n0, full + st);\n      }}\n    }}\n    return;\n  }}",
-        PIXELS_PER_COPY * 128,
-        c.dilation[1],
-        c.dilation[0],
+        "      for (int u = 0; u < nsteps; ++u) {{\n        const int st = u % {stages};\n        if (u >= {stages}) mbar_wait(empty + st, ((u / {stages}) + 1) & 1);\n        const int t = t0 + u, rs = t / {chunks}, c0 = (t % {chunks}) * {per_step}, r = rs / {kw}, sx = rs % {kw};\n        unsigned char* sa = smem + st * {stage_bytes};\n        mbar_expect(full + st, {stage_bytes});\n        #pragma unroll\n        for (int i = 0; i < {groups}; ++i)\n          {a_copy};\n        tma_tile(sa + {}, &tw, c0, sx, r, n0, full + st);\n      }}\n    }}\n    return;\n  }}",
         bm * 128,
         kw = s.kw
     );

@@ -18,7 +18,7 @@ use cudarc::driver::sys::{
 use cudarc::driver::DeviceRepr;
 use layoutkit_core::DType;
 
-use super::tma::{step_channels, PIXELS_PER_COPY};
+use super::tma::{plain_rows, step_channels, PIXELS_PER_COPY};
 use super::{ConvKernel, HopperTile};
 use crate::Error;
 
@@ -46,6 +46,9 @@ fn data_type(t: DType) -> CUtensorMapDataType {
 /// Contract: [`super::tma_applies`] holds for `kernel`; `x` is 16-byte aligned. Errors are the
 /// driver's (an invalid map).
 pub fn activation_map(kernel: &ConvKernel, x: u64) -> Result<TensorMap, Error> {
+    if plain_rows(kernel) {
+        return rows_map(kernel, x);
+    }
     let s = &kernel.shape;
     let c = &s.conv;
     let e = kernel.input.size_bytes() as u64;
@@ -113,6 +116,37 @@ pub fn filter_map(kernel: &ConvKernel, tile: &HopperTile, w: u64) -> Result<Tens
             CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
             CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
             CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    check(r, "cuTensorMapEncodeTiled")?;
+    Ok(map)
+}
+
+/// The activations of a 1x1 convolution with stride 1 and no padding as a plain matrix: a 2-D
+/// tensor (C, N x H x W) read in boxes of 128 bytes of channels x 64 pixels.
+fn rows_map(kernel: &ConvKernel, x: u64) -> Result<TensorMap, Error> {
+    let s = &kernel.shape;
+    let e = kernel.input.size_bytes() as u64;
+    let dims = [s.c as u64, (s.n * s.h * s.w) as u64];
+    let strides = [s.c as u64 * e];
+    let boxes = [step_channels(kernel.input) as u32, PIXELS_PER_COPY as u32];
+    let element_strides = [1u32; 2];
+    let mut map = TensorMap([0; 16]);
+    // SAFETY: as in `activation_map` (2 dims, 1 stride, 2 box extents, 2 element strides).
+    let r = unsafe {
+        sys::cuTensorMapEncodeTiled(
+            map.0.as_mut_ptr().cast(),
+            data_type(kernel.input),
+            2,
+            x as *mut std::ffi::c_void,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            boxes.as_ptr(),
+            element_strides.as_ptr(),
+            CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
             CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
         )
     };

@@ -66,7 +66,9 @@ fn the_tma_kernel_takes_nhwc_with_whole_steps_or_a_1x1_filter() {
     let mut wide = kernel(64, 64, 3, DType::F16);
     wide.shape.conv.dilation = [70; 2];
     wide.shape.conv.padding = [0; 2];
-    assert!(tma_unsupported_reason(&wide).unwrap().contains("-128..=127"));
+    assert!(tma_unsupported_reason(&wide)
+        .unwrap()
+        .contains("-128..=127"));
     let mut far = kernel(64, 64, 1, DType::F16);
     far.shape.conv.stride = [9, 1];
     assert!(tma_unsupported_reason(&far).unwrap().contains("at most 8"));
@@ -120,6 +122,32 @@ fn int8_steps_are_128_channels_and_split_k_writes_partial_sums() {
     assert!(src.contains("m64n128k32.s32.s8.s8"));
     assert!(src.contains("rs = t / 2, c0 = (t % 2) * 128"));
     assert!(src.contains("blockIdx.z * 18 / 3"));
-    assert!(src.contains("(int*)part"), "i32 partial sums to the workspace");
+    assert!(
+        src.contains("(int*)part"),
+        "i32 partial sums to the workspace"
+    );
     assert!(src.contains("if (warp == 4) {"));
+}
+
+#[test]
+fn the_tma_plan_puts_256_x_128_where_the_other_puts_128_x_256() {
+    use crate::conv::{hopper_plan, hopper_plan_with};
+    // Batch 64, 256 -> 256 3x3 on 14x14: 128 x 256 for the cp.async kernel, as many blocks
+    // of 256 x 128 for the TMA kernel.
+    let mut k = kernel(256, 256, 3, DType::F16);
+    k.shape.n = 64;
+    let plain = hopper_plan(&k);
+    let tma = hopper_plan_with(&k, true);
+    assert_eq!((plain.bm, plain.bn, plain.tma), (128, 256, false));
+    assert_eq!((tma.bm, tma.bn, tma.stages, tma.tma), (256, 128, 4, true));
+    let blocks = |t: &HopperTile| {
+        let (x, y, z) = t.grid(&k.shape);
+        x * y * z
+    };
+    assert_eq!(blocks(&plain), blocks(&tma));
+    // O = 128: no 256-row tile (it only replaces the 256-column one).
+    let mut narrow = k;
+    narrow.shape.o = 128;
+    let t = hopper_plan_with(&narrow, true);
+    assert!(t.bm <= 128 && t.tma, "{t:?}");
 }
