@@ -73,7 +73,7 @@ fn int8_hopper_kernel_is_exact() {
                 if unsupported_reason(&kernel).is_none() {
                     paths.push(ConvPath::TensorCore);
                 }
-                let paths = with_tma_variants(&kernel, paths);
+                let paths = with_tma_variants(&kernel, paths, usize::MAX);
                 checked += check(
                     &cuda,
                     &kernel,

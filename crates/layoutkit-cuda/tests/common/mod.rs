@@ -249,21 +249,21 @@ pub fn hopper_paths(
     paths
 }
 
-/// `paths` and, after them, the TMA variant of each Hopper path that loads with `cp.async`,
-/// where the TMA kernel takes `kernel` (each tile is then checked in both kernels).
+/// `paths` and, after them, the TMA variant of each of the first `limit` Hopper paths that
+/// load with `cp.async`, where the TMA kernel takes `kernel` (those tiles are then checked in
+/// both kernels; a limit keeps the longest test inside the GPU run's time).
 pub fn with_tma_variants(
     kernel: &layoutkit_cuda::conv::ConvKernel,
     paths: Vec<ConvPath>,
+    limit: usize,
 ) -> Vec<ConvPath> {
     let mut all = paths.clone();
     if layoutkit_cuda::conv::tma_applies(kernel) {
-        for p in paths {
-            if let ConvPath::Hopper(t) = p {
-                if let Some(t) = t.with_tma(true).filter(|_| !t.tma) {
-                    all.push(ConvPath::Hopper(t));
-                }
-            }
-        }
+        let hopper = paths.into_iter().filter_map(|p| match p {
+            ConvPath::Hopper(t) if !t.tma => t.with_tma(true),
+            _ => None,
+        });
+        all.extend(hopper.take(limit).map(ConvPath::Hopper));
     }
     all
 }
