@@ -21,7 +21,8 @@
 //! groups run the same implicit GEMM with warpgroup MMA ([`hopper_source`]): NHWC and
 //! NC/32HW32 with any channel count, NCHW with channel counts the `mma.sync` kernel does not
 //! take (the stem's three), K split among blocks where the output tiles are few
-//! ([`splitk`]). What the tensor-core kernels do not take (groups, depthwise, and before Hopper
+//! ([`splitk`]); NHWC layers of 4 K steps or more load their operands by TMA from a producer
+//! warp instead of `cp.async` from every thread ([`tma`]). What the tensor-core kernels do not take (groups, depthwise, and before Hopper
 //! channel counts that are not multiples of 32) runs in a direct kernel ([`direct_source`]: one
 //! thread per output, f32 sums), depthwise layers in NHWC and NCHW in a kernel of their own
 //! ([`depthwise_source`]: a run of outputs per thread sharing the input columns they read).

@@ -103,7 +103,7 @@ impl Cuda {
 
     /// The kernel [`Cuda::conv2d_timed`] runs `kernel` with on this GPU: the Hopper kernel on
     /// sm_90 when it takes the problem (unless `LAYOUTKIT_CONV_WGMMA=0`; its tile and splits
-    /// of K from [`hopper_plan`] unless `LAYOUTKIT_CONV_TILE=BMxBNxSTAGES` sets the tile, with
+    /// of K from [`crate::conv::hopper_plan`] unless `LAYOUTKIT_CONV_TILE=BMxBNxSTAGES` sets the tile, with
     /// the splits chosen for it, or `LAYOUTKIT_CONV_SPLITK=N` the splits; its loads by TMA
     /// from a producer warp where [`crate::conv::tma_applies`] and K has at least
     /// [`MIN_TMA_STEPS`] steps, or wherever it applies with `LAYOUTKIT_CONV_TMA=1`, never with

@@ -19,7 +19,7 @@
 //!   stage are done). The producer runs `stages` steps ahead of the slowest warpgroup with no
 //!   block-wide barrier in the loop; each warpgroup keeps one group of multiplies in flight
 //!   and releases a stage one step after it was read.
-//! * The epilogue is [`super::staged`]'s (or the direct one where the staged tile does not
+//! * The epilogue is the staged one (`staged.rs`) (or the direct one where the staged tile does not
 //!   fit), synchronised among the consumer warpgroups with a named barrier: the producer warp
 //!   has left once its last copy is issued.
 //!
