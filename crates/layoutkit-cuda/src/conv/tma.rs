@@ -19,9 +19,9 @@
 //!   stage are done). The producer runs `stages` steps ahead of the slowest warpgroup with no
 //!   block-wide barrier in the loop; each warpgroup keeps one group of multiplies in flight
 //!   and releases a stage one step after it was read.
-//! * The epilogue is the staged one (`staged.rs`) (or the direct one where the staged tile does not
-//!   fit), synchronised among the consumer warpgroups with a named barrier: the producer warp
-//!   has left once its last copy is issued.
+//! * The epilogue is the staged one (`staged.rs`; the direct one where the staged tile does not
+//!   fit), synchronised among the warpgroups with a named barrier: the producer warp has left
+//!   once its last copy is issued.
 //!
 //! K is walked one tap and 128 bytes of channels per step (64 f16 or bf16, 128 int8), the
 //! same steps as [`super::HopperK`] where the kernel applies ([`tma_applies`]), so the tile
