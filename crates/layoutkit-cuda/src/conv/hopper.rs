@@ -545,29 +545,36 @@ pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
         tile.in_flight
     );
     k.push_str("  asm volatile(\"wgmma.wait_group.sync.aligned 0;\\n\" ::: \"memory\");\n");
-    let row = format!("wg * {} + (warp & 3) * 16", mr * 64);
-    let what = if splits > 1 {
+    hopper_epilogue(&mut k, kernel, tile, "__syncthreads();");
+    k
+}
+
+/// Ends a Hopper kernel's body after its last `wgmma` group is waited for: the staged
+/// epilogue where the tile fits the stages (`sync` the barrier among the threads that run it),
+/// else the direct one; partial sums to the workspace with a split of K, else the output.
+pub(super) fn hopper_epilogue(k: &mut String, kernel: &ConvKernel, tile: &HopperTile, sync: &str) {
+    let row = format!("wg * {} + (warp & 3) * 16", tile.mr * 64);
+    let what = if tile.splits > 1 {
         Staged::Partial
     } else {
         Staged::Output
     };
     if staged_fits(kernel, tile, what) {
-        staged_epilogue(&mut k, kernel, tile, &row, what, "__syncthreads();");
-        return k;
+        staged_epilogue(k, kernel, tile, &row, what, sync);
+        return;
     }
     let frags = Frags {
-        mi: mr,
-        ni: bn / 8,
+        mi: tile.mr,
+        ni: tile.bn / 8,
         row0: format!("m0 + {row}"),
         mstride: 64,
         col0: "n0".into(),
     };
-    if splits > 1 {
-        partial_epilogue(&mut k, kernel, &frags);
+    if tile.splits > 1 {
+        partial_epilogue(k, kernel, &frags);
     } else {
-        epilogue(&mut k, kernel, &frags);
+        epilogue(k, kernel, &frags);
     }
-    k
 }
 
 #[cfg(test)]

@@ -31,11 +31,8 @@ use std::fmt::Write;
 
 use layoutkit_core::DType;
 
-use super::hopper::{wgmma_function, HopperTile};
+use super::hopper::{hopper_epilogue, wgmma_function, HopperTile};
 use super::requant::q8_function;
-use super::source::{epilogue, Frags};
-use super::splitk::partial_epilogue;
-use super::staged::{staged_epilogue, staged_fits, Staged};
 use super::{ConvKernel, ConvLayout};
 
 /// Pixels per im2col copy (a 64-row group of the tile, one `wgmma` M).
@@ -272,29 +269,8 @@ pub fn tma_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
         "    asm volatile(\"wgmma.wait_group.sync.aligned 1;\\n\" ::: \"memory\");\n    if (u > 0 && lane == 0) mbar_arrive(empty + (u - 1) % {stages});\n  }}"
     );
     k.push_str("  asm volatile(\"wgmma.wait_group.sync.aligned 0;\\n\" ::: \"memory\");\n");
-    let row = format!("wg * {} + (warp & 3) * 16", mr * 64);
-    let what = if splits > 1 {
-        Staged::Partial
-    } else {
-        Staged::Output
-    };
-    if staged_fits(kernel, tile, what) {
-        let sync = format!("asm volatile(\"bar.sync 1, {threads};\" ::: \"memory\");");
-        staged_epilogue(&mut k, kernel, tile, &row, what, &sync);
-        return k;
-    }
-    let frags = Frags {
-        mi: mr,
-        ni: bn / 8,
-        row0: format!("m0 + {row}"),
-        mstride: 64,
-        col0: "n0".into(),
-    };
-    if splits > 1 {
-        partial_epilogue(&mut k, kernel, &frags);
-    } else {
-        epilogue(&mut k, kernel, &frags);
-    }
+    let sync = format!("asm volatile(\"bar.sync 1, {threads};\" ::: \"memory\");");
+    hopper_epilogue(&mut k, kernel, tile, &sync);
     k
 }
 

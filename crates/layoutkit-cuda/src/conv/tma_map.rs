@@ -100,27 +100,8 @@ pub fn filter_map(kernel: &ConvKernel, tile: &HopperTile, w: u64) -> Result<Tens
     let row = s.c as u64 * e;
     let strides = [row, row * s.kw as u64, row * (s.kw * s.kh) as u64];
     let boxes = [step_channels(kernel.input) as u32, 1, 1, tile.bn as u32];
-    let element_strides = [1u32; 4];
-    let mut map = TensorMap([0; 16]);
-    // SAFETY: as in `activation_map` (4 dims, 3 strides, 4 box extents, 4 element strides).
-    let r = unsafe {
-        sys::cuTensorMapEncodeTiled(
-            map.0.as_mut_ptr().cast(),
-            data_type(kernel.input),
-            4,
-            w as *mut std::ffi::c_void,
-            dims.as_ptr(),
-            strides.as_ptr(),
-            boxes.as_ptr(),
-            element_strides.as_ptr(),
-            CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-            CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
-            CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-            CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-        )
-    };
-    check(r, "cuTensorMapEncodeTiled")?;
-    Ok(map)
+    let promotion = CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+    tiled_map(kernel.input, w, (&dims, &strides, &boxes), promotion)
 }
 
 /// The activations of a 1x1 convolution with stride 1 and no padding as a plain matrix: a 2-D
@@ -131,22 +112,37 @@ fn rows_map(kernel: &ConvKernel, x: u64) -> Result<TensorMap, Error> {
     let dims = [s.c as u64, (s.n * s.h * s.w) as u64];
     let strides = [s.c as u64 * e];
     let boxes = [step_channels(kernel.input) as u32, PIXELS_PER_COPY as u32];
-    let element_strides = [1u32; 2];
+    let promotion = CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B;
+    tiled_map(kernel.input, x, (&dims, &strides, &boxes), promotion)
+}
+
+/// A tiled tensor map of `t` elements at `address`: extents `dims` (innermost first), byte
+/// `strides` of the outer dimensions, boxes of `boxes`, swizzled in 128-byte rows, zeros outside,
+/// with the L2 `promotion` given.
+fn tiled_map<const R: usize>(
+    t: DType,
+    address: u64,
+    (dims, strides, boxes): (&[u64; R], &[u64], &[u32; R]),
+    promotion: CUtensorMapL2promotion,
+) -> Result<TensorMap, Error> {
+    debug_assert_eq!(strides.len() + 1, R);
+    let element_strides = [1u32; R];
     let mut map = TensorMap([0; 16]);
-    // SAFETY: as in `activation_map` (2 dims, 1 stride, 2 box extents, 2 element strides).
+    // SAFETY: every pointer addresses an array of the length the driver reads for a rank-R map
+    // (R dims, R - 1 strides, R box extents, R element strides); `map` is 128 bytes, 64-aligned.
     let r = unsafe {
         sys::cuTensorMapEncodeTiled(
             map.0.as_mut_ptr().cast(),
-            data_type(kernel.input),
-            2,
-            x as *mut std::ffi::c_void,
+            data_type(t),
+            R as u32,
+            address as *mut std::ffi::c_void,
             dims.as_ptr(),
             strides.as_ptr(),
             boxes.as_ptr(),
             element_strides.as_ptr(),
             CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
             CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
-            CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+            promotion,
             CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
         )
     };
