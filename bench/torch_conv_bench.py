@@ -6,8 +6,10 @@ in NCHW and in NHWC (channels_last) and the faster of the two is the baseline. I
 captured in a CUDA graph (`launches` back-to-back convolutions per graph) and the graph replays
 are timed with CUDA events, so only GPU time counts: eager PyTorch spends 10-30 us of host time
 per call, more than a batch-1 convolution takes. Our kernels are timed by `layoutkit conv bench
---device cuda` in the same process run (CUDA events around back-to-back launches of the kernel
-alone: GPU time too), in NHWC, NCHW read in place, and NCHW through NHWC (our conversion of the
+--device cuda` in the same process run the same way (10 launches captured in a CUDA graph, the
+replays timed with CUDA events: GPU time only; with --host-launches, launches queued from the
+host instead, which counts our host's launch time where it exceeds the kernel's), in NHWC, NCHW
+read in place, and NCHW through NHWC (our conversion of the
 input, then the kernel reading NHWC and writing NCHW, timed together), and NCHW as `conv` plans
 it (one of those two routes). Medians of --repeats.
 
@@ -17,7 +19,7 @@ so both tools time the same layers. FLOP = 2 x MACs.
 
 Usage:
     bench/torch_conv_bench.py PATH/TO/layoutkit [--batches 1,8,32,64] [--repeats 20]
-        [--filter 3x3] [--json OUT.json]
+        [--filter 3x3] [--net all] [--host-launches] [--json OUT.json]
 
 Prints, per batch size, a Markdown table (cuDNN NCHW / NHWC / best, ours NHWC / NCHW, ratio to
 cuDNN's best, our kernel), the geometric mean of the ratio over the layers and the worst ten.
@@ -59,11 +61,13 @@ def graph_timed(fn, repeats, launches=10):
     return times[len(times) // 2]
 
 
-def ours_for_batch(exe, batch, repeats, filt, net):
+def ours_for_batch(exe, batch, repeats, filt, net, host_launches):
     cmd = [exe, "conv", "bench", "--device", "cuda", "--net", net, "--batch", str(batch), "--repeats", str(repeats),
            "--layouts", "NHWC,NCHW,NCHW>NHWC,NCHW-planned", "--types", "f16", "--json"]
     if filt:
         cmd += ["--filter", filt]
+    if host_launches:
+        cmd += ["--host-launches"]
     doc = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
     return {(r["layer"], r["layout"]): r for r in doc["results"]}
 
@@ -81,6 +85,8 @@ def main():
     ap.add_argument("--filter", default=None)
     ap.add_argument("--net", default="all", help="resnet50, vgg16, mobilenetv2 or all (as `conv bench --net`)")
     ap.add_argument("--json", default=None, help="write every measurement here")
+    ap.add_argument("--host-launches", action="store_true",
+                    help="time our kernels as launched from the host, not in a CUDA graph")
     args = ap.parse_args()
     cmd = [args.layoutkit, "conv", "bench", "--list", "--json", "--net", args.net]
     if args.filter:
@@ -89,10 +95,11 @@ def main():
     torch.backends.cudnn.benchmark = True
     dev = torch.device("cuda")
     print(f"GPU: {torch.cuda.get_device_name(0)}, PyTorch {torch.__version__}, cuDNN "
-          f"{torch.backends.cudnn.version()}; f16, TFLOP/s (GPU time only on both sides)\n")
+          f"{torch.backends.cudnn.version()}; f16, TFLOP/s (cuDNN: GPU time only; ours: "
+          f"{'launched from the host' if args.host_launches else 'GPU time only'})\n")
     everything = []
     for batch in [int(b) for b in args.batches.split(",")]:
-        ours = ours_for_batch(args.layoutkit, batch, args.repeats, args.filter, args.net)
+        ours = ours_for_batch(args.layoutkit, batch, args.repeats, args.filter, args.net, args.host_launches)
         print(f"### batch {batch}\n")
         print("| layer | cuDNN NCHW | cuDNN NHWC | cuDNN best | ours NHWC | ours NCHW in place "
               "| ours NCHW via NHWC | ours NCHW as planned (route) | ours / cuDNN best "
@@ -149,6 +156,7 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
+                       "ours_launches": "host" if args.host_launches else "graph",
                        "cudnn": torch.backends.cudnn.version(), "rows": everything}, f, indent=1)
 
 

@@ -13,13 +13,14 @@ use layoutkit_core::plan::ConversionPlan;
 use layoutkit_core::{parse_format, CastSpec, Dims};
 
 use crate::conv::{ConvKernel, ConvLayout};
-use crate::{Cuda, Error, Timing};
+use crate::{Cuda, Error, Launches, Timing};
 
 impl Cuda {
     /// Convolves NCHW activations `x` with the OHWI filter `w` through `kernel` (a kernel
     /// reading NHWC): each repetition converts `x` to NHWC, runs the kernel and, where the
     /// kernel writes NHWC (`out_layout`), converts its output to NCHW, all timed together
-    /// (CUDA events around `launches` back-to-back rounds; time per round). Returns the NCHW
+    /// (CUDA events around `launches`: a CUDA graph of that many rounds, or rounds queued from
+    /// the host; time per round). Returns the NCHW
     /// output of the kernel's output type.
     ///
     /// Contract: the output equals [`Cuda::conv2d_timed`]'s output for the NHWC kernel
@@ -32,7 +33,7 @@ impl Cuda {
         x: &[u8],
         w: &[u8],
         repeats: usize,
-        launches: usize,
+        launches: Launches,
     ) -> Result<(Vec<u8>, Timing), Error> {
         if kernel.layout != ConvLayout::Nhwc
             || !matches!(kernel.out_layout, ConvLayout::Nhwc | ConvLayout::Nchw)
@@ -88,13 +89,14 @@ impl Cuda {
             let (xnp, _d) = d_xn.device_ptr_mut(&self.stream);
             let (ynp, _e) = d_yn.device_ptr_mut(&self.stream);
             let (yp, _f) = d_y.device_ptr_mut(&self.stream);
-            let raw = self.stream.cu_stream();
-            self.timed(repeats, launches, || {
+            self.timed_launches(repeats, launches, |raw| {
                 // SAFETY: every buffer was allocated above with the size its plan or kernel
                 // needs (checked against `conv.bytes()`), and all live until the timing has
-                // synchronised; `raw` is this object's own stream.
+                // synchronised; `raw` is a live stream of this context (the wrapper does not
+                // own it), and the rounds never overlap in time.
+                let stream = unsafe { self.ctx.wrap_borrowed_stream(raw) };
                 unsafe {
-                    self.launch_all(&pre, xp, xnp, &self.stream)?;
+                    self.launch_all(&pre, xp, xnp, &stream)?;
                     if convert_back {
                         self.conv2d_on_stream(
                             &conv,
@@ -104,7 +106,7 @@ impl Cuda {
                             (ynp, y_bytes),
                             raw,
                         )?;
-                        self.launch_all(&post, ynp, yp, &self.stream)
+                        self.launch_all(&post, ynp, yp, &stream)
                     } else {
                         self.conv2d_on_stream(
                             &conv,

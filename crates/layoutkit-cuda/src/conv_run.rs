@@ -1,7 +1,7 @@
 //! Running the tensor-core convolution ([`crate::conv`]) on a [`Cuda`] device.
 
 use cudarc::driver::sys::{CUfunction_attribute_enum, CUstream};
-use cudarc::driver::{LaunchConfig, PushKernelArg};
+use cudarc::driver::{DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 
 use crate::conv::splitk::{reduce_grid, reduce_source, workspace_bytes, REDUCE_THREADS};
 use crate::conv::tma_map::{activation_map, filter_map, TensorMap};
@@ -11,7 +11,7 @@ use crate::conv::{
     hopper_unsupported_reason, unsupported_reason, ConvKernel, HopperTile, DIRECT_THREADS,
     MIN_TMA_STEPS,
 };
-use crate::{Cuda, Error, Timing};
+use crate::{Cuda, Error, Launches, Timing};
 
 /// The kernel that runs a convolution on a given GPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,7 +154,8 @@ impl Cuda {
     /// requantised int8 kernel only, ones where None), adds `bias` (O values) and applies
     /// ReLU when `kernel.relu`; returns the output in `kernel.out_layout` of `kernel.out`.
     /// Then runs `repeats` more times on the same device memory, each timed with CUDA events
-    /// around `launches` back-to-back launches (the time is per launch).
+    /// around `launches` (a CUDA graph of that many launches, GPU time only, or launches
+    /// queued from the host; the time is per launch, the split-K reduction included).
     ///
     /// The kernel is [`Cuda::conv_path`]'s: the Hopper kernel on sm_90 where it applies, else
     /// `mma.sync`; problems the tensor-core kernels do not take (see
@@ -173,7 +174,7 @@ impl Cuda {
         w: &[u8],
         (bias, scale): (Option<&[f32]>, Option<&[f32]>),
         repeats: usize,
-        launches: usize,
+        launches: Launches,
     ) -> Result<(Vec<u8>, Timing), Error> {
         let path = self.conv_path(kernel)?;
         self.conv2d_timed_with(kernel, path, x, w, (bias, scale), repeats, launches)
@@ -192,7 +193,7 @@ impl Cuda {
         w: &[u8],
         (bias, scale): (Option<&[f32]>, Option<&[f32]>),
         repeats: usize,
-        launches: usize,
+        launches: Launches,
     ) -> Result<(Vec<u8>, Timing), Error> {
         let conv = self.prepare_conv_with(kernel, path)?;
         if bias.is_some() != kernel.bias {
@@ -227,38 +228,29 @@ impl Cuda {
                 .map_err(|e| Error::driver("cuMemAlloc", e))
         };
         let mut d_y = alloc(conv.y_bytes)?;
-        let part = conv.workspace_address();
-        let address = |d: &cudarc::driver::CudaSlice<u8>| {
-            let (ptr, _sync) = cudarc::driver::DevicePtr::device_ptr(d, &self.stream);
-            ptr
+        let timing = {
+            let (xp, _x) = d_x.device_ptr(&self.stream);
+            let (wp, _w) = d_w.device_ptr(&self.stream);
+            let (bp, _b) = d_b.device_ptr(&self.stream);
+            let (yp, _y) = d_y.device_ptr_mut(&self.stream);
+            self.timed_launches(repeats, launches, |raw| {
+                // SAFETY: the buffers were allocated above with the sizes `conv` needs
+                // (checked by `check_sizes`), from CUDA's allocator (16-byte aligned), and
+                // live until the timing has synchronised; `raw` is a live stream of this
+                // context, and the runs never overlap in time (one stream at a time, the
+                // other finished first), so the workspace is never shared.
+                unsafe {
+                    self.conv2d_on_stream(
+                        &conv,
+                        (xp, conv.x_bytes),
+                        (wp, conv.w_bytes),
+                        bp,
+                        (yp, conv.y_bytes),
+                        raw,
+                    )
+                }
+            })?
         };
-        let maps = conv.tensor_maps(address(&d_x), address(&d_w))?;
-        let timing = self.timed(repeats, launches, || {
-            let mut b = self.stream.launch_builder(&conv.function);
-            if let Some((tx, tw)) = &maps {
-                b.arg(tx).arg(tw);
-            } else {
-                b.arg(&d_x).arg(&d_w);
-            }
-            b.arg(&mut d_y).arg(&d_b);
-            if matches!(conv.path, ConvPath::Hopper(_)) {
-                b.arg(&part);
-            }
-            // SAFETY: `conv` and `conv_direct` take (x, w, y, bias), `conv_wgmma` (x, w, y,
-            // bias, part) and `conv_wgmma_tma` (the maps of x and w, y, bias, part) as
-            // generated for `kernel`; the buffers have the sizes checked above,
-            // the workspace is the DeviceConv's own (launches on one stream share it), and
-            // the kernels guard every index.
-            unsafe { b.launch(conv.config) }.map_err(|e| Error::driver("cuLaunchKernel", e))?;
-            if let Some((f, cfg)) = &conv.reduce {
-                let mut r = self.stream.launch_builder(f);
-                r.arg(&part).arg(&mut d_y).arg(&d_b);
-                // SAFETY: `conv_splitk_reduce` takes (part, y, bias) as generated for `kernel`
-                // and the splits `conv_wgmma` wrote to `part` just before on this stream.
-                unsafe { r.launch(*cfg) }.map_err(|e| Error::driver("cuLaunchKernel", e))?;
-            }
-            Ok(())
-        })?;
         let mut y = self
             .stream
             .clone_dtoh(&d_y)

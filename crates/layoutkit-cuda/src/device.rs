@@ -2,7 +2,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use cudarc::driver::sys::{CUevent_flags, CUstream};
+use cudarc::driver::sys::CUstream;
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig,
     PushKernelArg,
@@ -13,23 +13,7 @@ use layoutkit_core::{CastSpec, ShapedLayout};
 
 use crate::codegen::{fill_bits, generate_tuned, Launch, Tuning};
 use crate::kernel_cache::KernelCache;
-use crate::Error;
-
-/// Device times of repeated conversions (all of one conversion's launches), in seconds, from
-/// CUDA events.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Timing {
-    pub seconds: Vec<f64>,
-}
-
-impl Timing {
-    /// The median (0 when nothing was timed).
-    pub fn median(&self) -> f64 {
-        let mut v = self.seconds.clone();
-        v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied().unwrap_or(0.0)
-    }
-}
+use crate::{Error, Timing};
 
 /// A GPU with its stream and a cache of compiled kernels (in memory, and on disk through
 /// [`KernelCache`]).
@@ -383,40 +367,6 @@ impl Cuda {
             unsafe { b.launch(cfg) }.map_err(|e| Error::driver("cuLaunchKernel", e))?;
             Ok(())
         })
-    }
-
-    /// Runs `work` once untimed (warm-up), then `repeats` times `per` back-to-back calls, each
-    /// group between two CUDA events; the time per call (group time / `per`) of each repetition.
-    pub(crate) fn timed(
-        &self,
-        repeats: usize,
-        per: usize,
-        mut work: impl FnMut() -> Result<(), Error>,
-    ) -> Result<Timing, Error> {
-        let per = per.max(1);
-        let event = || {
-            self.stream
-                .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(|e| Error::driver("cuEventRecord", e))
-        };
-        let mut timing = Timing::default();
-        for rep in 0..=repeats {
-            let count = if rep == 0 { 1 } else { per };
-            let start = event()?;
-            for _ in 0..count {
-                work()?;
-            }
-            let end = event()?;
-            end.synchronize()
-                .map_err(|e| Error::driver("cuEventSynchronize", e))?;
-            if rep > 0 {
-                let ms = start
-                    .elapsed_ms(&end)
-                    .map_err(|e| Error::driver("cuEventElapsedTime", e))?;
-                timing.seconds.push(ms as f64 * 1e-3 / per as f64);
-            }
-        }
-        Ok(timing)
     }
 }
 

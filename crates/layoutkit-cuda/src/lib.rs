@@ -22,7 +22,9 @@ pub use conv_run::{ConvPath, DeviceConv};
 mod device;
 mod error;
 pub mod kernel_cache;
+mod timing;
 
-pub use device::{Cuda, DeviceConversion, Timing};
+pub use device::{Cuda, DeviceConversion};
+pub use timing::{Launches, Timing};
 pub use error::Error;
 pub use kernel_cache::KernelCache;

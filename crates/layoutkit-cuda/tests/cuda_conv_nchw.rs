@@ -5,6 +5,7 @@
 
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::{parse_format, DType, Dims};
+use layoutkit_cuda::Launches;
 use layoutkit_cuda::conv::{
     out_layout_reason, ConvKernel, ConvLayout, NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE,
 };
@@ -44,7 +45,7 @@ fn nchw_through_nhwc_equals_the_nhwc_kernel_converted() {
         let same = |t| layoutkit_core::CastSpec::new(t, t, None).unwrap();
         let x_nhwc = layoutkit_cpu::convert(&nchw(&xd), &x_nchw, &nhwc(&xd), &same(input)).unwrap();
         let (y_nhwc, _) = cuda
-            .conv2d_timed(&kernel, &x_nhwc, &w, (None, None), 0, 1)
+            .conv2d_timed(&kernel, &x_nhwc, &w, (None, None), 0, Launches::Host(1))
             .unwrap();
         let want = layoutkit_cpu::convert(&nhwc(&yd), &y_nhwc, &nchw(&yd), &same(out)).unwrap();
         let route = ConvKernel {
@@ -58,7 +59,7 @@ fn nchw_through_nhwc_equals_the_nhwc_kernel_converted() {
         };
         assert_eq!(route.out_layout == ConvLayout::Nchw, input != DType::I8);
         let (got, timing) = cuda
-            .conv2d_nchw_via_nhwc_timed(&route, &x_nchw, &w, 2, 3)
+            .conv2d_nchw_via_nhwc_timed(&route, &x_nchw, &w, 2, Launches::Graph(3))
             .unwrap();
         assert_eq!(got, want, "problem {problem:?} {input}");
         assert_eq!(timing.seconds.len(), 2);

@@ -86,6 +86,12 @@ pub struct ConvBenchArgs {
     /// leaving in NCHW), the cost of keeping that layout for one layer only.
     #[arg(long)]
     pub with_conversions: bool,
+    /// CUDA: time launches queued from the host (10 back to back per repetition) instead of a
+    /// CUDA graph of 10 launches replayed (the default: GPU time only, as
+    /// bench/torch_conv_bench.py times cuDNN). Shows the host's launch cost where a
+    /// convolution takes less time on the GPU than its launch on the host.
+    #[arg(long)]
+    pub host_launches: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]

@@ -136,11 +136,18 @@ fn run_cuda(
         })
         .collect::<Result<_>>()?;
     let gpu = layoutkit_cuda::Cuda::new(0)?;
+    // Ten convolutions per timed repetition, in a CUDA graph (GPU time only) unless asked.
+    let launches = if a.host_launches {
+        layoutkit_cuda::Launches::Host(10)
+    } else {
+        layoutkit_cuda::Launches::Graph(10)
+    };
     let mut rows = Vec::new();
     if !json_out {
         outln!(
-            "device: {} (OHWI filter; f16/bf16: f32 sums, f16/bf16 output; i8: i32 sums and output; i8q: i32 sums requantised to i8; TOPS)",
-            gpu.name()
+            "device: {} (OHWI filter; f16/bf16: f32 sums, f16/bf16 output; i8: i32 sums and output; i8q: i32 sums requantised to i8; TOPS; times of {} launches)",
+            gpu.name(),
+            if a.host_launches { "host-queued" } else { "CUDA-graph" }
         );
         outln!(
             "{:<26} {:<10} {:>5} {:>10} {:>9} {:>10} {:>9}  kernel",
@@ -247,10 +254,10 @@ fn run_cuda(
                 };
                 eprint!("\r{} {label} {name} ...        ", l.name);
                 let (_, t) = if via_nhwc {
-                    gpu.conv2d_nchw_via_nhwc_timed(&kernel, &x, &w, a.repeats, 10)?
+                    gpu.conv2d_nchw_via_nhwc_timed(&kernel, &x, &w, a.repeats, launches)?
                 } else {
                     let scale = layoutkit_cuda::conv::requantised(&kernel).then_some(&scale[..]);
-                    gpu.conv2d_timed(&kernel, &x, &w, (None, scale), a.repeats, 10)?
+                    gpu.conv2d_timed(&kernel, &x, &w, (None, scale), a.repeats, launches)?
                 };
                 let median = t.median();
                 let e = input.size_bytes();
@@ -265,6 +272,7 @@ fn run_cuda(
                         "layer": l.name, "layout": label, "dtype": name,
                         "flop": flop, "median_s": median, "tflops": tflops, "mib_moved": moved,
                         "device": "cuda", "kernel": path.to_string(),
+                        "launches": launches.name(),
                         "route": if via_nhwc { "via NHWC" } else { "in place" },
                     }));
                 } else {
@@ -284,7 +292,8 @@ fn run_cuda(
     }
     eprint!("\r{:40}\r", "");
     if json_out {
-        crate::json::print(&json!({ "batch": a.batch, "device": gpu.name(), "results": rows }));
+        crate::json::print(&json!({ "batch": a.batch, "device": gpu.name(),
+                                    "launches": launches.name(), "results": rows }));
     }
     Ok(())
 }

@@ -8,7 +8,7 @@ use layoutkit_core::conv::Conv2d;
 use layoutkit_core::{parse_format, DType, Dims};
 use layoutkit_cpu::{conv2d_reference, Epilogue, TensorRef};
 use layoutkit_cuda::conv::{ConvKernel, ConvLayout, ConvShape};
-use layoutkit_cuda::{ConvPath, Cuda};
+use layoutkit_cuda::{ConvPath, Cuda, Launches};
 
 /// The GPU, or None (the test is skipped) unless LAYOUTKIT_REQUIRE_CUDA=1 asks for one.
 pub fn device() -> Option<Cuda> {
@@ -202,7 +202,7 @@ pub fn check(cuda: &Cuda, kernel: &ConvKernel, seed: u64, paths: &[ConvPath], wh
     let f = requant.then_some(&scale32[..]);
     for &p in paths {
         let (got, _) = cuda
-            .conv2d_timed_with(kernel, p, &xb, &wb, (b, f), 0, 1)
+            .conv2d_timed_with(kernel, p, &xb, &wb, (b, f), 0, Launches::Host(1))
             .unwrap();
         let got = values(&got, out);
         assert_eq!(got.len(), want.len());
