@@ -25,6 +25,6 @@ pub mod kernel_cache;
 mod timing;
 
 pub use device::{Cuda, DeviceConversion};
-pub use timing::{Launches, Timing};
 pub use error::Error;
 pub use kernel_cache::KernelCache;
+pub use timing::{Launches, Timing};

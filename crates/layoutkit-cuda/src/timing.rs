@@ -3,9 +3,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::sys::{
-    CUevent_flags, CUgraphInstantiate_flags, CUstream, CUstreamCaptureMode,
-};
+use cudarc::driver::sys::{CUevent_flags, CUgraphInstantiate_flags, CUstream, CUstreamCaptureMode};
 use cudarc::driver::{CudaGraph, CudaStream};
 
 use crate::{Cuda, Error};

@@ -5,10 +5,10 @@
 
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::{parse_format, DType, Dims};
-use layoutkit_cuda::Launches;
 use layoutkit_cuda::conv::{
     out_layout_reason, ConvKernel, ConvLayout, NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE,
 };
+use layoutkit_cuda::Launches;
 
 mod common;
 use common::{device, f16_noise, i8_noise, kernel_for};

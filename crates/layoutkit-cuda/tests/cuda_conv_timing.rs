@@ -28,14 +28,25 @@ fn graph_and_host_timing_run_the_same_convolution() {
     let hopper = matches!(paths[0], ConvPath::Hopper(_));
     if hopper {
         let tile = HopperTile::new(64, 64, 4).unwrap();
-        for t in [tile.with_splits(3), tile.with_tma(true).and_then(|t| t.with_splits(3))] {
+        for t in [
+            tile.with_splits(3),
+            tile.with_tma(true).and_then(|t| t.with_splits(3)),
+        ] {
             paths.push(ConvPath::Hopper(t.unwrap()));
         }
     }
     for path in paths {
         let run = |repeats, launches| {
-            cuda.conv2d_timed_with(&kernel, path, &x, &w, (Some(&bias), None), repeats, launches)
-                .unwrap()
+            cuda.conv2d_timed_with(
+                &kernel,
+                path,
+                &x,
+                &w,
+                (Some(&bias), None),
+                repeats,
+                launches,
+            )
+            .unwrap()
         };
         let (once, none) = run(0, Launches::Host(1));
         assert!(none.seconds.is_empty(), "{path}: no repetitions, no times");

@@ -268,8 +268,14 @@ fn conv_cuda(
     let bias = epilogue.bias.map(f32s);
     let scale = epilogue.scale.map(f32s);
     let gpu = layoutkit_cuda::Cuda::new(0)?;
-    let (raw, _) =
-        gpu.conv2d_timed(&kernel, &xb, &wb, (bias.as_deref(), scale.as_deref()), 0, layoutkit_cuda::Launches::Host(1))?;
+    let (raw, _) = gpu.conv2d_timed(
+        &kernel,
+        &xb,
+        &wb,
+        (bias.as_deref(), scale.as_deref()),
+        0,
+        layoutkit_cuda::Launches::Host(1),
+    )?;
     let plain = parse_format(kernel.out_layout.format())?.shaped(&out)?;
     Ok(layoutkit_cpu::convert(
         &plain,

@@ -218,6 +218,15 @@ const MIN_FILL: f64 = 0.7;
 /// [`hopper_plan`]).
 const MIN_STEPS_PER_WIDE_SPLIT: usize = 7;
 
+/// The most K steps for which the 128 x 256 tile is left out of [`hopper_plan`]'s candidates.
+/// A 128 x 256 block holds a whole SM, so with a step or three its loads, its multiplies and
+/// its epilogue run one after the other with no other block's work to overlap them; two
+/// 128 x 128 blocks per SM overlap them. Measured on an H200 (the 1x1 layers of three
+/// networks at batch 32 and 64, seven tiles forced, GPU time; `bench/results/conv.md`):
+/// 128 x 128 with three stages ran the 1-3-step layers on which the rule took 128 x 256 at
+/// 1.01-1.41x (64->256, 128->512, 96->576, 64->384, 160->960 channels).
+pub const MAX_STEPS_WITHOUT_THE_WIDEST: usize = 3;
+
 /// The tile and the splits of K the Hopper kernel runs `kernel` with. In the order of
 /// [`hopper_tile`]'s candidates, the first tile whose blocks fill at least 70% of the GPU's
 /// block slots, or that fills them with K split among 3 or more blocks ([`splits_for`]) of at
@@ -258,6 +267,7 @@ pub fn hopper_plan_with(kernel: &ConvKernel, tma: bool) -> HopperTile {
     };
     let candidates: Vec<HopperTile> = candidate_tiles(s, tma)
         .into_iter()
+        .filter(|t| steps > MAX_STEPS_WITHOUT_THE_WIDEST || t.bm * t.bn < 128 * 256)
         .map(|t| t.with_tma(tma).unwrap_or(t))
         .collect();
     for t in &candidates {

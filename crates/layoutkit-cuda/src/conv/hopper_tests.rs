@@ -531,3 +531,38 @@ fn requantised_int8_writes_i8_through_q8() {
     assert!(hopper_unsupported_reason(&i32_bias).is_some());
     assert!(unsupported_reason(&i32_bias).is_some());
 }
+
+#[test]
+fn few_k_steps_leave_out_the_tile_that_holds_a_whole_sm() {
+    // 1x1 64 -> 256 on 56x56 at batch 64: one K step, 1568 blocks of 128 x 256.
+    let mut k = stem(ConvLayout::Nhwc, 64);
+    k.shape = ConvShape {
+        c: 64,
+        o: 256,
+        h: 56,
+        w: 56,
+        oh: 56,
+        ow: 56,
+        kh: 1,
+        kw: 1,
+        conv: Conv2d {
+            stride: [1; 2],
+            padding: [0; 2],
+            dilation: [1; 2],
+            groups: 1,
+        },
+        ..k.shape
+    };
+    for c in [64, 128, 160] {
+        k.shape.c = c;
+        assert!(HopperK::of(&k).steps(&k) <= MAX_STEPS_WITHOUT_THE_WIDEST);
+        let plan = hopper_plan(&k);
+        assert!(plan.bm * plan.bn < 128 * 256, "C = {c}: {plan:?}");
+        assert_eq!((plan.bm, plan.bn), (128, 128), "C = {c}");
+    }
+    // Four steps and more: the widest tile where it fills the GPU, as before.
+    k.shape.c = 256;
+    assert_eq!(HopperK::of(&k).steps(&k), 4);
+    let plan = hopper_plan(&k);
+    assert_eq!((plan.bm, plan.bn), (128, 256));
+}
