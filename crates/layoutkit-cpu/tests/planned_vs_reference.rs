@@ -257,6 +257,13 @@ fn fast_engine_on_larger_transposes_and_casts() {
         ("mace:conv2d_filter", "OIHW", "O=45001,I=3,H=1,W=1"),
         ("OIHW", "mace:conv2d_filter", "O=1001,I=3,H=3,W=3"),
         ("OIHW", "OIHW16i16o", "O=4001,I=3,H=1,W=1"),
+        // Casts into channel blocks they do not fill (16 of 32, 40 = 32 + 8, 21 = 16 + 5, 10
+        // input channels of a 16 x 16 filter block): the fused cast tiles write each padded
+        // record whole, their fill rows cast from source values.
+        ("NCHW", "NCHW32c", "N=2,C=16,H=9,W=11"),
+        ("NCHW", "NCHW32c", "N=2,C=40,H=7,W=9"),
+        ("NCHW", "NCHW16c", "N=3,C=21,H=5,W=13"),
+        ("OIHW", "OIHW16i16o", "O=40,I=10,H=3,W=3"),
         // One channel in blocks longer than the engine's fill line (287 fill elements after
         // each element): the fill apart from the records.
         ("NCHW", "NCHW288c", "N=3,C=1,H=2,W=5"),
@@ -372,5 +379,49 @@ fn few_channel_height_major_images_equal_the_reference() {
                 }
             }
         }
+    }
+}
+
+proptest! {
+    /// Casts into blocked layouts whose last channel block is partly padding (the fused cast
+    /// tiles' fill rows are source values that cast to the fill): every byte equal to the
+    /// reference's, for fill values that round-trip and one that does not (NaN, written
+    /// apart), f32 -> f16 and f32 -> i8, any thread count, sources on and off a line.
+    #[test]
+    fn casts_into_padded_blocks_equal_the_reference(
+        c in 1usize..70,
+        block in prop_oneof![Just(8usize), Just(16), Just(32)],
+        (h, w) in (1usize..12, 1usize..40),
+        n in 1usize..3,
+        fill in prop_oneof![Just(0.0f64), Just(1.5), Just(-2.0), Just(f64::NAN)],
+        quantised in any::<bool>(),
+        threads in 1usize..4,
+        offset in prop_oneof![Just(0usize), Just(16), Just(20)],
+        seed in any::<u64>(),
+        filter in any::<bool>(),
+    ) {
+        // Activations into NCHW<block>c, or filters (O = n * 7 output channels) into
+        // OIHW<block>i<block>o, whose tiles run over compound rows.
+        let (from, to, dims) = if filter {
+            let (h, w) = (h.min(3), w.min(3));
+            let to = format!("OIHW{block}i{block}o");
+            ("OIHW", to, format!("O={},I={c},H={h},W={w}", n * 7))
+        } else {
+            ("NCHW", format!("NCHW{block}c"), format!("N={n},C={c},H={h},W={w}"))
+        };
+        let dims = layoutkit_core::Dims::parse(&dims).unwrap();
+        let src = layoutkit_core::parse_format(from).unwrap().shaped(&dims).unwrap();
+        let dst = layoutkit_core::parse_format(&to)
+            .unwrap()
+            .with_fill(fill)
+            .shaped(&dims)
+            .unwrap();
+        let cast = if quantised {
+            let q = Quantization { scale: 0.02, zero_point: -3 };
+            CastSpec::new(DType::F32, DType::I8, Some(q)).unwrap()
+        } else {
+            CastSpec::new(DType::F32, DType::F16, None).unwrap()
+        };
+        fast_equals_reference(&src, &dst, &cast, threads, (seed, offset))?;
     }
 }

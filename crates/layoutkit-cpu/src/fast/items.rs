@@ -131,11 +131,12 @@ const MIN_ITEM_ELEMENTS: usize = 1 << 16;
 /// tiles' source streams long, which the hardware prefetchers need.
 ///
 /// With `pad > 0` (a copy whose runs are followed by `pad` fill elements), returns false and
-/// adds nothing when no kernel writes that padding in the same pass. `tail` (from
+/// adds nothing when no kernel writes that padding in the same pass; `cast_pads` says that the
+/// job's fused cast tiles can (the job has source values that cast to the fill). `tail` (from
 /// [`tile_tail`]) is the partial cell each tile row ends with.
 pub(super) fn split(
     r: &Region,
-    pad: usize,
+    (pad, cast_pads): (usize, bool),
     tail: usize,
     fill: bool,
     cast: &CastSpec,
@@ -166,11 +167,15 @@ pub(super) fn split(
         // A tile: the loops outside it, then its source-contiguous loops, then the
         // destination-contiguous one(s).
         a_loops = t.a.len();
-        // A cast tile takes padding only as the few-rows tiles write it (records of a few
-        // channels and their fill, one source-contiguous loop of pixels).
+        // A cast tile takes padding as the few-rows tiles write it (records of a few
+        // channels and their fill, one source-contiguous loop of pixels), or as the fused
+        // cast kernels do, with fill rows of source values that cast to the fill (f32 -> f16
+        // NCHW -> NCHW32c with C = 16: each pixel's 16 channels and 16 fill values are one
+        // destination line, written once instead of twice).
         if pad > 0 && !cast.is_identity() {
             let records = t.a.len() == 1 && t.a[0].dst_stride == (t.b.extent + pad) as isize;
-            if !(records && super::interleave::few_rows_pad(cast, t.b.extent, unit, pad)) {
+            let few = records && super::interleave::few_rows_pad(cast, t.b.extent, unit, pad);
+            if !(few || (cast_pads && unit == 1)) {
                 return false;
             }
         }

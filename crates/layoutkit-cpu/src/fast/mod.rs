@@ -66,16 +66,21 @@ pub fn convert_fast(
     // a copy of it ran from L2 at 70-110).
     let stream = stream_override()
         .unwrap_or_else(|| dst_data.len() > crate::conv_blocked::cache_sizes().1 * threads.max(1));
+    let fused = cast_tiles::FusedCast::for_spec(cast);
     let job = Job {
         src: src_data,
         stream,
         dst: SharedMut::new(dst_data),
         cast: *cast,
         run: run_kernel(cast),
-        fused: cast_tiles::FusedCast::for_spec(cast),
+        fused,
         fill: fill_bytes,
         fill_line: fill_bytes[..ds].repeat(MAX_TILE_A),
+        src_fill_line: fused.and_then(|_| source_fill_line(cast, fill)),
     };
+    // The fused cast tiles write padding with their data (fill rows of source values that
+    // cast to the fill), so their destination lines are written once, whole.
+    let cast_pads = job.src_fill_line.is_some();
     let mut items: Vec<Item> = Vec::new();
     // Padding merged into the copies where it completes their runs: in identity conversions
     // (the tile kernels move source bytes, and the fill is a destination value) single
@@ -123,9 +128,17 @@ pub fn convert_fast(
         if taken[i] {
             continue;
         }
-        if !split(c.region, c.pad, tails[i], false, cast, threads, &mut items) {
+        if !split(
+            c.region,
+            (c.pad, cast_pads),
+            tails[i],
+            false,
+            cast,
+            threads,
+            &mut items,
+        ) {
             // No padded kernel for this shape: the copy, and its fill apart.
-            split(c.region, 0, 0, false, cast, threads, &mut items);
+            split(c.region, (0, false), 0, false, cast, threads, &mut items);
             match own_fill[i] {
                 Some(f) => fills.push(f),
                 None => left.push(tiling::fill_after(c.region, c.pad)),
@@ -133,7 +146,7 @@ pub fn convert_fast(
         }
     }
     for r in fills.into_iter().chain(left.iter()) {
-        split(r, 0, 0, true, cast, threads, &mut items);
+        split(r, (0, false), 0, true, cast, threads, &mut items);
     }
     // Small conversions run on the calling thread: starting a thread costs tens of
     // microseconds, and milliseconds on a loaded machine, when the whole conversion takes a
@@ -294,6 +307,33 @@ struct Job<'a> {
     fill: [u8; 8],
     /// [`MAX_TILE_A`] fill values: the source of a tile's fill rows.
     fill_line: Vec<u8>,
+    /// [`MAX_TILE_A`] source values whose cast is the fill value: the fill rows of the fused
+    /// cast tiles (None without a fused kernel, or where no source value casts to the fill
+    /// exactly; see [`source_fill_line`]).
+    src_fill_line: Option<Vec<u8>>,
+}
+
+/// [`MAX_TILE_A`] elements of `cast.src` whose cast is `fill`, bit for bit: the fill value cast
+/// back (f16 -> f32 is exact; an 8-bit fill is dequantised), kept only where casting it
+/// forward gives `fill`'s bytes again (a quantised fill no value reaches has none). Not for
+/// a NaN fill: the kernels and [`CastSpec::apply`] may keep different NaN payloads.
+fn source_fill_line(cast: &CastSpec, fill: Scalar) -> Option<Vec<u8>> {
+    let nan = matches!(fill, Scalar::F32(v) if v.is_nan())
+        || matches!(fill, Scalar::F16(v) if v.is_nan())
+        || matches!(fill, Scalar::BF16(v) if v.is_nan())
+        || matches!(fill, Scalar::F64(v) if v.is_nan());
+    if cast.is_identity() || nan {
+        return None;
+    }
+    let back = CastSpec::new(cast.dst, cast.src, Some(cast.quant))
+        .or_else(|_| CastSpec::new(cast.dst, cast.src, None))
+        .ok()?;
+    let value = back.apply(fill);
+    let (mut want, mut got, mut one) = ([0u8; 8], [0u8; 8], [0u8; 8]);
+    fill.write(&mut want);
+    cast.apply(value).write(&mut got);
+    value.write(&mut one);
+    (got == want).then(|| one[..cast.src.size_bytes()].repeat(MAX_TILE_A))
 }
 
 impl Job<'_> {

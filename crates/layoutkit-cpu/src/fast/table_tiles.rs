@@ -135,7 +135,8 @@ impl Job<'_> {
         // may use raw pointers.
         let src_len = (na * unit * ss) as isize;
         let dst_len = ((nb + pad) * unit * ds) as isize;
-        assert!(pad == 0 || (self.cast.is_identity() && src_len as usize <= self.fill_line.len()));
+        let pad_line = self.pad_line(unit);
+        assert!(pad == 0 || pad_line.is_some_and(|l| src_len as usize <= l.len()));
         let in_bounds = |rows: &[isize], size: usize, len: isize, total: usize| {
             rows.iter()
                 .all(|&r| r >= 0 && r * size as isize + len <= total as isize)
@@ -156,8 +157,11 @@ impl Job<'_> {
                 .iter()
                 .map(|&r| src_base.wrapping_add(r as usize * ss)),
         );
-        // Fill rows (identity conversions only, asserted above).
-        srows.extend(std::iter::repeat_n(self.fill_line.as_ptr(), pad));
+        // Fill rows: the fill line (identity conversions) or source values casting to the
+        // fill (fused cast tiles), asserted above.
+        if let Some(line) = pad_line.filter(|_| pad > 0) {
+            srows.extend(std::iter::repeat_n(line.as_ptr(), pad));
+        }
         if self.cast.is_identity() || unit > 1 {
             let drows = &mut scratch.dst_ptrs;
             drows.clear();
@@ -249,6 +253,19 @@ impl Job<'_> {
             } else {
                 copy_short(out, row);
             }
+        }
+    }
+
+    /// What a tile of `unit`-element cells reads its fill rows from: the fill line in identity
+    /// conversions, source values that cast to the fill for the fused cast kernels (single
+    /// elements only); None where no tile kernel writes padding.
+    pub(super) fn pad_line(&self, unit: usize) -> Option<&[u8]> {
+        if self.cast.is_identity() {
+            Some(&self.fill_line)
+        } else if unit == 1 && self.fused.is_some() {
+            self.src_fill_line.as_deref()
+        } else {
+            None
         }
     }
 

@@ -283,7 +283,9 @@ impl Job<'_> {
             return;
         }
         let (na, nb) = (t.na, t.nb);
-        let fused = self.fused.filter(|_| unit == 1 && t.pad == 0);
+        let fused = self
+            .fused
+            .filter(|_| unit == 1 && (t.pad == 0 || self.src_fill_line.is_some()));
         if !((self.cast.is_identity() || fused.is_some()) && t.s_row >= 0 && t.d_row >= 0) {
             // Casts (and, never planned, negative strides) go through the row tables.
             scratch.src_rows.clear();
@@ -306,7 +308,10 @@ impl Job<'_> {
                 && t.d_first >= 0
                 && s_last as usize * ss <= self.src.len()
                 && d_last as usize * ds <= self.dst.len
-                && (t.pad == 0 || na * unit * ss <= self.fill_line.len()),
+                && (t.pad == 0
+                    || self
+                        .pad_line(unit)
+                        .is_some_and(|l| na * unit * ss <= l.len())),
             "a tile lies outside its buffer (plan and buffers disagree)"
         );
         let dst = self.dst.ptr.wrapping_add(t.d_first as usize * ds);
@@ -353,16 +358,32 @@ impl Job<'_> {
             } else {
                 dst
             };
-            let rows = transpose::Ahead {
-                rows: transpose::Strided { nb, ..strided(out) },
+            let ahead = |rows| transpose::Ahead {
+                rows,
                 next: t.ahead.0,
                 lines: t.ahead.1,
             };
-            // SAFETY: every row of the tile is inside its buffer (asserted above), or inside
-            // the scratch tile (`range <= SCRATCH_BYTES`); the destination rows belong to this
-            // item alone; the CPU has the kernel's features.
-            let done = unsafe { fused.run(rows, self.stream && !through_scratch) };
-            self.cast_strips(rows, done, &mut scratch.bufs);
+            let stream = self.stream && !through_scratch;
+            match self.pad_line(unit).filter(|_| t.pad > 0) {
+                // SAFETY (both): every row of the tile is inside its buffer (asserted above),
+                // or inside the scratch tile (`range <= SCRATCH_BYTES`), the fill rows inside
+                // the source fill line (asserted above); the destination rows belong to this
+                // item alone; the CPU has the kernel's features.
+                None => {
+                    let rows = ahead(transpose::Strided { nb, ..strided(out) });
+                    let done = unsafe { fused.run(rows, stream) };
+                    self.cast_strips(rows, done, &mut scratch.bufs);
+                }
+                Some(line) => {
+                    let rows = transpose::Padded {
+                        rows: ahead(strided(out)),
+                        data_rows: nb,
+                        fill: line.as_ptr(),
+                    };
+                    let done = unsafe { fused.run(rows, stream) };
+                    self.cast_strips(rows, done, &mut scratch.bufs);
+                }
+            }
             if through_scratch {
                 let tile = &scratch.stream_buf.as_ref().expect("made above")[..range];
                 // SAFETY: the tile's destination range is inside the buffer (asserted above:
