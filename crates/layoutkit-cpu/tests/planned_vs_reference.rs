@@ -384,13 +384,14 @@ fn few_channel_height_major_images_equal_the_reference() {
 
 proptest! {
     /// Casts into blocked layouts whose last channel block is partly padding (the fused cast
-    /// tiles' fill rows are source values that cast to the fill): every byte equal to the
+    /// tiles' fill rows are source values that cast to the fill, where a padded row is whole
+    /// lines: 32 and 64 channels of f16, 64 of i8; shorter ones apart): every byte equal to the
     /// reference's, for fill values that round-trip and one that does not (NaN, written
     /// apart), f32 -> f16 and f32 -> i8, any thread count, sources on and off a line.
     #[test]
     fn casts_into_padded_blocks_equal_the_reference(
         c in 1usize..70,
-        block in prop_oneof![Just(8usize), Just(16), Just(32)],
+        block in prop_oneof![Just(8usize), Just(16), Just(32), Just(64)],
         (h, w) in (1usize..12, 1usize..40),
         n in 1usize..3,
         fill in prop_oneof![Just(0.0f64), Just(1.5), Just(-2.0), Just(f64::NAN)],
