@@ -43,8 +43,8 @@ pub mod tma_map;
 pub use depthwise::{depthwise_applies, depthwise_launch, depthwise_source, OUTPUTS_PER_THREAD};
 pub use direct::{direct_grid, direct_source, direct_unsupported_reason, DIRECT_THREADS};
 pub use hopper::{
-    hopper_plan, hopper_plan_with, hopper_source, hopper_tile, hopper_unsupported_reason,
-    HopperTile, MIN_TMA_STEPS,
+    hopper_plan, hopper_plan_tuned, hopper_plan_with, hopper_source, hopper_tile,
+    hopper_unsupported_reason, HopperTile, MIN_TMA_STEPS,
 };
 pub use hopper_k::HopperK;
 pub use requant::{channel_params, requantised};

@@ -128,7 +128,13 @@ impl Cuda {
                     let splits = crate::conv::splitk::splits_for(&t, &kernel.shape, steps);
                     t.with_splits(splits).expect("splits_for stays in range")
                 }
-                None => hopper_plan_with(kernel, tma),
+                None => match std::env::var("LAYOUTKIT_CONV_WIDE_SPLIT_STEPS")
+                    .ok()
+                    .and_then(|v| v.parse::<usize>().ok())
+                {
+                    Some(steps) => crate::conv::hopper_plan_tuned(kernel, tma, steps),
+                    None => hopper_plan_with(kernel, tma),
+                },
             };
             if let Some(splits) = splits_from_env()? {
                 tile = tile

@@ -215,8 +215,11 @@ pub fn hopper_unsupported_reason(k: &ConvKernel) -> Option<String> {
 const MIN_FILL: f64 = 0.7;
 
 /// The fewest K steps per split for a tile that fills the GPU only with K split (see
-/// [`hopper_plan`]).
-const MIN_STEPS_PER_WIDE_SPLIT: usize = 7;
+/// [`hopper_plan`]). 8 (7 after the H100's runs): on an H200 (three networks, batch 1 and 8,
+/// `bench/results/conv.md`) 7-step splits (`vgg conv3_2` at batch 1, `l3 3x3` at batch 8) ran
+/// at 0.82 and 0.95 of the 64 x 64 tile unsplit; 9-step ones (`l4 3x3` at batch 8) at 1.14x
+/// the 64 x 64 tile in 4 splits that a threshold of 12 gave them.
+const MIN_STEPS_PER_WIDE_SPLIT: usize = 8;
 
 /// The most K steps for which the 128 x 256 tile is left out of [`hopper_plan`]'s candidates.
 /// A 128 x 256 block holds a whole SM, so with a step or three its loads, its multiplies and
@@ -230,7 +233,7 @@ pub const MAX_STEPS_WITHOUT_THE_WIDEST: usize = 3;
 /// The tile and the splits of K the Hopper kernel runs `kernel` with. In the order of
 /// [`hopper_tile`]'s candidates, the first tile whose blocks fill at least 70% of the GPU's
 /// block slots, or that fills them with K split among 3 or more blocks ([`splits_for`]) of at
-/// least 7 K steps each; else the tile with the most blocks, with the splits [`splits_for`]
+/// least 8 K steps each; else the tile with the most blocks, with the splits [`splits_for`]
 /// gives it.
 ///
 /// Why the split counts: measured on an H100 (every tile forced on the 52 layers of three
@@ -259,6 +262,13 @@ pub const MIN_TMA_STEPS: usize = 4;
 ///
 /// Contract: with `tma`, [`super::tma_applies`] holds for `kernel`.
 pub fn hopper_plan_with(kernel: &ConvKernel, tma: bool) -> HopperTile {
+    hopper_plan_tuned(kernel, tma, MIN_STEPS_PER_WIDE_SPLIT)
+}
+
+/// [`hopper_plan_with`] with `wide_split_steps` in place of the fewest K steps per split of a
+/// tile that fills the GPU only with K split (8; `LAYOUTKIT_CONV_WIDE_SPLIT_STEPS` sets it,
+/// to compare rules).
+pub fn hopper_plan_tuned(kernel: &ConvKernel, tma: bool, wide_split_steps: usize) -> HopperTile {
     let s = &kernel.shape;
     let steps = HopperK::of(kernel).steps(kernel);
     let split = |t: &HopperTile| {
@@ -275,10 +285,7 @@ pub fn hopper_plan_with(kernel: &ConvKernel, tma: bool) -> HopperTile {
             return split(t);
         }
         let wide = split(t);
-        if wide.splits > 1
-            && steps / wide.splits >= MIN_STEPS_PER_WIDE_SPLIT
-            && wide.fill(s) >= MIN_FILL
-        {
+        if wide.splits > 1 && steps / wide.splits >= wide_split_steps && wide.fill(s) >= MIN_FILL {
             return wide;
         }
     }

@@ -566,3 +566,25 @@ fn few_k_steps_leave_out_the_tile_that_holds_a_whole_sm() {
     let plan = hopper_plan(&k);
     assert_eq!((plan.bm, plan.bn), (128, 256));
 }
+
+#[test]
+fn wide_tiles_split_k_only_into_eight_steps_or_more() {
+    let mut k = stem(ConvLayout::Nhwc, 1);
+    // VGG-16's conv3_2 at batch 1: 36 K steps; 256 x 128 in 5 splits would give 7 each.
+    k.shape = layer(256, 256, 56, 1);
+    k.shape.n = 1;
+    assert!(super::super::tma_applies(&k));
+    let plan = hopper_plan_with(&k, true);
+    assert_eq!(plan.splits, 1, "{plan:?}");
+    assert_eq!((plan.bm, plan.bn), (64, 64));
+    // ResNet-50's l4 3x3 at batch 8: 72 steps, 128 x 128 in 8 splits of 9.
+    k.shape = layer(512, 512, 7, 1);
+    k.shape.n = 8;
+    let plan = hopper_plan_with(&k, true);
+    assert_eq!((plan.bm, plan.bn, plan.splits), (128, 128, 8), "{plan:?}");
+    // The rule of 7 steps, as `LAYOUTKIT_CONV_WIDE_SPLIT_STEPS=7` asks for it, splits conv3_2.
+    k.shape = layer(256, 256, 56, 1);
+    k.shape.n = 1;
+    let plan = hopper_plan_tuned(&k, true, 7);
+    assert_eq!((plan.bm, plan.bn, plan.splits), (256, 128, 5));
+}
