@@ -85,6 +85,21 @@ fn splits_from_env() -> Result<Option<usize>, Error> {
     }
 }
 
+/// The fewest K steps per split of a wide tile `LAYOUTKIT_CONV_WIDE_SPLIT_STEPS` asks for
+/// (1 or more), if set.
+fn wide_split_steps_from_env() -> Result<Option<usize>, Error> {
+    let v = std::env::var("LAYOUTKIT_CONV_WIDE_SPLIT_STEPS").unwrap_or_default();
+    if v.is_empty() {
+        return Ok(None);
+    }
+    match v.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(Some(n)),
+        _ => Err(Error::Unsupported(format!(
+            "LAYOUTKIT_CONV_WIDE_SPLIT_STEPS={v}: expected a number of K steps, 1 or more"
+        ))),
+    }
+}
+
 impl Cuda {
     /// The device's compute capability (major, minor); an error below sm_80, which every
     /// convolution kernel here needs.
@@ -104,14 +119,16 @@ impl Cuda {
     /// The kernel [`Cuda::conv2d_timed`] runs `kernel` with on this GPU: the Hopper kernel on
     /// sm_90 when it takes the problem (unless `LAYOUTKIT_CONV_WGMMA=0`; its tile and splits
     /// of K from [`crate::conv::hopper_plan`] unless `LAYOUTKIT_CONV_TILE=BMxBNxSTAGES` sets the tile, with
-    /// the splits chosen for it, or `LAYOUTKIT_CONV_SPLITK=N` the splits; its loads by TMA
+    /// the splits chosen for it, or `LAYOUTKIT_CONV_SPLITK=N` the splits, or
+    /// `LAYOUTKIT_CONV_WIDE_SPLIT_STEPS=N` the rule's fewest steps per split of a wide tile
+    /// ([`crate::conv::hopper_plan_tuned`]); its loads by TMA
     /// from a producer warp where [`crate::conv::tma_applies`] and K has at least
     /// [`MIN_TMA_STEPS`] steps, or wherever it applies with `LAYOUTKIT_CONV_TMA=1`, never with
     /// `LAYOUTKIT_CONV_TMA=0`; its tile then from [`hopper_plan_with`]),
     /// else the `mma.sync` kernel, else the direct one.
     ///
-    /// Contract: errors (naming the tensor-core kernel's reason) for problems no kernel takes
-    /// and for GPUs older than sm_80.
+    /// Contract: errors (naming the tensor-core kernel's reason) for problems no kernel takes,
+    /// for GPUs older than sm_80, and for environment variables out of their range.
     pub fn conv_path(&self, kernel: &ConvKernel) -> Result<ConvPath, Error> {
         let (major, _) = self.conv_capability()?;
         let wgmma = std::env::var("LAYOUTKIT_CONV_WGMMA").as_deref() != Ok("0");
@@ -128,10 +145,7 @@ impl Cuda {
                     let splits = crate::conv::splitk::splits_for(&t, &kernel.shape, steps);
                     t.with_splits(splits).expect("splits_for stays in range")
                 }
-                None => match std::env::var("LAYOUTKIT_CONV_WIDE_SPLIT_STEPS")
-                    .ok()
-                    .and_then(|v| v.parse::<usize>().ok())
-                {
+                None => match wide_split_steps_from_env()? {
                     Some(steps) => crate::conv::hopper_plan_tuned(kernel, tma, steps),
                     None => hopper_plan_with(kernel, tma),
                 },
