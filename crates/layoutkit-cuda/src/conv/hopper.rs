@@ -338,9 +338,10 @@ fn most_blocks(candidates: &[HopperTile], s: &ConvShape) -> HopperTile {
         .expect("the candidate tiles are valid")
 }
 
-/// The tile for `s` without splitting K: the first of the candidate tiles (`candidate_tiles`) whose blocks fill at
-/// least 70% of the GPU's block slots on average over their waves, else the one with the most
-/// blocks (whose K walk a split then shortens). Measured on the H200 (every tile on the
+/// The tile for `s` without splitting K: the first of the candidate tiles (`candidate_tiles`)
+/// whose blocks fill at least 70% of the GPU's block slots on average over their waves, else
+/// the one with the most blocks (whose K walk a split then shortens). Measured on the H200
+/// (every tile on the
 /// ResNet-50 3x3 layers, `bench/results/conv.md`): the widest tile won wherever it filled the
 /// GPU (128 x 256 at 98 blocks for 132 SMs); two blocks per SM won by 5% where there are waves
 /// enough for them, and lost where there are not.
