@@ -578,17 +578,29 @@ fn loop_dim(extent: usize, src_stride: isize, dst_stride: isize) -> LoopDim {
 }
 
 /// Copies a few bytes (a unit, its padding): fixed-size moves for the usual sizes, which the
-/// length selects (the same for every unit of an item, so the branch is predictable).
+/// length selects (the same for every unit of an item, so the branch is predictable). Each
+/// goes through a local array: a slice-to-slice copy of 12 bytes was left as a `memcpy` call
+/// (`perf`: 18% of the samples of f32 -> f16 NCHW32c -> NCHW with C = 3).
 #[inline(always)]
 fn copy_few(dst: &mut [u8], src: &[u8]) {
+    #[inline(always)]
+    fn mv<const N: usize>(dst: &mut [u8], src: &[u8]) {
+        let mut v = [0u8; N];
+        v.copy_from_slice(&src[..N]);
+        dst[..N].copy_from_slice(&v);
+    }
     match src.len() {
         0 => {}
-        2 => dst[..2].copy_from_slice(&src[..2]),
-        4 => dst[..4].copy_from_slice(&src[..4]),
-        6 => dst[..6].copy_from_slice(&src[..6]),
-        8 => dst[..8].copy_from_slice(&src[..8]),
-        12 => dst[..12].copy_from_slice(&src[..12]),
-        16 => dst[..16].copy_from_slice(&src[..16]),
+        1 => dst[0] = src[0],
+        2 => mv::<2>(dst, src),
+        3 => mv::<3>(dst, src),
+        4 => mv::<4>(dst, src),
+        6 => mv::<6>(dst, src),
+        8 => mv::<8>(dst, src),
+        12 => mv::<12>(dst, src),
+        16 => mv::<16>(dst, src),
+        24 => mv::<24>(dst, src),
+        32 => mv::<32>(dst, src),
         _ => copy_short(dst, src),
     }
 }
