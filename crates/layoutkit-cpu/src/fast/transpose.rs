@@ -359,6 +359,7 @@ pub(crate) unsafe fn transpose_rows<const N: usize, R: Rows>(rows: R, stream: bo
         // SAFETY (both): the strip is inside the tile (rows ..da, columns db..nb).
         let (sa, sb) = match N {
             2 if da >= 8 && nb - db >= 8 => unsafe { x86::u16_blocks::<false, _>(strip) },
+            2 if da >= 8 && nb - db >= 4 => unsafe { x86::u16_blocks4(strip) },
             4 if da >= 4 && nb - db >= 4 => unsafe { x86::u32_blocks4(strip) },
             _ => (0, 0),
         };

@@ -25,6 +25,10 @@ fn check<const N: usize>() {
         (9, 13),
         (7, 5),
         (20, 7),
+        // Destination rows of 4 to 7 elements (a MACE filter image's 4 lanes): 8 x 4 blocks
+        // of 2-byte elements.
+        (24, 4),
+        (19, 6),
     ] {
         for stream in [false, true] {
             for (skew, strided) in [(0usize, false), (N, false), (0, true), (N, true)] {

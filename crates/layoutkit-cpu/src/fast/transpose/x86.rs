@@ -9,7 +9,9 @@ use std::arch::x86_64::*;
 mod bytes;
 mod sse2;
 use sse2::u8_block as sse2_u8_block;
-pub(super) use sse2::{u16_blocks, u16_lines, u32_blocks4, u8_blocks, u8_lines, units};
+pub(super) use sse2::{
+    u16_blocks, u16_blocks4, u16_lines, u32_blocks4, u8_blocks, u8_lines, units,
+};
 
 /// What a tile asks for ahead of its loads (`prefetcht1`).
 ///

@@ -100,6 +100,44 @@ pub(in crate::fast::transpose) unsafe fn u32_blocks4<R: Rows>(r: R) -> (usize, u
     (na, nb)
 }
 
+/// 8 x 4 blocks of 2-byte elements: four source rows of 8 elements become 8 destination rows
+/// of 4 (8 bytes each; a MACE filter image's 4 lanes of f16, which no other kernel takes and
+/// the element loop moved one at a time), stored with ordinary stores.
+pub(in crate::fast::transpose) unsafe fn u16_blocks4<R: Rows>(r: R) -> (usize, usize) {
+    let (na, nb) = (r.na() / 8 * 8, r.nb() / 4 * 4);
+    for (a, b) in blocks(r.src_major(), (na, 8), (nb, 4)) {
+        // SAFETY: inside the tile; SSE2 is part of x86-64.
+        unsafe {
+            let v: [__m128i; 4] =
+                std::array::from_fn(|k| _mm_loadu_si128(r.src(b + k).add(a * 2) as *const __m128i));
+            // Rows 0/1 and 2/3 interleaved by element, then by pairs: lane k of `q[j]`
+            // holds destination row 4j/2.. (two rows of 4 elements per vector).
+            let (t0, t1) = (
+                _mm_unpacklo_epi16(v[0], v[1]),
+                _mm_unpackhi_epi16(v[0], v[1]),
+            );
+            let (t2, t3) = (
+                _mm_unpacklo_epi16(v[2], v[3]),
+                _mm_unpackhi_epi16(v[2], v[3]),
+            );
+            let q = [
+                _mm_unpacklo_epi32(t0, t2),
+                _mm_unpackhi_epi32(t0, t2),
+                _mm_unpacklo_epi32(t1, t3),
+                _mm_unpackhi_epi32(t1, t3),
+            ];
+            for (j, v) in q.into_iter().enumerate() {
+                _mm_storel_epi64(r.dst(a + 2 * j).add(b * 2) as *mut __m128i, v);
+                _mm_storeh_pd(
+                    r.dst(a + 2 * j + 1).add(b * 2) as *mut f64,
+                    _mm_castsi128_pd(v),
+                );
+            }
+        }
+    }
+    (na, nb)
+}
+
 /// 8 x 32 blocks of 2-byte elements: four transposes, then each destination row's line
 /// streamed in four consecutive stores.
 pub(in crate::fast::transpose) unsafe fn u16_lines<R: Rows>(r: R) -> (usize, usize) {
