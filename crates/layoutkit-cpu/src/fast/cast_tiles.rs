@@ -7,6 +7,10 @@
 //! Each kernel returns `(da, db)`: the rows `..da` and columns `..db` it did; the caller casts
 //! the strips it left one element at a time.
 
+use layoutkit_core::cast::Scalar;
+use layoutkit_core::CastSpec;
+
+use super::items::MAX_TILE_A;
 use super::transpose::Rows;
 
 /// The casts with a fused kernel (x86-64 only so far).
@@ -24,7 +28,7 @@ pub(crate) enum FusedCast {
 
 impl FusedCast {
     /// The fused kernel for `spec`, if there is one and the CPU can run it.
-    pub(crate) fn for_spec(spec: &layoutkit_core::CastSpec) -> Option<FusedCast> {
+    pub(crate) fn for_spec(spec: &CastSpec) -> Option<FusedCast> {
         #[cfg(target_arch = "x86_64")]
         {
             use layoutkit_core::DType::*;
@@ -133,6 +137,33 @@ impl FusedCast {
             (0, 0)
         }
     }
+}
+
+/// [`MAX_TILE_A`] elements of `cast.src` whose cast is `fill`, bit for bit: the fill value
+/// cast back (f16 -> f32 is exact; an 8-bit fill is dequantised), kept only where casting it
+/// forward gives `fill`'s bytes again (a quantised fill no value reaches has none): the fill
+/// rows of the fused cast tiles, which write a padded record with its data. Not for a NaN
+/// fill: the kernels and [`CastSpec::apply`] may keep different NaN payloads.
+pub(super) fn source_fill_line(cast: &CastSpec, fill: Scalar) -> Option<Vec<u8>> {
+    let nan = match fill {
+        Scalar::F32(v) => v.is_nan(),
+        Scalar::F16(v) => v.is_nan(),
+        Scalar::BF16(v) => v.is_nan(),
+        Scalar::F64(v) => v.is_nan(),
+        _ => false,
+    };
+    if cast.is_identity() || nan {
+        return None;
+    }
+    let back = CastSpec::new(cast.dst, cast.src, Some(cast.quant))
+        .or_else(|_| CastSpec::new(cast.dst, cast.src, None))
+        .ok()?;
+    let value = back.apply(fill);
+    let (mut want, mut got, mut one) = ([0u8; 8], [0u8; 8], [0u8; 8]);
+    fill.write(&mut want);
+    cast.apply(value).write(&mut got);
+    value.write(&mut one);
+    (got == want).then(|| one[..cast.src.size_bytes()].repeat(MAX_TILE_A))
 }
 
 #[cfg(target_arch = "x86_64")]

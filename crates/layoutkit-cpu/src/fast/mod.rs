@@ -76,7 +76,7 @@ pub fn convert_fast(
         fused,
         fill: fill_bytes,
         fill_line: fill_bytes[..ds].repeat(MAX_TILE_A),
-        src_fill_line: fused.and_then(|_| source_fill_line(cast, fill)),
+        src_fill_line: fused.and_then(|_| cast_tiles::source_fill_line(cast, fill)),
     };
     // The fused cast tiles write padding with their data (fill rows of source values that
     // cast to the fill), so their destination lines are written once, whole.
@@ -309,31 +309,8 @@ struct Job<'a> {
     fill_line: Vec<u8>,
     /// [`MAX_TILE_A`] source values whose cast is the fill value: the fill rows of the fused
     /// cast tiles (None without a fused kernel, or where no source value casts to the fill
-    /// exactly; see [`source_fill_line`]).
+    /// exactly; see [`cast_tiles::source_fill_line`]).
     src_fill_line: Option<Vec<u8>>,
-}
-
-/// [`MAX_TILE_A`] elements of `cast.src` whose cast is `fill`, bit for bit: the fill value cast
-/// back (f16 -> f32 is exact; an 8-bit fill is dequantised), kept only where casting it
-/// forward gives `fill`'s bytes again (a quantised fill no value reaches has none). Not for
-/// a NaN fill: the kernels and [`CastSpec::apply`] may keep different NaN payloads.
-fn source_fill_line(cast: &CastSpec, fill: Scalar) -> Option<Vec<u8>> {
-    let nan = matches!(fill, Scalar::F32(v) if v.is_nan())
-        || matches!(fill, Scalar::F16(v) if v.is_nan())
-        || matches!(fill, Scalar::BF16(v) if v.is_nan())
-        || matches!(fill, Scalar::F64(v) if v.is_nan());
-    if cast.is_identity() || nan {
-        return None;
-    }
-    let back = CastSpec::new(cast.dst, cast.src, Some(cast.quant))
-        .or_else(|_| CastSpec::new(cast.dst, cast.src, None))
-        .ok()?;
-    let value = back.apply(fill);
-    let (mut want, mut got, mut one) = ([0u8; 8], [0u8; 8], [0u8; 8]);
-    fill.write(&mut want);
-    cast.apply(value).write(&mut got);
-    value.write(&mut one);
-    (got == want).then(|| one[..cast.src.size_bytes()].repeat(MAX_TILE_A))
 }
 
 impl Job<'_> {
