@@ -27,7 +27,7 @@ use std::fmt::Write;
 
 use layoutkit_core::DType;
 
-use super::hopper_k::{chunk_async_loads, chunk_channels, register_loads, HopperK};
+use super::hopper_k::{chunk_async_loads, chunk_channels, register_loads, wgmma_step, HopperK};
 use super::requant::q8_function;
 use super::source::{a_loads, b_loads, epilogue, helpers, pixel_rows, tap, Frags};
 use super::splitk::{partial_epilogue, splits_for, MAX_SPLITS};
@@ -548,12 +548,7 @@ pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
         mr * 64 * 128,
         bm * 128
     );
-    k.push_str("    asm volatile(\"wgmma.fence.sync.aligned;\\n\" ::: \"memory\");\n");
-    let _ = writeln!(
-        k,
-        "    #pragma unroll\n    for (int kk = 0; kk < 4; ++kk) {{\n      #pragma unroll\n      for (int r = 0; r < {mr}; ++r) wgmma(&acc[r][0][0], sdesc(sa + r * 8192 + kk * 32), sdesc(sb + kk * 32));\n    }}"
-    );
-    k.push_str("    asm volatile(\"wgmma.commit_group.sync.aligned;\\n\" ::: \"memory\");\n");
+    wgmma_step(&mut k, mr);
     if registers {
         let _ = writeln!(k, "    if (more) put((u + {ahead}) % {stages});");
     }

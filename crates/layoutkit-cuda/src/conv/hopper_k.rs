@@ -171,3 +171,14 @@ pub(super) fn register_loads(
         pack("wb")
     );
 }
+
+/// One K step's multiplies, as both Hopper kernels issue them: a fence, the four 32-byte
+/// slices of the stage (`sa`, `sb`) for each of the warpgroup's `mr` row blocks, a commit.
+pub(super) fn wgmma_step(k: &mut String, mr: usize) {
+    k.push_str("    asm volatile(\"wgmma.fence.sync.aligned;\\n\" ::: \"memory\");\n");
+    let _ = writeln!(
+        k,
+        "    #pragma unroll\n    for (int kk = 0; kk < 4; ++kk) {{\n      #pragma unroll\n      for (int r = 0; r < {mr}; ++r) wgmma(&acc[r][0][0], sdesc(sa + r * 8192 + kk * 32), sdesc(sb + kk * 32));\n    }}"
+    );
+    k.push_str("    asm volatile(\"wgmma.commit_group.sync.aligned;\\n\" ::: \"memory\");\n");
+}

@@ -258,12 +258,7 @@ pub fn tma_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
         mr * 64 * 128,
         bm * 128
     );
-    k.push_str("    asm volatile(\"wgmma.fence.sync.aligned;\\n\" ::: \"memory\");\n");
-    let _ = writeln!(
-        k,
-        "    #pragma unroll\n    for (int kk = 0; kk < 4; ++kk) {{\n      #pragma unroll\n      for (int r = 0; r < {mr}; ++r) wgmma(&acc[r][0][0], sdesc(sa + r * 8192 + kk * 32), sdesc(sb + kk * 32));\n    }}"
-    );
-    k.push_str("    asm volatile(\"wgmma.commit_group.sync.aligned;\\n\" ::: \"memory\");\n");
+    super::hopper_k::wgmma_step(&mut k, mr);
     let _ = writeln!(
         k,
         "    asm volatile(\"wgmma.wait_group.sync.aligned 1;\\n\" ::: \"memory\");\n    if (u > 0 && lane == 0) mbar_arrive(empty + (u - 1) % {stages});\n  }}"
