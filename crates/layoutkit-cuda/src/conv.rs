@@ -34,6 +34,7 @@ mod depthwise;
 mod direct;
 mod hopper;
 mod hopper_k;
+pub mod nchw_loader;
 pub mod requant;
 mod source;
 pub mod splitk;
@@ -47,6 +48,7 @@ pub use hopper::{
     hopper_unsupported_reason, HopperTile, MIN_TMA_STEPS,
 };
 pub use hopper_k::HopperK;
+pub use nchw_loader::{nchw_plan, nchw_unsupported_reason};
 pub use requant::{channel_params, requantised};
 pub use source::conv_source;
 pub use tma::{tma_applies, tma_unsupported_reason};

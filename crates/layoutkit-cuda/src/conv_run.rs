@@ -8,8 +8,8 @@ use crate::conv::tma_map::{activation_map, filter_map, TensorMap};
 use crate::conv::{
     block, conv_source, depthwise_applies, depthwise_launch, depthwise_source, direct_grid,
     direct_source, direct_unsupported_reason, grid, hopper_plan_with, hopper_source,
-    hopper_unsupported_reason, unsupported_reason, ConvKernel, HopperTile, DIRECT_THREADS,
-    MIN_TMA_STEPS,
+    hopper_unsupported_reason, nchw_plan, nchw_unsupported_reason, unsupported_reason, ConvKernel,
+    HopperTile, DIRECT_THREADS, MIN_TMA_STEPS,
 };
 use crate::{Cuda, Error, Launches, Timing};
 
@@ -28,7 +28,11 @@ impl std::fmt::Display for ConvPath {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ConvPath::Hopper(t) => {
-                let name = if t.tma { "wgmma-tma" } else { "wgmma" };
+                let name = match (t.nchw, t.tma) {
+                    (true, _) => "wgmma-nchw",
+                    (false, true) => "wgmma-tma",
+                    _ => "wgmma",
+                };
                 write!(f, "{name} {}x{}x{}", t.bm, t.bn, t.stages)?;
                 if t.in_flight == 0 && !t.tma {
                     write!(f, "x0")?;
@@ -116,7 +120,11 @@ impl Cuda {
         Ok((major, minor))
     }
 
-    /// The kernel [`Cuda::conv2d_timed`] runs `kernel` with on this GPU: the Hopper kernel on
+    /// The kernel [`Cuda::conv2d_timed`] runs `kernel` with on this GPU: for NCHW activations
+    /// on sm_90, the Hopper kernel with its NCHW loader warpgroup where it takes the problem
+    /// and [`crate::conv::nchw_loader::nchw_preferred`] (wherever it takes it with
+    /// `LAYOUTKIT_CONV_NCHW_LOADER=1`, never with `=0`; its tile from [`nchw_plan`], or
+    /// `LAYOUTKIT_CONV_TILE` and `LAYOUTKIT_CONV_SPLITK` as below); else the Hopper kernel on
     /// sm_90 when it takes the problem (unless `LAYOUTKIT_CONV_WGMMA=0`; its tile and splits
     /// of K from [`crate::conv::hopper_plan`] unless `LAYOUTKIT_CONV_TILE=BMxBNxSTAGES` sets the tile, with
     /// the splits chosen for it, or `LAYOUTKIT_CONV_SPLITK=N` the splits, or
@@ -132,6 +140,29 @@ impl Cuda {
     pub fn conv_path(&self, kernel: &ConvKernel) -> Result<ConvPath, Error> {
         let (major, _) = self.conv_capability()?;
         let wgmma = std::env::var("LAYOUTKIT_CONV_WGMMA").as_deref() != Ok("0");
+        let nchw_loader = match std::env::var("LAYOUTKIT_CONV_NCHW_LOADER").as_deref() {
+            Ok("0") => false,
+            Ok("1") => true,
+            _ => crate::conv::nchw_loader::nchw_preferred(kernel),
+        };
+        if major == 9 && wgmma && nchw_loader && nchw_unsupported_reason(kernel).is_none() {
+            let mut tile = nchw_plan(kernel);
+            if let Some(t) = tile_from_env()? {
+                let t = t.with_nchw_loader().ok_or_else(|| {
+                    Error::Unsupported(format!("LAYOUTKIT_CONV_TILE: {t:?} has no NCHW loader"))
+                })?;
+                let steps = crate::conv::nchw_loader::nchw_steps(&kernel.shape);
+                tile = t
+                    .with_splits(crate::conv::splitk::splits_for(&t, &kernel.shape, steps))
+                    .expect("splits_for stays in range");
+            }
+            if let Some(splits) = splits_from_env()? {
+                tile = tile
+                    .with_splits(splits)
+                    .expect("checked by splits_from_env");
+            }
+            return Ok(ConvPath::Hopper(tile));
+        }
         if major == 9 && wgmma && hopper_unsupported_reason(kernel).is_none() {
             let steps = crate::conv::HopperK::of(kernel).steps(kernel);
             let tma = crate::conv::tma_applies(kernel)
@@ -299,6 +330,7 @@ impl Cuda {
             ConvPath::Hopper(_) if major != 9 => Some(format!(
                 "the Hopper kernel needs an sm_90 GPU; this one is sm_{major}{minor}"
             )),
+            ConvPath::Hopper(t) if t.nchw => nchw_unsupported_reason(kernel),
             ConvPath::Hopper(t) if t.tma => hopper_unsupported_reason(kernel)
                 .or_else(|| crate::conv::tma_unsupported_reason(kernel)),
             ConvPath::Hopper(_) => hopper_unsupported_reason(kernel),
@@ -338,10 +370,10 @@ impl Cuda {
         };
         let (function, config) = match path {
             ConvPath::Hopper(tile) => {
-                let name = if tile.tma {
-                    "conv_wgmma_tma"
-                } else {
-                    "conv_wgmma"
+                let name = match (tile.nchw, tile.tma) {
+                    (true, _) => "conv_wgmma_nchw",
+                    (false, true) => "conv_wgmma_tma",
+                    _ => "conv_wgmma",
                 };
                 let f = self.compiled(
                     &hopper_source(kernel, &tile),
@@ -448,8 +480,10 @@ impl Cuda {
         let part = conv.workspace_address();
         let maps = conv.tensor_maps(x, w)?;
         let mut b = borrowed.launch_builder(&conv.function);
-        if let Some((tx, tw)) = &maps {
+        if let Some((Some(tx), tw)) = &maps {
             b.arg(tx).arg(tw);
+        } else if let Some((None, tw)) = &maps {
+            b.arg(&x).arg(tw);
         } else {
             b.arg(&x).arg(&w);
         }
@@ -509,12 +543,17 @@ impl DeviceConv {
         })
     }
 
-    /// The tensor maps of the activations at `x` and the filter at `w` for the TMA kernel
-    /// (None for the other kernels).
-    fn tensor_maps(&self, x: u64, w: u64) -> Result<Option<(TensorMap, TensorMap)>, Error> {
+    /// The tensor maps of the activations at `x` (None where the NCHW loader reads them
+    /// through their pointer) and the filter at `w` for the TMA kernels (None for the other
+    /// kernels).
+    #[allow(clippy::type_complexity)]
+    fn tensor_maps(&self, x: u64, w: u64) -> Result<Option<(Option<TensorMap>, TensorMap)>, Error> {
         match self.path {
+            ConvPath::Hopper(tile) if tile.nchw => {
+                Ok(Some((None, filter_map(&self.kernel, &tile, w)?)))
+            }
             ConvPath::Hopper(tile) if tile.tma => Ok(Some((
-                activation_map(&self.kernel, x)?,
+                Some(activation_map(&self.kernel, x)?),
                 filter_map(&self.kernel, &tile, w)?,
             ))),
             _ => Ok(None),

@@ -44,7 +44,8 @@ const SMEM_PER_SM: usize = 227 * 1024;
 /// while the next step's copies are issued, and `splits` blocks per output tile that divide
 /// the K steps among them (1: no split; see [`super::splitk`]). With `tma` the operands are
 /// loaded by TMA from a producer warp ([`super::tma`]; `in_flight` is then 1 however many
-/// stages), else by every thread with `cp.async`.
+/// stages), else by every thread with `cp.async`; with `nchw` (and `tma`) the activations
+/// are NCHW, loaded by a producer warpgroup ([`super::nchw_loader`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HopperTile {
     pub bm: usize,
@@ -55,6 +56,7 @@ pub struct HopperTile {
     pub in_flight: usize,
     pub splits: usize,
     pub tma: bool,
+    pub nchw: bool,
 }
 
 impl HopperTile {
@@ -79,6 +81,7 @@ impl HopperTile {
             in_flight: usize::from(stages >= 3),
             splits: 1,
             tma: false,
+            nchw: false,
         };
         let ok = bn.is_multiple_of(32) && (32..=256).contains(&bn) && (2..=8).contains(&stages);
         (ok && t.shared_bytes() <= SMEM_PER_SM).then_some(t)
@@ -114,9 +117,15 @@ impl HopperTile {
         128 * self.warpgroups
     }
 
-    /// Threads per block: the warpgroups, and the producer warp with `tma`.
+    /// Threads per block: the warpgroups, and the producer warp with `tma` (the producer
+    /// warpgroup with `nchw`).
     pub fn block_threads(&self) -> usize {
-        self.threads() + if self.tma { 32 } else { 0 }
+        self.threads()
+            + match (self.nchw, self.tma) {
+                (true, _) => super::nchw_loader::PRODUCER_THREADS,
+                (false, true) => 32,
+                _ => 0,
+            }
     }
 
     /// Dynamic shared memory per block: the stages, 1 KiB to align them to 1024 bytes, and
@@ -128,9 +137,9 @@ impl HopperTile {
     /// Blocks of this tile that fit on one SM at once: as many as the shared memory holds, at
     /// most two (the registers of two blocks of up to 256 threads), and one where each thread
     /// keeps 128 sums (the 256-column tile: 128 registers per thread are two blocks' share),
-    /// or with `tma` more than 64.
+    /// or with `tma` more than 64; one with `nchw` (384 threads holding a producer's units).
     pub(super) fn resident(&self) -> usize {
-        if self.mr * self.bn / 2 >= 128 {
+        if self.mr * self.bn / 2 >= 128 || self.nchw {
             return 1;
         }
         // Two blocks of 288 threads leave each thread about 100 registers: 64 sums fit, the
@@ -212,7 +221,7 @@ pub fn hopper_unsupported_reason(k: &ConvKernel) -> Option<String> {
 }
 
 /// The share of the GPU's block slots a plan must fill to be taken ahead of a smaller tile.
-const MIN_FILL: f64 = 0.7;
+pub(super) const MIN_FILL: f64 = 0.7;
 
 /// The fewest K steps per split for a tile that fills the GPU only with K split (see
 /// [`hopper_plan`]). 8 (7 after the H100's runs): on an H200 (three networks, batch 1 and 8,
@@ -399,6 +408,9 @@ pub(super) fn wgmma_function(k: &mut String, n: usize, input: DType) {
 ///
 /// Contract: `hopper_unsupported_reason(kernel)` is None.
 pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
+    if tile.nchw {
+        return super::nchw_loader::nchw_source(kernel, tile);
+    }
     if tile.tma {
         return super::tma::tma_source(kernel, tile);
     }

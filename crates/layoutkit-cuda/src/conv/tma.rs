@@ -109,7 +109,7 @@ pub fn tma_applies(k: &ConvKernel) -> bool {
 }
 
 /// Device functions: shared-memory addresses, `mbarrier` operations and the two TMA copies.
-fn tma_helpers(k: &mut String) {
+pub(super) fn tma_helpers(k: &mut String) {
     k.push_str(
         "struct __align__(64) TMap { unsigned long long v[16]; };\n\
 __device__ __forceinline__ unsigned saddr(const void* p) {\n\
