@@ -1,4 +1,5 @@
-//! How the Hopper kernel ([`super::hopper_source`]) walks the K dimension (filter taps x input
+//! The Hopper kernels' multiplies ([`wgmma_function`], [`wgmma_step`]) and how the
+//! `cp.async` Hopper kernel ([`super::hopper_source`]) walks the K dimension (filter taps x input
 //! channels) and fills a stage's rows: every row of a stage is 128 bytes, 8 chunks of 16 bytes
 //! (8 f16 or bf16 values, 16 int8 values: [`chunk_channels`]), stored with the 128-byte
 //! swizzle.
@@ -17,6 +18,8 @@
 //!   are issued, so the loads' latency runs under the multiplies.
 
 use std::fmt::Write;
+
+use layoutkit_core::DType;
 
 use super::source::element_type;
 use super::{ConvKernel, ConvLayout};
@@ -181,4 +184,40 @@ pub(super) fn wgmma_step(k: &mut String, mr: usize) {
         "    #pragma unroll\n    for (int kk = 0; kk < 4; ++kk) {{\n      #pragma unroll\n      for (int r = 0; r < {mr}; ++r) wgmma(&acc[r][0][0], sdesc(sa + r * 8192 + kk * 32), sdesc(sb + kk * 32));\n    }}"
     );
     k.push_str("    asm volatile(\"wgmma.commit_group.sync.aligned;\\n\" ::: \"memory\");\n");
+}
+
+/// `wgmma` with the sums of `input` as a device function `wgmma(d, a_desc, b_desc)` adding
+/// into `d[0 .. n/2]` (N = `n`): m64nNk16 with f32 sums for f16 and bf16, m64nNk32 with i32
+/// sums for i8 (both 32 bytes of K per row, so one descriptor step serves both).
+pub(super) fn wgmma_function(k: &mut String, n: usize, input: DType) {
+    let regs = n / 2;
+    let list: Vec<String> = (0..regs).map(|i| format!("%{i}")).collect();
+    let (t, c, shape) = match input {
+        DType::I8 => ("int", "r", format!("m64n{n}k32.s32.s8.s8")),
+        DType::BF16 => ("float", "f", format!("m64n{n}k16.f32.bf16.bf16")),
+        _ => ("float", "f", format!("m64n{n}k16.f32.f16.f16")),
+    };
+    // Integer wgmma has no operand scales or transposes: only the scale of D.
+    let tail = if input == DType::I8 {
+        "p"
+    } else {
+        "p, 1, 1, 0, 0"
+    };
+    let outs: Vec<String> = (0..regs).map(|i| format!("\"+{c}\"(d[{i}])")).collect();
+    let _ = writeln!(
+        k,
+        "__device__ __forceinline__ void wgmma({t}* d, unsigned long long da, unsigned long long db) {{\n  asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{}, 0;\\nwgmma.mma_async.sync.aligned.{shape} {{{}}}, %{regs}, %{}, {tail};\\n}}\\n\"\n    : {}\n    : \"l\"(da), \"l\"(db), \"r\"(1));\n}}",
+        regs + 2,
+        list.join(", "),
+        regs + 1,
+        outs.join(", ")
+    );
+    // The shared-memory matrix descriptor of a K-major tile with the 128-byte swizzle: start
+    // address, leading offset 16 bytes (unused for this swizzle), 1024 bytes between groups
+    // of 8 rows.
+    k.push_str(
+        "__device__ __forceinline__ unsigned long long sdesc(const unsigned char* p) {\n\
+  unsigned a; asm volatile(\"{ .reg .u64 q; cvta.to.shared.u64 q, %1; cvt.u32.u64 %0, q; }\" : \"=r\"(a) : \"l\"(p));\n\
+  return (unsigned long long)((a & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);\n}\n",
+    );
 }
