@@ -323,26 +323,33 @@ fn grid_1d(n: usize, block: usize) -> (u32, u32, u32) {
 
 /// Elements per vector when a copy region can move whole vectors: the innermost loop contiguous
 /// on both sides, and every extent of it, offset and outer stride a multiple of `v` elements,
-/// where `v` makes the wider side's vector 16 bytes (so every vector of the region is aligned
-/// when the buffers are). `None` otherwise. Casts are applied element by element inside the
-/// vector (f32 -> f16: four floats in, four halves out).
+/// where `v` makes the wider side's vector 16, else 8, else 4 bytes (the widest that fits, so
+/// every vector of the region is aligned when the buffers are: runs of 1000 int8 values 1024
+/// bytes apart move 8 bytes at a time). `None` where not even two elements fit a vector. Casts
+/// are applied element by element inside the vector (f32 -> f16: four floats in, four halves
+/// out).
 fn copy_vector(r: &Region, c: &CastSpec) -> Option<usize> {
     let size = c.src.size_bytes().max(c.dst.size_bytes());
     if size >= 16 || r.dims.is_empty() {
         return None;
     }
-    let v = 16 / size;
     let inner = r.inner();
     let outer = &r.dims[..r.dims.len() - 1];
-    let fits = inner.src_stride == 1
-        && inner.dst_stride == 1
-        && inner.extent.is_multiple_of(v)
-        && r.src_offset.is_multiple_of(v)
-        && r.dst_offset.is_multiple_of(v)
-        && outer
-            .iter()
-            .all(|d| d.src_stride % v as isize == 0 && d.dst_stride % v as isize == 0);
-    fits.then_some(v)
+    let fits = |v: usize| {
+        inner.src_stride == 1
+            && inner.dst_stride == 1
+            && inner.extent.is_multiple_of(v)
+            && r.src_offset.is_multiple_of(v)
+            && r.dst_offset.is_multiple_of(v)
+            && outer
+                .iter()
+                .all(|d| d.src_stride % v as isize == 0 && d.dst_stride % v as isize == 0)
+    };
+    [16, 8, 4]
+        .into_iter()
+        .map(|bytes| bytes / size)
+        .filter(|&v| v >= 2)
+        .find(|&v| fits(v))
 }
 
 /// The kernel of a copy region of whole vectors ([`copy_vector`]): one thread per vector. The
@@ -462,3 +469,47 @@ fn copy_kernel(r: &Region, c: &CastSpec, small: bool) -> Result<Launch, Error> {
         block: (256, 1, 1),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use layoutkit_core::plan::{LoopDim, Region};
+
+    fn runs(n: usize, run: usize, src: isize, dst: isize) -> Region {
+        Region {
+            src_offset: 0,
+            dst_offset: 0,
+            dims: vec![
+                LoopDim {
+                    extent: n,
+                    src_stride: src,
+                    dst_stride: dst,
+                },
+                LoopDim {
+                    extent: run,
+                    src_stride: 1,
+                    dst_stride: 1,
+                },
+            ],
+        }
+    }
+
+    /// The widest vector every run of the region fills: 16 bytes, else 8, else 4, else none.
+    #[test]
+    fn copy_vectors_are_the_widest_the_runs_allow() {
+        let same = |t| CastSpec::new(t, t, None).unwrap();
+        // int8 NCHW32c -> NCHW with 1x1 planes and C = 1000: runs of 1000 bytes, 1024 apart.
+        assert_eq!(copy_vector(&runs(9, 1000, 1024, 1000), &same(DType::I8)), Some(8));
+        assert_eq!(copy_vector(&runs(9, 1024, 1024, 1024), &same(DType::I8)), Some(16));
+        assert_eq!(copy_vector(&runs(9, 12, 32, 12), &same(DType::I8)), Some(4));
+        assert_eq!(copy_vector(&runs(9, 6, 32, 6), &same(DType::I8)), None);
+        assert_eq!(copy_vector(&runs(9, 250, 256, 250), &same(DType::F16)), Some(2));
+        assert_eq!(copy_vector(&runs(9, 250, 256, 252), &same(DType::F32)), Some(2));
+        assert_eq!(copy_vector(&runs(9, 251, 256, 251), &same(DType::F32)), None);
+        assert_eq!(copy_vector(&runs(9, 252, 256, 252), &same(DType::F32)), Some(4));
+        assert_eq!(copy_vector(&runs(9, 252, 256, 252), &same(DType::F16)), Some(4));
+        let f32_to_f16 = CastSpec::new(DType::F32, DType::F16, None).unwrap();
+        assert_eq!(copy_vector(&runs(9, 6, 8, 6), &f32_to_f16), Some(2));
+    }
+}
+

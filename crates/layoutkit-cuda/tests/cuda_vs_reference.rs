@@ -247,6 +247,12 @@ fn benchmark_conversions_with_tails_match_the_cpu_reference() {
         ("OIHW", "mace:conv2d_filter", "O=350003,I=3,H=1,W=1"),
         ("mace:conv2d_filter", "OIHW", "O=120001,I=1,H=3,W=3"),
         ("OIHW16i16o", "OIHW", "O=350003,I=3,H=1,W=1"),
+        // Runs of whole 8- and 4-byte vectors only (1x1 planes: NCHW32c <-> NCHW are runs of
+        // C elements, 32-channel blocks apart on the blocked side).
+        ("NCHW32c", "NCHW", "N=5,C=1000,H=1,W=1"),
+        ("NCHW", "NCHW32c", "N=5,C=1000,H=1,W=1"),
+        ("NCHW32c", "NCHW", "N=7,C=12,H=1,W=1"),
+        ("NCHW32c", "NCHW", "N=7,C=250,H=1,W=1"),
     ];
     let mut checked = 0;
     for (from, to, dims) in cases {
