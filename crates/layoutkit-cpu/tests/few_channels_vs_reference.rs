@@ -189,3 +189,66 @@ fn cast_records_longer_than_a_piece_equal_the_reference() {
         }
     }
 }
+
+/// Destinations that are mostly padding and 1 MiB or more: f16 OIHW16i16o of 1-3 input
+/// channels (written with the fill first, then the copies: `fast/destination.rs`), and the
+/// same with f32 and other types, NCHW32c and kHWC8 of 1 channel, a MACE image of 1 channel
+/// and C = 8 into NCHW32c (written interleaved: rows of a whole line, or data on most lines),
+/// with casts, fill values 0, 1.5 and NaN, sources at odd offsets and 1-4 threads: the
+/// reference's bytes.
+#[test]
+fn mostly_padded_destinations_equal_the_reference() {
+    let cases = [
+        ("OIHW", "OIHW16i16o", "O=4100,I=1,H=3,W=3"),
+        ("OIHW", "OIHW16i16o", "O=4200,I=3,H=3,W=3"),
+        ("NCHW", "NCHW32c", "N=2,C=1,H=100,W=97"),
+        ("NCHW", "NCHW32c", "N=1,C=8,H=100,W=97"),
+        ("NCHW", "kHWC8", "N=3,C=1,H=150,W=151"),
+        ("NHWC", "mace:in_out_channel", "N=2,H=130,W=257,C=1"),
+    ];
+    let casts = [
+        CastSpec::identity(DType::F32),
+        CastSpec::identity(DType::F16),
+        CastSpec::identity(DType::U8),
+        CastSpec::new(DType::F32, DType::F16, None).unwrap(),
+        CastSpec::new(
+            DType::F32,
+            DType::I8,
+            Some(Quantization {
+                scale: 0.37,
+                zero_point: -2,
+            }),
+        )
+        .unwrap(),
+    ];
+    for (from, to, dims) in cases {
+        let dims = Dims::parse(dims).unwrap();
+        for fill in [0.0, 1.5, f64::NAN] {
+            let src = parse_format(from).unwrap().shaped(&dims).unwrap();
+            let dst = parse_format(to)
+                .unwrap()
+                .with_fill(fill)
+                .shaped(&dims)
+                .unwrap();
+            let plan = ConversionPlan::new(&src, &dst).unwrap();
+            for cast in casts {
+                if fill.is_nan() && !cast.dst.is_float() {
+                    continue;
+                }
+                let data = noise_bytes(src.bytes(cast.src).unwrap(), 21);
+                let mut want = vec![0u8; dst.bytes(cast.dst).unwrap()];
+                convert_reference(&src, &data, &dst, &mut want, &cast).unwrap();
+                for (threads, offset) in [(1, 0), (2, 3), (3, 1), (4, 8)] {
+                    let mut buf = layoutkit_cpu::AlignedBuf::zeroed(data.len() + offset);
+                    buf[offset..].copy_from_slice(&data);
+                    let mut got = vec![0xA5u8; want.len()];
+                    convert_fast(&plan, &buf[offset..], &mut got, &cast, threads).unwrap();
+                    assert!(
+                        got == want,
+                        "{from} -> {to} {dims:?} fill {fill} {cast:?} threads {threads}"
+                    );
+                }
+            }
+        }
+    }
+}

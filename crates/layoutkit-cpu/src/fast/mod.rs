@@ -12,6 +12,7 @@
 mod buffer;
 mod cast_tiles;
 mod casts;
+mod destination;
 mod gather;
 mod interleave;
 mod items;
@@ -60,12 +61,13 @@ pub fn convert_fast(
     let mut fill_bytes = [0u8; 8];
     fill.write(&mut fill_bytes);
     let ds = cast.dst.size_bytes();
-    // Non-temporal stores only for destinations larger than the L2 caches of the threads
-    // writing them: a smaller one stays in cache, where the next reader finds it and where
-    // ordinary stores are faster (a 200 KB NCHW -> NHWC ran at memory speed, 9-19 GB/s, while
-    // a copy of it ran from L2 at 70-110).
-    let stream = stream_override()
-        .unwrap_or_else(|| dst_data.len() > crate::conv_blocked::cache_sizes().1 * threads.max(1));
+    let stream = destination::streams(dst_data.len(), threads);
+    // Mostly padding: all of it written with the fill first, then the copies alone.
+    let fill_first = destination::fill_first(copies, fills, ds, dst_data.len());
+    if fill_first {
+        destination::fill_whole(dst_data, &fill_bytes[..ds], threads, stream);
+    }
+    let fills: &[Region] = if fill_first { &[] } else { fills };
     let fused = cast_tiles::FusedCast::for_spec(cast);
     let job = Job {
         src: src_data,
@@ -177,18 +179,6 @@ pub fn convert_fast(
         work();
     });
     Ok(())
-}
-
-/// `LAYOUTKIT_CPU_STREAM=always` or `never` (read once): streaming stores for every
-/// destination, or for none, whatever its size (the tests run both kinds of store on small
-/// tensors this way); anything else leaves the choice to the destination's size.
-fn stream_override() -> Option<bool> {
-    static MODE: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
-    *MODE.get_or_init(|| match std::env::var("LAYOUTKIT_CPU_STREAM").as_deref() {
-        Ok("always") => Some(true),
-        Ok("never") => Some(false),
-        _ => None,
-    })
 }
 
 /// Conversions of fewer elements run on one thread whatever the thread count.
