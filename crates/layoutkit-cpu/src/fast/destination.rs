@@ -70,9 +70,10 @@ fn touched_bytes(r: &Region, size: usize) -> usize {
 /// short fill runs; whole, the fill is one streamed pass at the speed of memory, and the copies
 /// then rewrite a few lines of each block. Measured on one thread, alternating (Xeon model
 /// 167, `bench/results/sweep.md`): f16 OIHW -> OIHW16i16o (32-byte rows of 16 output
-/// channels) with 3 input channels 45-47% -> 71% of the copy (1x1), 36-38% -> 51-52% (3x3),
-/// 42-44% -> 65-66% (7x7); with rows of a whole line (f32) the interleaved tiles were the faster
-/// (f32 I = 3, 3x3: 107% against 91-99%), hence the row rule.
+/// channels) with 3 input channels 45-46% -> 67-69% of the copy (1x1), 37% -> 50-51% (3x3),
+/// 42-43% -> 58-62% (7x7); with 4 input channels 61-62% -> 58-59%. With rows of a whole line
+/// (f32) the interleaved tiles were the faster (f32 I = 3, 3x3: 107% against 91-99% with the
+/// fill first), hence the row rule.
 pub(super) fn fill_first(
     copies: &[Region],
     fills: &[Region],

@@ -205,7 +205,9 @@ pub fn hopper_unsupported_reason(k: &ConvKernel) -> Option<String> {
     }
     if k.layout == ConvLayout::Nchw && s.c.is_multiple_of(32) {
         return Some(
-            "NCHW with C a multiple of 32 runs in the mma.sync kernel or through NHWC".into(),
+            "NCHW with C a multiple of 32 runs in the NCHW loader's kernel (C a multiple of 64), \
+             the mma.sync kernel or through NHWC"
+                .into(),
         );
     }
     if k.layout == ConvLayout::Nc32hw32 && !s.o.is_multiple_of(32) {
