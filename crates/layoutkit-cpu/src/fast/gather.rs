@@ -27,6 +27,14 @@ const MAX_FEW_ROW_BYTES: usize = 64;
 /// See [`MAX_FEW_ROW_BYTES`].
 const MAX_FEW_ROWS: usize = 4;
 
+/// Rows up to this many bytes are moved by table too where the destination was filled first
+/// ([`super::destination::fill_first`]): the copies are then the data rows of mostly padded
+/// blocks (f16 OIHW16i16o with one input channel: 9 taps x 16 output channels of 32 bytes per
+/// block), whose tiles cost more to set up than to move: one thread, alternating twice, 35-36%
+/// -> 49% of the copy (O=1864135, 3x3). Not for every conversion: NCHW <-> kHWC8 in f32 (rows
+/// of 8 channels, 32 bytes) ran 148-151% -> 123-131% and 91-92% -> 69-70% by table.
+pub(super) const SPARSE_ROW_BYTES: usize = 32;
+
 /// The most destination rows (positions of the tile's source-contiguous loops) of a tile moved
 /// by table: longer tiles of short rows are the few-channel interleave kernels' (NHWC <->
 /// mace:in_out_width with C = 3, 64 rows of 3 channels: 32% of the copy there, 27% by table).
@@ -35,11 +43,13 @@ pub(super) const MAX_ROWS: usize = 36;
 /// The element moves of one block of `loops` with `unit` elements per position: `(destination
 /// offset, source offset)` pairs in elements, sorted by destination offset. None when the block
 /// has more than [`MAX_BLOCK`] elements, more than [`MAX_ROWS`] destination rows (the last
-/// loop's runs of units), rows of [`MAX_ROW_BYTES`] or more, or a loop with a negative stride.
+/// loop's runs of units), rows of [`MAX_ROW_BYTES`] or more (more than [`SPARSE_ROW_BYTES`]
+/// with `sparse`: a destination filled first), or a loop with a negative stride.
 pub(super) fn block_moves(
     loops: &[LoopDim],
     unit: usize,
     size: usize,
+    sparse: bool,
 ) -> Option<Vec<(isize, isize)>> {
     let row_units = loops.last().map_or(1, |l| l.extent);
     let rows: usize = loops.iter().map(|l| l.extent).product::<usize>() / row_units.max(1);
@@ -48,12 +58,8 @@ pub(super) fn block_moves(
     let reversed = loops.iter().any(|l| l.src_stride < 0 || l.dst_stride < 0);
     let row_bytes = row_units * unit * size;
     let few_rows = rows <= MAX_FEW_ROWS && row_bytes <= MAX_FEW_ROW_BYTES;
-    if count == 0
-        || reversed
-        || count > MAX_BLOCK
-        || rows > MAX_ROWS
-        || (row_bytes >= MAX_ROW_BYTES && !few_rows)
-    {
+    let short = row_bytes < MAX_ROW_BYTES || (sparse && row_bytes <= SPARSE_ROW_BYTES);
+    if count == 0 || reversed || count > MAX_BLOCK || rows > MAX_ROWS || (!short && !few_rows) {
         return None;
     }
     // The block as a region from offset 0 whose innermost loop is the unit's elements: each
@@ -75,7 +81,7 @@ pub(super) fn block_moves(
     });
     moves.sort_unstable();
     let dense = moves.iter().enumerate().all(|(j, m)| m.0 == j as isize);
-    (row_bytes < MAX_ROW_BYTES || dense).then_some(moves)
+    (short || dense).then_some(moves)
 }
 
 /// Moves the block `moves` (from [`block_moves`]) `batch.extent` times: repetition `b` from
@@ -149,11 +155,11 @@ mod tests {
     #[test]
     fn the_moves_of_a_block_are_its_elements_in_destination_order() {
         // MACE's 1x1 filter image with I = 3: i (3: source 1, destination 4), k (4: 3, 1).
-        let moves = block_moves(&[l(3, 1, 4), l(4, 3, 1)], 1, 2).unwrap();
+        let moves = block_moves(&[l(3, 1, 4), l(4, 3, 1)], 1, 2, false).unwrap();
         let want: Vec<(isize, isize)> = (0..12).map(|d| (d, (d % 4) * 3 + d / 4)).collect();
         assert_eq!(moves, want);
         // Units of 2 elements.
-        let moves = block_moves(&[l(2, 2, 4), l(2, 4, 2)], 2, 1).unwrap();
+        let moves = block_moves(&[l(2, 2, 4), l(2, 4, 2)], 2, 1, false).unwrap();
         assert_eq!(
             moves,
             vec![
@@ -168,36 +174,36 @@ mod tests {
             ]
         );
         // Rows of a whole vector apart from each other, or too many elements: not by table.
-        assert!(block_moves(&[l(3, 1, 64), l(16, 3, 1)], 1, 4).is_none());
+        assert!(block_moves(&[l(3, 1, 64), l(16, 3, 1)], 1, 4, false).is_none());
         assert!(
-            block_moves(&[l(3, 1, 12), l(8, 3, 1)], 1, 4).is_none(),
+            block_moves(&[l(3, 1, 12), l(8, 3, 1)], 1, 4, false).is_none(),
             "32-byte rows with gaps"
         );
         assert!(
-            block_moves(&[l(3, 1, 4), l(4, 3, 1)], 1, 4).is_some(),
+            block_moves(&[l(3, 1, 4), l(4, 3, 1)], 1, 4, false).is_some(),
             "16-byte rows"
         );
-        assert!(block_moves(&[l(100, 1, 3), l(3, 100, 1)], 1, 1).is_none());
+        assert!(block_moves(&[l(100, 1, 3), l(3, 100, 1)], 1, 1, false).is_none());
         assert!(
-            block_moves(&[l(64, 1, 3), l(3, 64, 1)], 1, 4).is_none(),
+            block_moves(&[l(64, 1, 3), l(3, 64, 1)], 1, 4, false).is_none(),
             "64 rows"
         );
-        assert!(block_moves(&[l(9, 1, 12), l(3, 9, 4), l(4, 27, 1)], 1, 2).is_some());
+        assert!(block_moves(&[l(9, 1, 12), l(3, 9, 4), l(4, 27, 1)], 1, 2, false).is_some());
         // A few rows of up to 64 bytes whose destination is one range: OIHW16i16o's block of a
         // filter with I = 3 (i: source 1, destination 16; o: 3, 1), f16 and f32.
-        let moves = block_moves(&[l(3, 1, 16), l(16, 3, 1)], 1, 2).unwrap();
+        let moves = block_moves(&[l(3, 1, 16), l(16, 3, 1)], 1, 2, false).unwrap();
         let want: Vec<(isize, isize)> = (0..48).map(|d| (d, (d % 16) * 3 + d / 16)).collect();
         assert_eq!(moves, want);
-        assert!(block_moves(&[l(3, 1, 16), l(16, 3, 1)], 1, 4).is_some());
+        assert!(block_moves(&[l(3, 1, 16), l(16, 3, 1)], 1, 4, false).is_some());
         // ... not 5 rows, rows over 64 bytes, or rows far apart in the destination.
-        assert!(block_moves(&[l(5, 1, 16), l(16, 5, 1)], 1, 2).is_none());
-        assert!(block_moves(&[l(3, 1, 32), l(32, 3, 1)], 1, 4).is_none());
-        assert!(block_moves(&[l(3, 1, 196), l(14, 3, 1)], 1, 4).is_none());
+        assert!(block_moves(&[l(5, 1, 16), l(16, 5, 1)], 1, 2, false).is_none());
+        assert!(block_moves(&[l(3, 1, 32), l(32, 3, 1)], 1, 4, false).is_none());
+        assert!(block_moves(&[l(3, 1, 196), l(14, 3, 1)], 1, 4, false).is_none());
     }
 
     #[test]
     fn blocks_move_as_the_definition_says() {
-        let moves = block_moves(&[l(3, 1, 4), l(4, 3, 1)], 1, 4).unwrap();
+        let moves = block_moves(&[l(3, 1, 4), l(4, 3, 1)], 1, 4, false).unwrap();
         let src: Vec<u8> = (0..5 * 12 * 4).map(|i| i as u8).collect();
         let mut dst = vec![0u8; 5 * 16 * 4];
         // Five blocks, 12 elements apart in the source, 16 in the destination.
@@ -210,5 +216,23 @@ mod tests {
             let gap = (b * 16 + 12) as usize * 4;
             assert!(dst[gap..gap + 16].iter().all(|&v| v == 0));
         }
+    }
+
+    /// Rows of 32 bytes go by table only where the destination was filled first: a block of
+    /// f16 OIHW16i16o with one input channel (9 taps x 16 output channels).
+    #[test]
+    fn rows_of_32_bytes_by_table_only_in_filled_destinations() {
+        let l = |extent, src_stride, dst_stride| LoopDim {
+            extent,
+            src_stride,
+            dst_stride,
+        };
+        let block = [l(9, 1, 256), l(16, 9, 1)];
+        assert!(block_moves(&block, 1, 2, false).is_none());
+        let moves = block_moves(&block, 1, 2, true).unwrap();
+        assert_eq!(moves.len(), 144);
+        assert_eq!((moves[0], moves[1], moves[16]), ((0, 0), (1, 9), (256, 1)));
+        // Rows of 64 bytes stay with the tiles either way.
+        assert!(block_moves(&[l(9, 1, 256), l(32, 9, 1)], 1, 2, true).is_none());
     }
 }

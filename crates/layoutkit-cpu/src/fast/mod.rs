@@ -72,6 +72,7 @@ pub fn convert_fast(
     let job = Job {
         src: src_data,
         stream,
+        sparse: fill_first,
         dst: SharedMut::new(dst_data),
         cast: *cast,
         run: run_kernel(cast),
@@ -289,6 +290,10 @@ struct Job<'a> {
     src: &'a [u8],
     /// Whether final destination lines are written with non-temporal (streaming) stores.
     stream: bool,
+    /// The destination was filled whole first ([`destination::fill_first`]): the copies are
+    /// the few data rows of mostly padded blocks, moved by table up to rows of
+    /// [`gather::SPARSE_ROW_BYTES`].
+    sparse: bool,
     dst: SharedMut,
     cast: CastSpec,
     run: RunKernel,
@@ -330,7 +335,7 @@ impl Job<'_> {
                     && it.tail == 0
                     && self.cast.is_identity() =>
             {
-                gather::block_moves(kernel, it.unit, size).map(|moves| (batch, moves))
+                gather::block_moves(kernel, it.unit, size, self.sparse).map(|moves| (batch, moves))
             }
             _ => None,
         };
