@@ -175,8 +175,9 @@ pub const NCHW_LOADER_MIN_OW: usize = 14;
 /// [`NCHW_LOADER_MIN_OW`] pixels. Measured on an H100 (three networks' 40 layers with C a
 /// multiple of 64, batch 1, 8 and 64, both kernels in place, `bench/results/conv.md`): on those
 /// layers 1.53-1.91x the `mma.sync` kernel (geometric mean; 0.88-1.04 at worst); on the
-/// others (stride 2, 7-pixel rows) 0.82-0.90 at batch 8 and 64, where a tile's segments are
-/// short and most of each 8-pixel unit's loads and stores serve no output row.
+/// others (stride 2, 7-pixel rows) 0.82-0.90 at batch 8 and 64 (1.74 at batch 1, where the
+/// rule gives up some speed for one rule at every batch), where a tile's segments are short
+/// and most of each 8-pixel unit's loads and stores serve no output row.
 pub fn nchw_preferred(k: &ConvKernel) -> bool {
     k.shape.conv.stride == [1, 1] && k.shape.ow >= NCHW_LOADER_MIN_OW
 }
