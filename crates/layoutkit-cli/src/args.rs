@@ -102,7 +102,8 @@ Examples:
 With no --from/--to it runs the standard set (NCHW<->NHWC, NCHW->NCHW32c, NCHW->kHWC8,
 OIHW->OIHW16i16o, NHWC->mace:in_out_channel; f32 and f16; tensors of 64 MiB and more) and prints a
 table. The CPU engine is the fast engine (tiles, SIMD chosen at run time, --threads); on the
-CPU the conversion and the copy are timed alternately, so both see the same machine state.
+CPU the conversion and the copy are timed alternately, so both see the same machine state, and
+with several threads the copy counts at its best of the calling thread alone and all threads.
 
 --sweep (CPU, or CUDA with --device cuda) runs a fixed grid of shape classes instead: every conversion of the standard set and
 its inverse, and NHWC<->mace:in_out_channel/height/width, OIHW<->mace:conv2d_filter; channels
