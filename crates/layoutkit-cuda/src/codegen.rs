@@ -498,38 +498,27 @@ mod tests {
     #[test]
     fn copy_vectors_are_the_widest_the_runs_allow() {
         let same = |t| CastSpec::new(t, t, None).unwrap();
-        // int8 NCHW32c -> NCHW with 1x1 planes and C = 1000: runs of 1000 bytes, 1024 apart.
-        assert_eq!(
-            copy_vector(&runs(9, 1000, 1024, 1000), &same(DType::I8)),
-            Some(8)
-        );
-        assert_eq!(
-            copy_vector(&runs(9, 1024, 1024, 1024), &same(DType::I8)),
-            Some(16)
-        );
-        assert_eq!(copy_vector(&runs(9, 12, 32, 12), &same(DType::I8)), Some(4));
-        assert_eq!(copy_vector(&runs(9, 6, 32, 6), &same(DType::I8)), None);
-        assert_eq!(
-            copy_vector(&runs(9, 250, 256, 250), &same(DType::F16)),
-            Some(2)
-        );
-        assert_eq!(
-            copy_vector(&runs(9, 250, 256, 252), &same(DType::F32)),
-            Some(2)
-        );
-        assert_eq!(
-            copy_vector(&runs(9, 251, 256, 251), &same(DType::F32)),
-            None
-        );
-        assert_eq!(
-            copy_vector(&runs(9, 252, 256, 252), &same(DType::F32)),
-            Some(4)
-        );
-        assert_eq!(
-            copy_vector(&runs(9, 252, 256, 252), &same(DType::F16)),
-            Some(4)
-        );
         let f32_to_f16 = CastSpec::new(DType::F32, DType::F16, None).unwrap();
-        assert_eq!(copy_vector(&runs(9, 6, 8, 6), &f32_to_f16), Some(2));
+        // (run, source stride, destination stride), cast, elements per vector. The first:
+        // int8 NCHW32c -> NCHW with 1x1 planes and C = 1000, runs of 1000 bytes 1024 apart.
+        let cases = [
+            ((1000, 1024, 1000), same(DType::I8), Some(8)),
+            ((1024, 1024, 1024), same(DType::I8), Some(16)),
+            ((12, 32, 12), same(DType::I8), Some(4)),
+            ((6, 32, 6), same(DType::I8), None),
+            ((250, 256, 250), same(DType::F16), Some(2)),
+            ((250, 256, 252), same(DType::F32), Some(2)),
+            ((251, 256, 251), same(DType::F32), None),
+            ((252, 256, 252), same(DType::F32), Some(4)),
+            ((252, 256, 252), same(DType::F16), Some(4)),
+            ((6, 8, 6), f32_to_f16, Some(2)),
+        ];
+        for ((run, src, dst), cast, want) in cases {
+            assert_eq!(
+                copy_vector(&runs(9, run, src, dst), &cast),
+                want,
+                "runs of {run}, strides {src} / {dst}, {cast:?}"
+            );
+        }
     }
 }

@@ -48,6 +48,29 @@ impl std::fmt::Display for ConvPath {
     }
 }
 
+/// The tile a Hopper path runs: `forced` (from `LAYOUTKIT_CONV_TILE`) with the splits of K
+/// [`crate::conv::splitk::splits_for`] gives it over `steps`, else `plan()`'s; then
+/// `LAYOUTKIT_CONV_SPLITK`'s splits where set.
+fn with_env_splits(
+    forced: Option<HopperTile>,
+    shape: &crate::conv::ConvShape,
+    steps: usize,
+    plan: impl FnOnce() -> Result<HopperTile, Error>,
+) -> Result<HopperTile, Error> {
+    let tile = match forced {
+        Some(t) => t
+            .with_splits(crate::conv::splitk::splits_for(&t, shape, steps))
+            .expect("splits_for stays in range"),
+        None => plan()?,
+    };
+    Ok(match splits_from_env()? {
+        Some(splits) => tile
+            .with_splits(splits)
+            .expect("checked by splits_from_env"),
+        None => tile,
+    })
+}
+
 /// The Hopper tile `LAYOUTKIT_CONV_TILE` asks for (`BMxBNxSTAGES`, e.g. `128x128x4`, or
 /// `BMxBNxSTAGESx0` for no multiplies in flight across steps), if set.
 fn tile_from_env() -> Result<Option<HopperTile>, Error> {
@@ -146,21 +169,14 @@ impl Cuda {
             _ => crate::conv::nchw_loader::nchw_preferred(kernel),
         };
         if major == 9 && wgmma && nchw_loader && nchw_unsupported_reason(kernel).is_none() {
-            let mut tile = nchw_plan(kernel);
-            if let Some(t) = tile_from_env()? {
-                let t = t.with_nchw_loader().ok_or_else(|| {
+            let steps = crate::conv::nchw_loader::nchw_steps(&kernel.shape);
+            let tile = match tile_from_env()? {
+                Some(t) => Some(t.with_nchw_loader().ok_or_else(|| {
                     Error::Unsupported(format!("LAYOUTKIT_CONV_TILE: {t:?} has no NCHW loader"))
-                })?;
-                let steps = crate::conv::nchw_loader::nchw_steps(&kernel.shape);
-                tile = t
-                    .with_splits(crate::conv::splitk::splits_for(&t, &kernel.shape, steps))
-                    .expect("splits_for stays in range");
-            }
-            if let Some(splits) = splits_from_env()? {
-                tile = tile
-                    .with_splits(splits)
-                    .expect("checked by splits_from_env");
-            }
+                })?),
+                None => None,
+            };
+            let tile = with_env_splits(tile, &kernel.shape, steps, || Ok(nchw_plan(kernel)))?;
             return Ok(ConvPath::Hopper(tile));
         }
         if major == 9 && wgmma && hopper_unsupported_reason(kernel).is_none() {
@@ -171,21 +187,12 @@ impl Cuda {
                     Ok("1") => true,
                     _ => steps >= MIN_TMA_STEPS,
                 };
-            let mut tile = match tile_from_env()? {
-                Some(t) => {
-                    let splits = crate::conv::splitk::splits_for(&t, &kernel.shape, steps);
-                    t.with_splits(splits).expect("splits_for stays in range")
-                }
-                None => match wide_split_steps_from_env()? {
+            let mut tile = with_env_splits(tile_from_env()?, &kernel.shape, steps, || {
+                Ok(match wide_split_steps_from_env()? {
                     Some(steps) => crate::conv::hopper_plan_tuned(kernel, tma, steps),
                     None => hopper_plan_with(kernel, tma),
-                },
-            };
-            if let Some(splits) = splits_from_env()? {
-                tile = tile
-                    .with_splits(splits)
-                    .expect("checked by splits_from_env");
-            }
+                })
+            })?;
             if tma {
                 tile = tile.with_tma(true).unwrap_or(tile);
             }

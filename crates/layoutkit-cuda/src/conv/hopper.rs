@@ -435,14 +435,7 @@ pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
         mr * bn / 2
     );
     // This block's K steps: t0 .. t0 + nsteps (all of them without a split).
-    if splits > 1 {
-        let _ = writeln!(
-            k,
-            "  const int t0 = (int)((long long)blockIdx.z * {steps} / {splits}), nsteps = (int)((long long)(blockIdx.z + 1) * {steps} / {splits}) - t0;"
-        );
-    } else {
-        let _ = writeln!(k, "  const int t0 = 0, nsteps = {steps};");
-    }
+    super::hopper_k::block_steps(&mut k, steps, splits);
     let _ = writeln!(
         k,
         "  const int lrow = tid >> 3, lch = tid & 7, lcol = lch * {per};"

@@ -221,3 +221,16 @@ pub(super) fn wgmma_function(k: &mut String, n: usize, input: DType) {
   return (unsigned long long)((a & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);\n}\n",
     );
 }
+
+/// This block's K steps `t0 .. t0 + nsteps`, as every Hopper kernel declares them: all `steps`
+/// without a split, else split `blockIdx.z` of `splits` near-equal ranges.
+pub(super) fn block_steps(k: &mut String, steps: usize, splits: usize) {
+    if splits > 1 {
+        let _ = writeln!(
+            k,
+            "  const int t0 = (int)((long long)blockIdx.z * {steps} / {splits}), nsteps = (int)((long long)(blockIdx.z + 1) * {steps} / {splits}) - t0;"
+        );
+    } else {
+        let _ = writeln!(k, "  const int t0 = 0, nsteps = {steps};");
+    }
+}

@@ -34,7 +34,7 @@ use std::fmt::Write;
 
 use layoutkit_core::DType;
 
-use super::hopper::{hopper_epilogue, wgmma_function, HopperTile, MIN_FILL};
+use super::hopper::{wgmma_function, HopperTile, MIN_FILL};
 use super::requant::q8_function;
 use super::splitk::splits_for;
 use super::{ConvKernel, ConvLayout, ConvShape};
@@ -159,10 +159,18 @@ impl HopperTile {
 /// [`MAX_UNITS_PER_THREAD`] per producer thread.
 pub fn candidates(k: &ConvKernel) -> Vec<HopperTile> {
     let s = &k.shape;
+    // Whether tiles of 256, 128 and 64 rows keep their units within the bound (each walks
+    // every tile of the grid once).
+    let fit = |bm: usize| Units::of(s, bm).per_thread <= MAX_UNITS_PER_THREAD;
+    let (fits256, fits128, fits64) = (fit(256), fit(128), fit(64));
     [(256, 128), (128, 256), (128, 128), (128, 64), (64, 64)]
         .into_iter()
         .filter(|&(_, bn)| bn <= s.o.next_multiple_of(64))
-        .filter(|&(bm, _)| Units::of(s, bm).per_thread <= MAX_UNITS_PER_THREAD)
+        .filter(|&(bm, _)| match bm {
+            256 => fits256,
+            128 => fits128,
+            _ => fits64,
+        })
         .filter_map(|(bm, bn)| HopperTile::new(bm, bn, 4)?.with_nchw_loader())
         .collect()
 }
@@ -261,14 +269,7 @@ fn unit_loads(k: &mut String, s: &ConvShape) {
 pub fn nchw_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
     let s = &kernel.shape;
     let c = &s.conv;
-    let HopperTile {
-        bm,
-        bn,
-        stages,
-        mr,
-        splits,
-        ..
-    } = *tile;
+    let HopperTile { bm, bn, stages, .. } = *tile;
     let threads = tile.threads();
     let consumer_warps = threads / 32;
     let y_t = match kernel.out {
@@ -290,43 +291,13 @@ pub fn nchw_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
     k.push_str(
         "__device__ __forceinline__ void mbar_expect_tx(unsigned long long* b, unsigned bytes) {\n  asm volatile(\"mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\" :: \"r\"(saddr(b)), \"r\"(bytes) : \"memory\");\n}\n",
     );
-    let _ = writeln!(
-        k,
-        "#define W_ {}\n#define PER_ {}",
-        s.w,
-        Units::of(s, bm).per_thread
-    );
+    let _ = writeln!(k, "#define W_ {}\n#define PER_ {per}", s.w);
     let _ = writeln!(
         k,
         "extern \"C\" __global__ void __launch_bounds__({}, 1) conv_wgmma_nchw(const unsigned short* __restrict__ x, const __grid_constant__ TMap tw, {y_t}* __restrict__ y, const float* __restrict__ bias, float* __restrict__ part) {{",
         tile.block_threads()
     );
-    for line in [
-        "extern __shared__ unsigned char smem_raw[];",
-        "const unsigned raw = saddr(smem_raw);",
-        "unsigned char* smem = smem_raw + ((1024 - (raw & 1023)) & 1023);",
-        "const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;",
-        "const int g = lane >> 2, tg = lane & 3;",
-    ] {
-        let _ = writeln!(k, "  {line}");
-    }
-    let _ = writeln!(
-        k,
-        "  unsigned long long* full = (unsigned long long*)(smem + {});\n  unsigned long long* empty = full + {stages};",
-        stages * stage_bytes
-    );
-    let _ = writeln!(
-        k,
-        "  const int m0 = blockIdx.x * {bm}, n0 = blockIdx.y * {bn};"
-    );
-    if splits > 1 {
-        let _ = writeln!(
-            k,
-            "  const int t0 = (int)((long long)blockIdx.z * {steps} / {splits}), nsteps = (int)((long long)(blockIdx.z + 1) * {steps} / {splits}) - t0;"
-        );
-    } else {
-        let _ = writeln!(k, "  const int t0 = 0, nsteps = {steps};");
-    }
+    super::tma::warp_specialised_prologue(&mut k, tile, steps);
     let _ = writeln!(
         k,
         "  if (tid == {threads}) asm volatile(\"prefetch.tensormap [%0];\" :: \"l\"((unsigned long long)&tw) : \"memory\");\n  if (tid == 0) {{\n    for (int i = 0; i < {stages}; ++i) {{ mbar_init(full + i, {PRODUCER_THREADS}); mbar_init(empty + i, {consumer_warps}); }}\n    asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n  }}\n  __syncthreads();"
@@ -369,26 +340,7 @@ pub fn nchw_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
         "        #pragma unroll\n        for (int i = 0; i < {per}; ++i) {{\n          if (!uact[i]) continue;\n          const int d = uiw[i] + {pw} - sx * {dw};\n{pre}          #pragma unroll\n          for (int p = 0; p < 8; ++p) {{\n{guard}            *(uint4*)(sa + row * 128 + ((ucg[i] ^ (row & 7)) << 4)) = make_uint4(o[i][p][0], o[i][p][1], o[i][p][2], o[i][p][3]);\n          }}\n        }}\n        asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n        mbar_arrive(full + st);\n      }}\n    }}\n    return;\n  }}"
     );
     // The consumers, as in the TMA kernel.
-    let _ = writeln!(
-        k,
-        "  float acc[{mr}][{}][4];\n  #pragma unroll\n  for (int i = 0; i < {}; ++i) (&acc[0][0][0])[i] = 0;",
-        bn / 8,
-        mr * bn / 2
-    );
-    let _ = writeln!(
-        k,
-        "  for (int u = 0; u < nsteps; ++u) {{\n    const int st = u % {stages};\n    mbar_wait(full + st, (u / {stages}) & 1);\n    const unsigned char* sa = smem + st * {stage_bytes} + wg * {};\n    const unsigned char* sb = smem + st * {stage_bytes} + {};",
-        mr * 64 * 128,
-        bm * 128
-    );
-    super::hopper_k::wgmma_step(&mut k, mr);
-    let _ = writeln!(
-        k,
-        "    asm volatile(\"wgmma.wait_group.sync.aligned 1;\\n\" ::: \"memory\");\n    if (u > 0 && lane == 0) mbar_arrive(empty + (u - 1) % {stages});\n  }}"
-    );
-    k.push_str("  asm volatile(\"wgmma.wait_group.sync.aligned 0;\\n\" ::: \"memory\");\n");
-    let sync = format!("asm volatile(\"bar.sync 1, {threads};\" ::: \"memory\");");
-    hopper_epilogue(&mut k, kernel, tile, &sync);
+    super::tma::consumers(&mut k, kernel, tile);
     k
 }
 

@@ -147,14 +147,7 @@ __device__ __forceinline__ void tma_tile(void* dst, const TMap* m, int c, int x,
 /// Contract: [`tma_applies`] holds for `kernel`.
 pub fn tma_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
     let s = &kernel.shape;
-    let HopperTile {
-        bm,
-        bn,
-        stages,
-        mr,
-        splits,
-        ..
-    } = *tile;
+    let HopperTile { bm, bn, stages, .. } = *tile;
     let threads = tile.threads();
     let consumer_warps = threads / 32;
     let y_t = match kernel.out {
@@ -162,11 +155,6 @@ pub fn tma_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
         DType::I32 => "int",
         DType::I8 => "signed char",
         _ => "float",
-    };
-    let acc_t = if kernel.input == DType::I8 {
-        "int"
-    } else {
-        "float"
     };
     let per_step = step_channels(kernel.input);
     let chunks = s.c.div_ceil(per_step);
@@ -186,33 +174,7 @@ pub fn tma_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
         tile.block_threads(),
         tile.resident()
     );
-    for line in [
-        "extern __shared__ unsigned char smem_raw[];",
-        "const unsigned raw = saddr(smem_raw);",
-        "unsigned char* smem = smem_raw + ((1024 - (raw & 1023)) & 1023);",
-        "const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;",
-        "const int g = lane >> 2, tg = lane & 3;",
-    ] {
-        let _ = writeln!(k, "  {line}");
-    }
-    // The barriers after the stages: full[0 .. stages), then empty.
-    let _ = writeln!(
-        k,
-        "  unsigned long long* full = (unsigned long long*)(smem + {});\n  unsigned long long* empty = full + {stages};",
-        stages * stage_bytes
-    );
-    let _ = writeln!(
-        k,
-        "  const int m0 = blockIdx.x * {bm}, n0 = blockIdx.y * {bn};"
-    );
-    if splits > 1 {
-        let _ = writeln!(
-            k,
-            "  const int t0 = (int)((long long)blockIdx.z * {steps} / {splits}), nsteps = (int)((long long)(blockIdx.z + 1) * {steps} / {splits}) - t0;"
-        );
-    } else {
-        let _ = writeln!(k, "  const int t0 = 0, nsteps = {steps};");
-    }
+    warp_specialised_prologue(&mut k, tile, steps);
     let _ = writeln!(
         k,
         "  if (tid == {threads}) {{\n    asm volatile(\"prefetch.tensormap [%0];\" :: \"l\"((unsigned long long)&tx) : \"memory\");\n    asm volatile(\"prefetch.tensormap [%0];\" :: \"l\"((unsigned long long)&tw) : \"memory\");\n  }}\n  if (tid == 0) {{\n    for (int i = 0; i < {stages}; ++i) {{ mbar_init(full + i, 1); mbar_init(empty + i, {consumer_warps}); }}\n    asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n  }}\n  __syncthreads();"
@@ -245,7 +207,51 @@ pub fn tma_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
         bm * 128,
         kw = s.kw
     );
-    // The consumers: wait for a stage, multiply, release the stage read one step before.
+    consumers(&mut k, kernel, tile);
+    k
+}
+
+/// The start of a kernel whose operands a producer (warp or warpgroup) loads while the
+/// warpgroups multiply: shared memory aligned to 1024 bytes, thread indices, each stage's
+/// `full` and `empty` barriers after the stages, the block tile's first pixel and output
+/// channel (`m0`, `n0`) and its K steps ([`super::hopper_k::block_steps`]).
+pub(super) fn warp_specialised_prologue(k: &mut String, tile: &HopperTile, steps: usize) {
+    let HopperTile { bm, bn, stages, .. } = *tile;
+    for line in [
+        "extern __shared__ unsigned char smem_raw[];",
+        "const unsigned raw = saddr(smem_raw);",
+        "unsigned char* smem = smem_raw + ((1024 - (raw & 1023)) & 1023);",
+        "const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;",
+        "const int g = lane >> 2, tg = lane & 3;",
+    ] {
+        let _ = writeln!(k, "  {line}");
+    }
+    // The barriers after the stages: full[0 .. stages), then empty.
+    let _ = writeln!(
+        k,
+        "  unsigned long long* full = (unsigned long long*)(smem + {});\n  unsigned long long* empty = full + {stages};",
+        stages * (bm + bn) * 128
+    );
+    let _ = writeln!(
+        k,
+        "  const int m0 = blockIdx.x * {bm}, n0 = blockIdx.y * {bn};"
+    );
+    super::hopper_k::block_steps(k, steps, tile.splits);
+}
+
+/// The warpgroups' part of such a kernel, to its end: wait for each stage to be full,
+/// multiply it, release the stage read one step before; then the epilogue, synchronised among
+/// the warpgroups with a named barrier (the producer has left).
+pub(super) fn consumers(k: &mut String, kernel: &ConvKernel, tile: &HopperTile) {
+    let HopperTile {
+        bm, bn, stages, mr, ..
+    } = *tile;
+    let stage_bytes = (bm + bn) * 128;
+    let acc_t = if kernel.input == DType::I8 {
+        "int"
+    } else {
+        "float"
+    };
     let _ = writeln!(
         k,
         "  {acc_t} acc[{mr}][{}][4];\n  #pragma unroll\n  for (int i = 0; i < {}; ++i) (&acc[0][0][0])[i] = 0;",
@@ -258,15 +264,17 @@ pub fn tma_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
         mr * 64 * 128,
         bm * 128
     );
-    super::hopper_k::wgmma_step(&mut k, mr);
+    super::hopper_k::wgmma_step(k, mr);
     let _ = writeln!(
         k,
         "    asm volatile(\"wgmma.wait_group.sync.aligned 1;\\n\" ::: \"memory\");\n    if (u > 0 && lane == 0) mbar_arrive(empty + (u - 1) % {stages});\n  }}"
     );
     k.push_str("  asm volatile(\"wgmma.wait_group.sync.aligned 0;\\n\" ::: \"memory\");\n");
-    let sync = format!("asm volatile(\"bar.sync 1, {threads};\" ::: \"memory\");");
-    hopper_epilogue(&mut k, kernel, tile, &sync);
-    k
+    let sync = format!(
+        "asm volatile(\"bar.sync 1, {};\" ::: \"memory\");",
+        tile.threads()
+    );
+    hopper_epilogue(k, kernel, tile, &sync);
 }
 
 #[cfg(test)]
