@@ -35,6 +35,7 @@ mod direct;
 mod hopper;
 mod hopper_k;
 pub mod nchw_loader;
+pub mod persistent;
 pub mod requant;
 mod source;
 pub mod splitk;

@@ -3,6 +3,7 @@
 use cudarc::driver::sys::{CUfunction_attribute_enum, CUstream};
 use cudarc::driver::{DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 
+use crate::conv::persistent::{few_step_persistent, persistent_from_env, persistent_plan};
 use crate::conv::splitk::{reduce_grid, reduce_source, workspace_bytes, REDUCE_THREADS};
 use crate::conv::tma_map::{activation_map, filter_map, TensorMap};
 use crate::conv::{
@@ -39,6 +40,9 @@ impl std::fmt::Display for ConvPath {
                 }
                 if t.splits > 1 {
                     write!(f, " split-K {}", t.splits)?;
+                }
+                if t.persistent {
+                    write!(f, " persistent")?;
                 }
                 Ok(())
             }
@@ -154,8 +158,11 @@ impl Cuda {
     /// `LAYOUTKIT_CONV_WIDE_SPLIT_STEPS=N` the rule's fewest steps per split of a wide tile
     /// ([`crate::conv::hopper_plan_tuned`]); its loads by TMA
     /// from a producer warp where [`crate::conv::tma_applies`] and K has at least
-    /// [`MIN_TMA_STEPS`] steps, or wherever it applies with `LAYOUTKIT_CONV_TMA=1`, never with
-    /// `LAYOUTKIT_CONV_TMA=0`; its tile then from [`hopper_plan_with`]),
+    /// [`MIN_TMA_STEPS`] steps (fewer where [`persistent_plan`] then gives the tile persistent
+    /// blocks), or wherever it applies with `LAYOUTKIT_CONV_TMA=1`, never with
+    /// `LAYOUTKIT_CONV_TMA=0`; its tile then from [`hopper_plan_with`], with persistent blocks
+    /// where [`persistent_plan`] says so, `LAYOUTKIT_CONV_PERSISTENT=0/1` never / wherever
+    /// they fit),
     /// else the `mma.sync` kernel, else the direct one.
     ///
     /// Contract: errors (naming the tensor-core kernel's reason) for problems no kernel takes,
@@ -181,20 +188,30 @@ impl Cuda {
         }
         if major == 9 && wgmma && hopper_unsupported_reason(kernel).is_none() {
             let steps = crate::conv::HopperK::of(kernel).steps(kernel);
+            // Below MIN_TMA_STEPS the TMA kernel is taken only with persistent blocks.
+            let few = few_step_persistent(kernel, steps);
+            let tma_env = match std::env::var("LAYOUTKIT_CONV_TMA").as_deref() {
+                Ok("0") => Some(false),
+                Ok("1") => Some(true),
+                _ => None,
+            };
             let tma = crate::conv::tma_applies(kernel)
-                && match std::env::var("LAYOUTKIT_CONV_TMA").as_deref() {
-                    Ok("0") => false,
-                    Ok("1") => true,
-                    _ => steps >= MIN_TMA_STEPS,
-                };
-            let mut tile = with_env_splits(tile_from_env()?, &kernel.shape, steps, || {
-                Ok(match wide_split_steps_from_env()? {
-                    Some(steps) => crate::conv::hopper_plan_tuned(kernel, tma, steps),
-                    None => hopper_plan_with(kernel, tma),
+                && tma_env.unwrap_or(steps >= MIN_TMA_STEPS || few);
+            let plan = |tma: bool| {
+                with_env_splits(tile_from_env()?, &kernel.shape, steps, || {
+                    Ok(match wide_split_steps_from_env()? {
+                        Some(steps) => crate::conv::hopper_plan_tuned(kernel, tma, steps),
+                        None => hopper_plan_with(kernel, tma),
+                    })
                 })
-            })?;
+            };
+            let mut tile = plan(tma)?;
             if tma {
                 tile = tile.with_tma(true).unwrap_or(tile);
+                tile = persistent_plan(kernel, tile, persistent_from_env());
+                if !tile.persistent && steps < MIN_TMA_STEPS && tma_env.is_none() {
+                    tile = plan(false)?;
+                }
             }
             return Ok(ConvPath::Hopper(tile));
         }

@@ -37,7 +37,7 @@ use super::{ConvKernel, ConvLayout, ConvShape, SMS};
 
 /// Shared memory per SM the tile choice may use (the H100's and H200's 228 KiB, less the
 /// 1 KiB each block reserves).
-const SMEM_PER_SM: usize = 227 * 1024;
+pub(super) const SMEM_PER_SM: usize = 227 * 1024;
 
 /// A block tile of the Hopper kernel: `bm` x `bn` outputs (pixels x output channels),
 /// `warpgroups` warpgroups of `mr` x 64 rows each (`bm = 64 * mr * warpgroups`), `stages`
@@ -46,7 +46,9 @@ const SMEM_PER_SM: usize = 227 * 1024;
 /// the K steps among them (1: no split; see [`super::splitk`]). With `tma` the operands are
 /// loaded by TMA from a producer warp ([`super::tma`]; `in_flight` is then 1 however many
 /// stages), else by every thread with `cp.async`; with `nchw` (and `tma`) the activations
-/// are NCHW, loaded by a producer warpgroup ([`super::nchw_loader`]).
+/// are NCHW, loaded by a producer warpgroup ([`super::nchw_loader`]). With `persistent` (and
+/// `tma`, one split) a block walks several output tiles and stages its output in
+/// `epilogue_bytes` of shared memory of its own, in `epilogue_passes` ([`super::persistent`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HopperTile {
     pub bm: usize,
@@ -58,6 +60,9 @@ pub struct HopperTile {
     pub splits: usize,
     pub tma: bool,
     pub nchw: bool,
+    pub persistent: bool,
+    pub epilogue_bytes: usize,
+    pub epilogue_passes: usize,
 }
 
 impl HopperTile {
@@ -83,6 +88,9 @@ impl HopperTile {
             splits: 1,
             tma: false,
             nchw: false,
+            persistent: false,
+            epilogue_bytes: 0,
+            epilogue_passes: 1,
         };
         let ok = bn.is_multiple_of(32) && (32..=256).contains(&bn) && (2..=8).contains(&stages);
         (ok && t.shared_bytes() <= SMEM_PER_SM).then_some(t)
@@ -129,10 +137,14 @@ impl HopperTile {
             }
     }
 
-    /// Dynamic shared memory per block: the stages, 1 KiB to align them to 1024 bytes, and
-    /// with `tma` the stages' two `mbarrier`s each (in 256 bytes).
+    /// Dynamic shared memory per block: the stages, 1 KiB to align them to 1024 bytes, with
+    /// `tma` the stages' two `mbarrier`s each (in 256 bytes), and a persistent block's staged
+    /// output tile.
     pub fn shared_bytes(&self) -> usize {
-        self.stages * (self.bm + self.bn) * 128 + 1024 + if self.tma { 256 } else { 0 }
+        self.stages * (self.bm + self.bn) * 128
+            + 1024
+            + if self.tma { 256 } else { 0 }
+            + self.epilogue_bytes
     }
 
     /// Blocks of this tile that fit on one SM at once: as many as the shared memory holds, at
@@ -154,21 +166,25 @@ impl HopperTile {
     /// The share of the GPU's block slots (SMs x resident blocks) the blocks for `s` fill,
     /// on average over the waves they run in.
     pub fn fill(&self, s: &ConvShape) -> f64 {
-        let (x, y, z) = self.grid(s);
-        let (x, y) = (x, y * z);
-        let blocks = x as usize * y as usize;
+        let (x, y) = self.tiles(s);
+        let blocks = x * y * self.splits;
         let slots = SMS * self.resident();
         blocks as f64 / (blocks.div_ceil(slots) * slots) as f64
     }
 
-    /// The grid for `s`: output tiles in x (pixels) and y (channels), splits of K in z.
+    /// Output tiles of `s`: along the pixels, along the output channels.
+    pub fn tiles(&self, s: &ConvShape) -> (usize, usize) {
+        ((s.n * s.oh * s.ow).div_ceil(self.bm), s.o.div_ceil(self.bn))
+    }
+
+    /// The grid for `s`: output tiles in x (pixels) and y (channels), splits of K in z; for
+    /// a persistent tile as many blocks as the GPU holds at once (at most one per tile), in x.
     pub fn grid(&self, s: &ConvShape) -> (u32, u32, u32) {
-        let m = s.n * s.oh * s.ow;
-        (
-            m.div_ceil(self.bm) as u32,
-            s.o.div_ceil(self.bn) as u32,
-            self.splits as u32,
-        )
+        let (x, y) = self.tiles(s);
+        if self.persistent {
+            return ((x * y).min(SMS * self.resident()) as u32, 1, 1);
+        }
+        (x as u32, y as u32, self.splits as u32)
     }
 }
 
@@ -545,7 +561,8 @@ pub(super) fn hopper_epilogue(k: &mut String, kernel: &ConvKernel, tile: &Hopper
         Staged::Output
     };
     if staged_fits(kernel, tile, what) {
-        staged_epilogue(k, kernel, tile, &row, what, sync);
+        staged_epilogue(k, kernel, tile, &row, what, (sync, "smem", 1));
+        k.push_str("}\n");
         return;
     }
     let frags = Frags {

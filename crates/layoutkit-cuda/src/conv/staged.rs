@@ -42,6 +42,7 @@ fn geometry(
     kernel: &ConvKernel,
     tile: &HopperTile,
     what: Staged,
+    passes: usize,
 ) -> (&'static str, usize, bool, usize) {
     let (t, size) = match (what, kernel.out) {
         (Staged::Output, DType::F16 | DType::BF16) => ("unsigned short", 2),
@@ -53,7 +54,7 @@ fn geometry(
     // Rows of 1-byte elements keep 16 bytes of padding, so every row starts on a 16-byte
     // boundary for the copy out.
     let ld = if channel_major {
-        tile.bm + 4
+        tile.bm / passes + 4
     } else if size == 1 {
         tile.bn + 16
     } else {
@@ -62,15 +63,34 @@ fn geometry(
     (t, size, channel_major, ld)
 }
 
-/// Bytes of shared memory the staged tile takes.
-pub(super) fn staged_bytes(kernel: &ConvKernel, tile: &HopperTile, what: Staged) -> usize {
-    let (_, size, channel_major, ld) = geometry(kernel, tile, what);
-    tile_bytes(size, channel_major, ld, tile) + params_bytes(kernel, tile, what)
+/// Bytes of shared memory the staged tile takes, staged in `passes` (1, or the tile's `mr`:
+/// one 64-row block of each warpgroup per pass).
+pub(super) fn staged_bytes(
+    kernel: &ConvKernel,
+    tile: &HopperTile,
+    what: Staged,
+    passes: usize,
+) -> usize {
+    let (_, size, channel_major, ld) = geometry(kernel, tile, what, passes);
+    tile_bytes(size, channel_major, ld, tile, passes) + params_bytes(kernel, tile, what)
 }
 
-/// Bytes of the staged output tile alone (16-byte aligned).
-fn tile_bytes(size: usize, channel_major: bool, ld: usize, tile: &HopperTile) -> usize {
-    (size * ld * if channel_major { tile.bn } else { tile.bm }).next_multiple_of(16)
+/// Bytes of the staged output tile alone (16-byte aligned), staged in `passes`.
+fn tile_bytes(
+    size: usize,
+    channel_major: bool,
+    ld: usize,
+    tile: &HopperTile,
+    passes: usize,
+) -> usize {
+    (size
+        * ld
+        * if channel_major {
+            tile.bn
+        } else {
+            tile.bm / passes
+        })
+    .next_multiple_of(16)
 }
 
 /// Bytes of the requantisation parameters staged after the tile: the scale and bias of each
@@ -86,7 +106,7 @@ fn params_bytes(kernel: &ConvKernel, tile: &HopperTile, what: Staged) -> usize {
 /// Whether the staged tile fits in the stages of `tile` (else the kernel writes from the
 /// accumulators directly).
 pub(super) fn staged_fits(kernel: &ConvKernel, tile: &HopperTile, what: Staged) -> bool {
-    staged_bytes(kernel, tile, what) <= tile.stages * (tile.bm + tile.bn) * 128
+    staged_bytes(kernel, tile, what, 1) <= tile.stages * (tile.bm + tile.bn) * 128
 }
 
 /// Writes the Hopper kernel's epilogue through shared memory: `acc[mi][ni][4]` as laid out by
@@ -98,23 +118,28 @@ pub(super) fn staged_fits(kernel: &ConvKernel, tile: &HopperTile, what: Staged) 
 ///
 /// `sync` is the barrier among the threads that run the epilogue (`__syncthreads();` where
 /// every thread of the block does; a named barrier over the warpgroups where a producer warp
-/// has left).
+/// has left). `at` is the C expression of the staged tile's first byte in shared memory:
+/// `smem` (the stages, idle by then) or, in a persistent block, the buffer after them
+/// (parenthesised).
 ///
-/// Ends the kernel's body. Contract: [`staged_fits`] holds; every multiply has completed in this thread (`wgmma`
-/// groups waited for), and the stages are not read again.
+/// Does not end the kernel's body: the statements run once per tile. Contract: the buffer at
+/// `at` holds [`staged_bytes`] (with `smem`: [`staged_fits`] holds); every multiply has
+/// completed in this thread (`wgmma` groups waited for); at `smem` the stages are not read
+/// again; no thread of the epilogue still reads the buffer from an earlier tile except before
+/// the first `sync`.
 pub(super) fn staged_epilogue(
     k: &mut String,
     kernel: &ConvKernel,
     tile: &HopperTile,
     row: &str,
     what: Staged,
-    sync: &str,
+    (sync, at, passes): (&str, &str, usize),
 ) {
     let s = &kernel.shape;
     let (m, o, ohw) = (s.n * s.oh * s.ow, s.o, s.oh * s.ow);
     let (bm, bn, threads) = (tile.bm, tile.bn, tile.threads());
     let (mi, ni) = (tile.mr, bn / 8);
-    let (t, size, channel_major, ld) = geometry(kernel, tile, what);
+    let (t, size, channel_major, ld) = geometry(kernel, tile, what, passes);
     let output = what == Staged::Output;
     // int8: exact i32 sums (the workspace holds i32 too), requantised by q8 (scale, bias,
     // ReLU) for an i8 output, else no bias.
@@ -126,14 +151,14 @@ pub(super) fn staged_epilogue(
         _ => ("float", "0.f"),
     };
     // Every warpgroup has waited for its own multiplies; after this barrier none reads a stage.
-    let _ = writeln!(k, "  {sync}\n  {t}* so = ({t}*)smem;");
+    let _ = writeln!(k, "  {sync}\n  {t}* so = ({t}*){at};");
     if requant {
         // The tile's scales and biases, as doubles, after the staged tile (read by q8 from
         // shared memory; a barrier before the first read).
-        let at = tile_bytes(size, channel_major, ld, tile);
+        let after = tile_bytes(size, channel_major, ld, tile, passes);
         let _ = writeln!(
             k,
-            "  double* ps = (double*)(smem + {at});\n  double* pb = ps + {bn};\n  for (int i = tid; i < {bn}; i += {threads}) {{\n    const int oc = n0 + i;\n    ps[i] = oc < {o} ? (double)bias[oc] : 0.0;\n    pb[i] = oc < {o} ? (double)bias[{o} + oc] : 0.0;\n  }}\n  {sync}"
+            "  double* ps = (double*)({at} + {after});\n  double* pb = ps + {bn};\n  for (int i = tid; i < {bn}; i += {threads}) {{\n    const int oc = n0 + i;\n    ps[i] = oc < {o} ? (double)bias[oc] : 0.0;\n    pb[i] = oc < {o} ? (double)bias[{o} + oc] : 0.0;\n  }}\n  {sync}"
         );
     } else if output && !int {
         let _ = writeln!(
@@ -159,12 +184,6 @@ pub(super) fn staged_epilogue(
             v.to_string()
         }
     };
-    let _ = writeln!(
-        k,
-        "  #pragma unroll\n  for (int mi = 0; mi < {mi}; ++mi)\n    #pragma unroll\n    for (int ni = 0; ni < {ni}; ++ni)\n      #pragma unroll\n      for (int h = 0; h < 2; ++h) {{\n        const int r = {row} + mi * 64 + g + h * 8, c = ni * 8 + tg * 2;\n        const {v_t} v0 = {}, v1 = {};",
-        add("acc[mi][ni][2 * h]", 0),
-        add("acc[mi][ni][2 * h + 1]", 1)
-    );
     let conv = |v: &str| {
         if output {
             to_output(kernel, v)
@@ -172,104 +191,132 @@ pub(super) fn staged_epilogue(
             v.to_string()
         }
     };
-    if channel_major {
+    let dst = if output { "y" } else { "pz" };
+    // Staged in passes, the buffer holds one 64-row block of each warpgroup at a time: pass p
+    // writes the accumulators' row block p, buffer row lr being tile row
+    // (lr / 64) * (mr * 64) + p * 64 + lr % 64.
+    let rows = bm / passes;
+    for p in 0..passes {
+        let (mi0, mi1, r, map) = if passes == 1 {
+            (
+                0,
+                mi,
+                format!("{row} + mi * 64 + g + h * 8"),
+                "r".to_string(),
+            )
+        } else {
+            // The previous pass's copies out have read the buffer.
+            if p > 0 {
+                let _ = writeln!(k, "  {sync}");
+            }
+            (
+                p,
+                p + 1,
+                "wg * 64 + (warp & 3) * 16 + g + h * 8".to_string(),
+                format!("(r / 64) * {} + {} + r % 64", mi * 64, p * 64),
+            )
+        };
         let _ = writeln!(
             k,
-            "        so[c * {ld} + r] = {};\n        so[(c + 1) * {ld} + r] = {};",
-            conv("v0"),
-            conv("v1")
+            "  #pragma unroll\n  for (int mi = {mi0}; mi < {mi1}; ++mi)\n    #pragma unroll\n    for (int ni = 0; ni < {ni}; ++ni)\n      #pragma unroll\n      for (int h = 0; h < 2; ++h) {{\n        const int r = {r}, c = ni * 8 + tg * 2;\n        const {v_t} v0 = {}, v1 = {};",
+            add("acc[mi][ni][2 * h]", 0),
+            add("acc[mi][ni][2 * h + 1]", 1)
         );
-    } else if size == 1 {
-        let _ = writeln!(
-            k,
-            "        *(unsigned short*)(so + r * {ld} + c) = (unsigned short)((unsigned char)v0 | ((unsigned)(unsigned char)v1 << 8));"
-        );
-    } else if size == 2 {
-        let _ = writeln!(
-            k,
-            "        *(unsigned int*)(so + r * {ld} + c) = (unsigned int){} | ((unsigned int){} << 16);",
-            conv("v0"),
-            conv("v1")
-        );
-    } else {
-        let _ = writeln!(
-            k,
-            "        *({v_t}2*)(so + r * {ld} + c) = make_{v_t}2(v0, v1);"
-        );
-    }
-    let _ = writeln!(k, "      }}\n  {sync}");
-    let dst = if output {
-        "y".to_string()
-    } else {
-        let _ = writeln!(
-            k,
-            "  {t}* pz = ({t}*)part + (long long)blockIdx.z * {};",
-            m * o
-        );
-        "pz".to_string()
-    };
-    // Elements per 16-byte chunk, and the columns of the tile worth copying: all of them, or
-    // O's where one tile spans every output channel (a 64-column tile for O = 16 copies 16).
-    let v = 16 / size;
-    let cols = if o <= bn { o.next_multiple_of(v) } else { bn };
-    let copy_out = |k: &mut String, count: usize, body: &str| {
-        let _ = writeln!(
-            k,
-            "  #pragma unroll 4\n  for (int i = tid; i < {count}; i += {threads}) {{\n{body}  }}"
-        );
-    };
-    if channel_major {
-        if ohw % 2 == 0 {
-            // Two consecutive pixels of one channel per thread (never in two images: OHW even).
-            let pair = if size == 2 { "unsigned int" } else { "float2" };
-            let half = bm / 2;
+        if channel_major {
+            let _ = writeln!(
+                k,
+                "        so[c * {ld} + r] = {};\n        so[(c + 1) * {ld} + r] = {};",
+                conv("v0"),
+                conv("v1")
+            );
+        } else if size == 1 {
+            let _ = writeln!(
+                k,
+                "        *(unsigned short*)(so + r * {ld} + c) = (unsigned short)((unsigned char)v0 | ((unsigned)(unsigned char)v1 << 8));"
+            );
+        } else if size == 2 {
+            let _ = writeln!(
+                k,
+                "        *(unsigned int*)(so + r * {ld} + c) = (unsigned int){} | ((unsigned int){} << 16);",
+                conv("v0"),
+                conv("v1")
+            );
+        } else {
+            let _ = writeln!(
+                k,
+                "        *({v_t}2*)(so + r * {ld} + c) = make_{v_t}2(v0, v1);"
+            );
+        }
+        let _ = writeln!(k, "      }}\n  {sync}");
+        if !output && p == 0 {
+            let _ = writeln!(
+                k,
+                "  {t}* pz = ({t}*)part + (long long)blockIdx.z * {};",
+                m * o
+            );
+        }
+        // Elements per 16-byte chunk, and the columns of the tile worth copying: all of them, or
+        // O's where one tile spans every output channel (a 64-column tile for O = 16 copies 16).
+        let v = 16 / size;
+        let cols = if o <= bn { o.next_multiple_of(v) } else { bn };
+        let copy_out = |k: &mut String, count: usize, body: &str| {
+            let _ = writeln!(
+                k,
+                "  #pragma unroll 4\n  for (int i = tid; i < {count}; i += {threads}) {{\n{body}  }}"
+            );
+        };
+        if channel_major {
+            if ohw % 2 == 0 {
+                // Two consecutive pixels of one channel per thread (never in two images: OHW even).
+                let pair = if size == 2 { "unsigned int" } else { "float2" };
+                let half = rows / 2;
+                copy_out(
+                    k,
+                    half * cols,
+                    &format!(
+                        "    const int r = (i % {half}) * 2, c = i / {half}, mm = m0 + {map}, oc = n0 + c;\n    if (mm < {m} && oc < {o}) *({pair}*)({dst} + ((long long)(mm / {ohw}) * {o} + oc) * {ohw} + mm % {ohw}) = *(const {pair}*)(so + c * {ld} + r);\n"
+                    ),
+                );
+            } else {
+                copy_out(
+                    k,
+                    rows * cols,
+                    &format!(
+                        "    const int r = i % {rows}, c = i / {rows}, mm = m0 + {map}, oc = n0 + c;\n    if (mm < {m} && oc < {o}) {dst}[((long long)(mm / {ohw}) * {o} + oc) * {ohw} + mm % {ohw}] = so[c * {ld} + r];\n"
+                    ),
+                );
+            }
+        } else if output && kernel.out_layout == ConvLayout::Nc32hw32 {
+            // 32 channels of one pixel are contiguous: a thread per 16-byte piece of them, the
+            // pieces of consecutive pixels next.
+            let (at, _) = output_offset(kernel);
+            let g = 32 / v;
             copy_out(
                 k,
-                half * cols,
+                rows * cols / v,
                 &format!(
-                    "    const int r = (i % {half}) * 2, c = i / {half}, mm = m0 + r, oc = n0 + c;\n    if (mm < {m} && oc < {o}) *({pair}*)({dst} + ((long long)(mm / {ohw}) * {o} + oc) * {ohw} + mm % {ohw}) = *(const {pair}*)(so + c * {ld} + r);\n"
+                    "    const int q = i % {g}, r = (i / {g}) % {rows}, grp = i / {}, mm = m0 + {map}, oc = n0 + grp * 32 + q * {v};\n    if (mm < {m} && oc < {o}) {{ const long long at = {at}; *(uint4*)({dst} + at) = *(const uint4*)(so + r * {ld} + grp * 32 + q * {v}); }}\n",
+                    g * rows
+                ),
+            );
+        } else if o % v == 0 {
+            // Row-major (NHWC or the workspace): 16-byte pieces of a pixel's channels.
+            let ch = cols / v;
+            copy_out(
+                k,
+                rows * ch,
+                &format!(
+                    "    const int r = i / {ch}, q = i % {ch}, mm = m0 + {map}, oc = n0 + q * {v};\n    if (mm < {m} && oc < {o}) *(uint4*)({dst} + (long long)mm * {o} + oc) = *(const uint4*)(so + r * {ld} + q * {v});\n"
                 ),
             );
         } else {
             copy_out(
                 k,
-                bm * cols,
+                rows * cols,
                 &format!(
-                    "    const int r = i % {bm}, c = i / {bm}, mm = m0 + r, oc = n0 + c;\n    if (mm < {m} && oc < {o}) {dst}[((long long)(mm / {ohw}) * {o} + oc) * {ohw} + mm % {ohw}] = so[c * {ld} + r];\n"
+                    "    const int r = i / {cols}, c = i % {cols}, mm = m0 + {map}, oc = n0 + c;\n    if (mm < {m} && oc < {o}) {dst}[(long long)mm * {o} + oc] = so[r * {ld} + c];\n"
                 ),
             );
         }
-    } else if output && kernel.out_layout == ConvLayout::Nc32hw32 {
-        // 32 channels of one pixel are contiguous: a thread per 16-byte piece of them, the
-        // pieces of consecutive pixels next.
-        let (at, _) = output_offset(kernel);
-        let g = 32 / v;
-        copy_out(
-            k,
-            bm * cols / v,
-            &format!(
-                "    const int q = i % {g}, r = (i / {g}) % {bm}, grp = i / {}, mm = m0 + r, oc = n0 + grp * 32 + q * {v};\n    if (mm < {m} && oc < {o}) {{ const long long at = {at}; *(uint4*)({dst} + at) = *(const uint4*)(so + r * {ld} + grp * 32 + q * {v}); }}\n",
-                g * bm
-            ),
-        );
-    } else if o % v == 0 {
-        // Row-major (NHWC or the workspace): 16-byte pieces of a pixel's channels.
-        let ch = cols / v;
-        copy_out(
-            k,
-            bm * ch,
-            &format!(
-                "    const int r = i / {ch}, q = i % {ch}, mm = m0 + r, oc = n0 + q * {v};\n    if (mm < {m} && oc < {o}) *(uint4*)({dst} + (long long)mm * {o} + oc) = *(const uint4*)(so + r * {ld} + q * {v});\n"
-            ),
-        );
-    } else {
-        copy_out(
-            k,
-            bm * cols,
-            &format!(
-                "    const int r = i / {cols}, c = i % {cols}, mm = m0 + r, oc = n0 + c;\n    if (mm < {m} && oc < {o}) {dst}[(long long)mm * {o} + oc] = so[r * {ld} + c];\n"
-            ),
-        );
     }
-    k.push_str("}\n");
 }

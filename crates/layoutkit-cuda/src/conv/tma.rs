@@ -32,7 +32,9 @@ use std::fmt::Write;
 use layoutkit_core::DType;
 
 use super::hopper::{hopper_epilogue, wgmma_function, HopperTile};
+use super::persistent::tile_loop;
 use super::requant::q8_function;
+use super::staged::{staged_epilogue, Staged};
 use super::{ConvKernel, ConvLayout};
 
 /// Pixels per im2col copy (a 64-row group of the tile, one `wgmma` M).
@@ -196,14 +198,26 @@ pub fn tma_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
             c.dilation[0]
         )
     };
+    // A persistent block's producer walks its tiles, counting its steps over all of them in
+    // `gs` for the stages and the barriers' parities.
+    let (tiles_open, tiles_close, n, inc) = if tile.persistent {
+        (
+            format!("      int gs = 0;\n{}\n", tile_loop(tile, kernel, "      ")),
+            "      }\n",
+            "gs",
+            ", ++gs",
+        )
+    } else {
+        (String::new(), "", "u", "")
+    };
     let _ = writeln!(
         k,
-        "  if (warp == {consumer_warps}) {{\n    if (lane == 0) {{\n      int cw[{groups}], ch[{groups}], cn[{groups}];\n      #pragma unroll\n      for (int i = 0; i < {groups}; ++i) {{\n        const int p = m0 + i * {PIXELS_PER_COPY}, q = p % {ohw};\n        cn[i] = p / {ohw}; ch[i] = (q / {ow}) * {} - {}; cw[i] = (q % {ow}) * {} - {};\n      }}",
+        "  if (warp == {consumer_warps}) {{\n    if (lane == 0) {{\n{tiles_open}      int cw[{groups}], ch[{groups}], cn[{groups}];\n      #pragma unroll\n      for (int i = 0; i < {groups}; ++i) {{\n        const int p = m0 + i * {PIXELS_PER_COPY}, q = p % {ohw};\n        cn[i] = p / {ohw}; ch[i] = (q / {ow}) * {} - {}; cw[i] = (q % {ow}) * {} - {};\n      }}",
         c.stride[0], c.padding[0], c.stride[1], c.padding[1]
     );
     let _ = writeln!(
         k,
-        "      for (int u = 0; u < nsteps; ++u) {{\n        const int st = u % {stages};\n        if (u >= {stages}) mbar_wait(empty + st, ((u / {stages}) + 1) & 1);\n        const int t = t0 + u, rs = t / {chunks}, c0 = (t % {chunks}) * {per_step}, r = rs / {kw}, sx = rs % {kw};\n        unsigned char* sa = smem + st * {stage_bytes};\n        mbar_expect(full + st, {stage_bytes});\n        #pragma unroll\n        for (int i = 0; i < {groups}; ++i)\n          {a_copy};\n        tma_tile(sa + {}, &tw, c0, sx, r, n0, full + st);\n      }}\n    }}\n    return;\n  }}",
+        "      for (int u = 0; u < nsteps; ++u{inc}) {{\n        const int st = {n} % {stages};\n        if ({n} >= {stages}) mbar_wait(empty + st, (({n} / {stages}) + 1) & 1);\n        const int t = t0 + u, rs = t / {chunks}, c0 = (t % {chunks}) * {per_step}, r = rs / {kw}, sx = rs % {kw};\n        unsigned char* sa = smem + st * {stage_bytes};\n        mbar_expect(full + st, {stage_bytes});\n        #pragma unroll\n        for (int i = 0; i < {groups}; ++i)\n          {a_copy};\n        tma_tile(sa + {}, &tw, c0, sx, r, n0, full + st);\n      }}\n{tiles_close}    }}\n    return;\n  }}",
         bm * 128,
         kw = s.kw
     );
@@ -214,7 +228,8 @@ pub fn tma_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
 /// The start of a kernel whose operands a producer (warp or warpgroup) loads while the
 /// warpgroups multiply: shared memory aligned to 1024 bytes, thread indices, each stage's
 /// `full` and `empty` barriers after the stages, the block tile's first pixel and output
-/// channel (`m0`, `n0`) and its K steps ([`super::hopper_k::block_steps`]).
+/// channel (`m0`, `n0`; a persistent block sets them per tile) and its K steps
+/// ([`super::hopper_k::block_steps`]).
 pub(super) fn warp_specialised_prologue(k: &mut String, tile: &HopperTile, steps: usize) {
     let HopperTile { bm, bn, stages, .. } = *tile;
     for line in [
@@ -232,16 +247,20 @@ pub(super) fn warp_specialised_prologue(k: &mut String, tile: &HopperTile, steps
         "  unsigned long long* full = (unsigned long long*)(smem + {});\n  unsigned long long* empty = full + {stages};",
         stages * (bm + bn) * 128
     );
-    let _ = writeln!(
-        k,
-        "  const int m0 = blockIdx.x * {bm}, n0 = blockIdx.y * {bn};"
-    );
+    if !tile.persistent {
+        let _ = writeln!(
+            k,
+            "  const int m0 = blockIdx.x * {bm}, n0 = blockIdx.y * {bn};"
+        );
+    }
     super::hopper_k::block_steps(k, steps, tile.splits);
 }
 
 /// The warpgroups' part of such a kernel, to its end: wait for each stage to be full,
 /// multiply it, release the stage read one step before; then the epilogue, synchronised among
-/// the warpgroups with a named barrier (the producer has left).
+/// the warpgroups with a named barrier (the producer has left). A persistent block does that
+/// for each of its tiles, releases a tile's last stage once its multiplies are done, and
+/// stages its output in the buffer after the stages ([`super::persistent`]).
 pub(super) fn consumers(k: &mut String, kernel: &ConvKernel, tile: &HopperTile) {
     let HopperTile {
         bm, bn, stages, mr, ..
@@ -252,28 +271,51 @@ pub(super) fn consumers(k: &mut String, kernel: &ConvKernel, tile: &HopperTile) 
     } else {
         "float"
     };
-    let _ = writeln!(
-        k,
-        "  {acc_t} acc[{mr}][{}][4];\n  #pragma unroll\n  for (int i = 0; i < {}; ++i) (&acc[0][0][0])[i] = 0;",
-        bn / 8,
+    let zero = format!(
+        "  #pragma unroll\n  for (int i = 0; i < {}; ++i) (&acc[0][0][0])[i] = 0;",
         mr * bn / 2
     );
+    let _ = writeln!(k, "  {acc_t} acc[{mr}][{}][4];", bn / 8);
+    let (n, inc) = if tile.persistent {
+        let _ = writeln!(k, "  int gs = 0;\n{}", tile_loop(tile, kernel, "  "));
+        ("gs", ", ++gs")
+    } else {
+        ("u", "")
+    };
     let _ = writeln!(
         k,
-        "  for (int u = 0; u < nsteps; ++u) {{\n    const int st = u % {stages};\n    mbar_wait(full + st, (u / {stages}) & 1);\n    const unsigned char* sa = smem + st * {stage_bytes} + wg * {};\n    const unsigned char* sb = smem + st * {stage_bytes} + {};",
+        "{zero}\n  for (int u = 0; u < nsteps; ++u{inc}) {{\n    const int st = {n} % {stages};\n    mbar_wait(full + st, ({n} / {stages}) & 1);\n    const unsigned char* sa = smem + st * {stage_bytes} + wg * {};\n    const unsigned char* sb = smem + st * {stage_bytes} + {};",
         mr * 64 * 128,
         bm * 128
     );
     super::hopper_k::wgmma_step(k, mr);
     let _ = writeln!(
         k,
-        "    asm volatile(\"wgmma.wait_group.sync.aligned 1;\\n\" ::: \"memory\");\n    if (u > 0 && lane == 0) mbar_arrive(empty + (u - 1) % {stages});\n  }}"
+        "    asm volatile(\"wgmma.wait_group.sync.aligned 1;\\n\" ::: \"memory\");\n    if (u > 0 && lane == 0) mbar_arrive(empty + ({n} - 1) % {stages});\n  }}"
     );
     k.push_str("  asm volatile(\"wgmma.wait_group.sync.aligned 0;\\n\" ::: \"memory\");\n");
     let sync = format!(
         "asm volatile(\"bar.sync 1, {};\" ::: \"memory\");",
         tile.threads()
     );
+    if tile.persistent {
+        let _ = writeln!(
+            k,
+            "  if (lane == 0) mbar_arrive(empty + (gs - 1) % {stages});"
+        );
+        let row = format!("wg * {} + (warp & 3) * 16", mr * 64);
+        let at = format!("(smem + {})", tile.epilogue_offset());
+        staged_epilogue(
+            k,
+            kernel,
+            tile,
+            &row,
+            Staged::Output,
+            (&sync, &at, tile.epilogue_passes),
+        );
+        k.push_str("  }\n}\n");
+        return;
+    }
     hopper_epilogue(k, kernel, tile, &sync);
 }
 

@@ -1,0 +1,253 @@
+//! Persistent blocks for the TMA kernel ([`super::tma`]): a grid of as many blocks as the GPU
+//! holds at once, each walking output tiles `blockIdx.x, blockIdx.x + gridDim.x, ...`.
+//!
+//! In the one-tile-per-block kernel a block's producer issues its first copies only once the
+//! block has started, and the block's last multiplies, its epilogue and the next block's start
+//! run with no loads in flight: a few microseconds per tile in which neither the memory nor the
+//! tensor cores of the SM are busy, most of the time of a tile with a few K steps. In a
+//! persistent block the producer goes on to the next tile's steps as soon as a stage is free,
+//! so they load while the warpgroups finish the tile and write its output. For that, the output
+//! tile is staged in shared memory of its own after the stages and barriers (the stages are
+//! being refilled meanwhile), and the warpgroups release the stage of a tile's last step once
+//! its multiplies are done.
+//!
+//! The stage and parity of each `mbarrier` wait count the block's steps over all its tiles (`gs`),
+//! so the producer and the warpgroups agree on them across tiles exactly as within one.
+
+use super::hopper::{HopperTile, SMEM_PER_SM};
+use super::staged::{staged_bytes, Staged};
+use super::{ConvKernel, SMS};
+use layoutkit_core::DType;
+
+/// The fewest stages a persistent tile keeps when its staged output takes the room of some.
+const MIN_PERSISTENT_STAGES: usize = 3;
+
+impl HopperTile {
+    /// This TMA tile (one split, activations not NCHW) with persistent blocks for `kernel`:
+    /// its staged output tile in shared memory of its own, whole or (where that leaves too
+    /// little room for the stages) one 64-row block of each warpgroup at a time, keeping as
+    /// many of the tile's stages as fit (down to three); None where that does not fit or the
+    /// tile is not such a tile.
+    pub fn with_persistent(self, kernel: &ConvKernel) -> Option<HopperTile> {
+        if !self.tma || self.nchw || self.splits != 1 {
+            return None;
+        }
+        let stages = (MIN_PERSISTENT_STAGES.min(self.stages)..=self.stages).rev();
+        stages
+            .flat_map(|stages| {
+                [1, self.mr].into_iter().map(move |passes| HopperTile {
+                    stages,
+                    persistent: true,
+                    epilogue_bytes: staged_bytes(kernel, &self, Staged::Output, passes)
+                        .next_multiple_of(16),
+                    epilogue_passes: passes,
+                    ..self
+                })
+            })
+            .find(|t| t.shared_bytes() <= SMEM_PER_SM)
+    }
+
+    /// Byte offset of a persistent block's staged output tile from the stages' start: after
+    /// the stages and their barriers.
+    pub(super) fn epilogue_offset(&self) -> usize {
+        self.stages * (self.bm + self.bn) * 128 + 256
+    }
+}
+
+/// The most K steps of a layer the rule gives persistent blocks ([`persistent_plan`]).
+pub const MAX_PERSISTENT_STEPS: usize = 4;
+
+/// Whether `kernel`, with `steps` K steps, is of the kind persistent blocks were measured to
+/// speed up: f16 or bf16 inputs, at most [`MAX_PERSISTENT_STEPS`] steps, each a whole step of
+/// channels (C a multiple of 64: 1x1 filters over 64 to 256 channels).
+///
+/// Measured on an H100 (every NHWC layer of three networks at batch 32 and 64, the TMA kernel
+/// with and without persistent blocks wherever it applies, GPU time; `bench/results/conv.md`):
+/// on ResNet-50's 1x1 layers of 64-256 input channels (1-4 steps) persistent blocks ran
+/// 1.01-1.18x the kernel the rule took before (the TMA kernel at 4 steps, the `cp.async` one
+/// below); on layers of 8 steps they ran 0.84-1.12x, of 16 or more 0.83-0.96x and on the 3x3
+/// layers 0.78-1.06x (the tiles of 128 rows and fewer then lose their second block per SM to
+/// the staged output, the 256 x 128 tile its fourth stage); MobileNetV2's pointwise layers
+/// with C not a multiple of 64 (half-empty K steps) or tiles fitted to a narrow O ran
+/// 0.62-0.97x.
+pub fn few_step_persistent(kernel: &ConvKernel, steps: usize) -> bool {
+    matches!(kernel.input, DType::F16 | DType::BF16)
+        && (1..=MAX_PERSISTENT_STEPS).contains(&steps)
+        && kernel
+            .shape
+            .c
+            .is_multiple_of(super::tma::step_channels(kernel.input))
+}
+
+/// `tile` (the TMA tile [`super::hopper_plan_with`] chose for `kernel`) with persistent
+/// blocks where the rule takes them: [`few_step_persistent`] holds, the tile's columns are a
+/// multiple of 64 (not one fitted to a narrow O) and there are more output tiles than the GPU
+/// holds blocks of it at once (else no block would get a second tile); and
+/// [`HopperTile::with_persistent`] takes it. `choice` overrides the rule: `Some(false)` never,
+/// `Some(true)` wherever it takes the tile.
+pub fn persistent_plan(kernel: &ConvKernel, tile: HopperTile, choice: Option<bool>) -> HopperTile {
+    let (x, y) = tile.tiles(&kernel.shape);
+    let steps = super::HopperK::of(kernel).steps(kernel);
+    let wanted = choice.unwrap_or(
+        few_step_persistent(kernel, steps)
+            && tile.bn.is_multiple_of(64)
+            && x * y > SMS * tile.resident(),
+    );
+    if !wanted {
+        return tile;
+    }
+    tile.with_persistent(kernel).unwrap_or(tile)
+}
+
+/// The choice `LAYOUTKIT_CONV_PERSISTENT` makes for [`persistent_plan`]: `0` never, `1`
+/// wherever persistent blocks fit, anything else (or unset) the rule.
+pub fn persistent_from_env() -> Option<bool> {
+    match std::env::var("LAYOUTKIT_CONV_PERSISTENT").as_deref() {
+        Ok("0") => Some(false),
+        Ok("1") => Some(true),
+        _ => None,
+    }
+}
+
+/// The C statements opening a persistent block's loop over its tiles: `tile` and this tile's
+/// first pixel and output channel (`m0`, `n0`), tiles taken pixel tiles first.
+pub(super) fn tile_loop(tile: &HopperTile, kernel: &ConvKernel, indent: &str) -> String {
+    let (x, y) = tile.tiles(&kernel.shape);
+    format!(
+        "{indent}for (int tile = blockIdx.x; tile < {}; tile += gridDim.x) {{\n{indent}  const int m0 = (tile % {x}) * {}, n0 = (tile / {x}) * {};",
+        x * y,
+        tile.bm,
+        tile.bn
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conv::{hopper_plan_with, ConvLayout, ConvShape};
+    use layoutkit_core::conv::Conv2d;
+
+    fn kernel(n: usize, c: usize, hw: usize, o: usize, out: DType) -> ConvKernel {
+        ConvKernel {
+            shape: ConvShape {
+                n,
+                h: hw,
+                w: hw,
+                c,
+                o,
+                kh: 1,
+                kw: 1,
+                oh: hw,
+                ow: hw,
+                conv: Conv2d {
+                    stride: [1; 2],
+                    padding: [0; 2],
+                    dilation: [1; 2],
+                    groups: 1,
+                },
+            },
+            layout: ConvLayout::Nhwc,
+            out_layout: ConvLayout::Nhwc,
+            input: DType::F16,
+            out,
+            bias: true,
+            relu: true,
+        }
+    }
+
+    #[test]
+    fn persistent_tiles_fit_their_staged_output_and_keep_their_stages_where_they_can() {
+        for out in [DType::F16, DType::F32] {
+            let k = kernel(64, 512, 28, 256, out);
+            for (bm, bn, stages) in [(256, 128, 4), (128, 128, 4), (128, 64, 4), (64, 64, 4)] {
+                let t = HopperTile::new(bm, bn, stages)
+                    .and_then(|t| t.with_tma(true))
+                    .unwrap();
+                let p = t
+                    .with_persistent(&k)
+                    .expect("every TMA tile fits persistent");
+                assert!(p.persistent && p.stages >= 3 && p.stages <= stages, "{p:?}");
+                assert!(p.shared_bytes() <= SMEM_PER_SM, "{p:?}");
+                let passes = p.epilogue_passes;
+                assert!(passes == 1 || passes == p.mr, "{p:?}");
+                assert!(
+                    p.epilogue_bytes >= staged_bytes(&k, &p, Staged::Output, passes),
+                    "{p:?}"
+                );
+                assert!(p.epilogue_offset() + p.epilogue_bytes + 1024 <= p.shared_bytes());
+                // Tiles of up to 128 rows keep their stages with the whole tile staged.
+                if bm <= 128 {
+                    assert_eq!((p.stages, passes), (stages, 1), "{p:?}");
+                }
+                let split = t.with_splits(2).unwrap();
+                assert_eq!(split.with_persistent(&k), None);
+                assert_eq!(
+                    HopperTile::new(bm, bn, stages).unwrap().with_persistent(&k),
+                    None
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_wide_tile_stages_half_its_rows_at_a_time_where_that_keeps_a_stage() {
+        // NCHW f16 output of a 256 x 128 tile: 33 KiB in two passes leave room for four
+        // stages, the whole 66 KiB for three.
+        let mut k = kernel(64, 512, 28, 256, DType::F16);
+        k.out_layout = ConvLayout::Nchw;
+        let t = HopperTile::new(256, 128, 4)
+            .and_then(|t| t.with_tma(true))
+            .unwrap();
+        let p = t.with_persistent(&k).unwrap();
+        assert_eq!((p.stages, p.epilogue_passes), (4, 2), "{p:?}");
+        // NHWC rows padded to 136 elements: the halves miss the fourth stage by 256 bytes,
+        // so the whole tile is staged with three.
+        let k = kernel(64, 512, 28, 256, DType::F16);
+        let p = t.with_persistent(&k).unwrap();
+        assert_eq!((p.stages, p.epilogue_passes), (3, 1), "{p:?}");
+    }
+
+    #[test]
+    fn the_rule_takes_persistent_blocks_for_a_few_whole_steps_over_many_tiles() {
+        let rule = |k: &ConvKernel| {
+            let t = hopper_plan_with(k, true).with_tma(true).unwrap();
+            persistent_plan(k, t, None).persistent
+        };
+        // ResNet-50's 1x1 layers of 64-256 channels at batch 64: 1-4 whole steps.
+        for (c, hw, o) in [
+            (64, 56, 256),
+            (256, 56, 64),
+            (128, 28, 512),
+            (256, 14, 1024),
+        ] {
+            assert!(rule(&kernel(64, c, hw, o, DType::F16)), "{c}->{o} @{hw}");
+        }
+        // 8 steps; half-empty steps (C = 32); one wave of tiles; int8 (not measured).
+        assert!(!rule(&kernel(64, 512, 28, 256, DType::F16)));
+        assert!(!rule(&kernel(64, 32, 28, 192, DType::F16)));
+        assert!(!rule(&kernel(1, 256, 28, 256, DType::F16)));
+        let mut int8 = kernel(64, 256, 28, 256, DType::I32);
+        int8.input = DType::I8;
+        assert!(!rule(&int8));
+    }
+
+    #[test]
+    fn persistent_grids_hold_one_wave_and_cover_every_tile() {
+        let k = kernel(64, 256, 28, 256, DType::F16);
+        let t = hopper_plan_with(&k, true);
+        let p = persistent_plan(&k, t, None);
+        let (x, y) = t.tiles(&k.shape);
+        assert!(x * y > SMS * t.resident(), "{t:?}");
+        assert!(p.persistent, "{p:?}");
+        assert_eq!(p.tiles(&k.shape), (x, y));
+        assert_eq!(p.grid(&k.shape), ((SMS * p.resident()) as u32, 1, 1));
+        // One wave's worth of tiles or fewer: no block would get a second tile.
+        let small = kernel(1, 256, 28, 256, DType::F16);
+        let t = hopper_plan_with(&small, true);
+        assert!(!persistent_plan(&small, t, None).persistent);
+        let forced = persistent_plan(&small, t, Some(true));
+        let (x, y) = forced.tiles(&small.shape);
+        assert_eq!(forced.grid(&small.shape), ((x * y) as u32, 1, 1));
+        assert!(!persistent_plan(&k, t, Some(false)).persistent);
+    }
+}

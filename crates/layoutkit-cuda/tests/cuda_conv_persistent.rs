@@ -1,0 +1,193 @@
+//! The TMA kernel with persistent blocks (`layoutkit_cuda::conv::persistent`) against the CPU
+//! reference convolution: fixed problems with more output tiles than the GPU holds blocks
+//! (so blocks walk several tiles and the last wave is partial), 1x1 (plain rows) and 3x3
+//! (im2col), every TMA tile, f16, bf16 and int8 (i32 sums and requantised i8), NHWC and NCHW
+//! outputs; and random problems on the rule's tile. Skipped without a Hopper GPU
+//! unless LAYOUTKIT_REQUIRE_CUDA=1 (which then also requires sm_90).
+
+use layoutkit_core::DType;
+use layoutkit_cuda::conv::persistent::persistent_plan;
+use layoutkit_cuda::conv::{hopper_plan_with, tma_applies, ConvKernel, ConvLayout, HopperTile};
+use layoutkit_cuda::ConvPath;
+
+mod common;
+use common::{check, device, kernel_for, xorshift, Problem};
+
+/// Whether this GPU runs the TMA kernel (panics under LAYOUTKIT_REQUIRE_CUDA=1 if not).
+fn hopper(cuda: &layoutkit_cuda::Cuda) -> bool {
+    let k = kernel_for(
+        (1, 64, 16, 16, 64, 3, 1, 1, 1, 1),
+        ConvLayout::Nhwc,
+        DType::F16,
+        DType::F16,
+        false,
+    );
+    let on = matches!(cuda.conv_path(&k), Ok(ConvPath::Hopper(t)) if t.tma);
+    if !on && std::env::var("LAYOUTKIT_REQUIRE_CUDA").as_deref() == Ok("1") {
+        panic!("LAYOUTKIT_REQUIRE_CUDA=1: the TMA kernel needs an sm_90 GPU");
+    }
+    on
+}
+
+/// Every TMA tile no wider than O, with persistent blocks where they fit; and how many of
+/// them give some block more than one tile.
+fn persistent_paths(kernel: &ConvKernel) -> (Vec<ConvPath>, usize) {
+    let (mut paths, mut walking) = (Vec::new(), 0);
+    for (bm, bn, stages) in [(256, 128, 4), (128, 128, 4), (128, 128, 3), (64, 64, 4)] {
+        if bn > kernel.shape.o.max(64) || (bm == 256 && kernel.shape.o < 256) {
+            continue;
+        }
+        let Some(t) = HopperTile::new(bm, bn, stages)
+            .and_then(|t| t.with_tma(true))
+            .and_then(|t| t.with_persistent(kernel))
+        else {
+            continue;
+        };
+        let (x, y) = t.tiles(&kernel.shape);
+        if (t.grid(&kernel.shape).0 as usize) < x * y {
+            walking += 1;
+        }
+        paths.push(ConvPath::Hopper(t));
+    }
+    (paths, walking)
+}
+
+#[test]
+fn persistent_blocks_match_the_reference_on_fixed_problems() {
+    let Some(cuda) = device() else { return };
+    if !hopper(&cuda) {
+        return;
+    }
+    use ConvLayout::*;
+    let problems: [(Problem, DType, DType, ConvLayout); 8] = [
+        // 1x1 as plain rows: 294 tiles of 128 x 128, 148 of 256 x 128.
+        (
+            (6, 64, 56, 56, 256, 1, 1, 0, 1, 1),
+            DType::F16,
+            DType::F16,
+            Nhwc,
+        ),
+        (
+            (6, 64, 56, 56, 256, 1, 1, 0, 1, 1),
+            DType::BF16,
+            DType::F32,
+            Nhwc,
+        ),
+        (
+            (6, 64, 56, 56, 256, 1, 1, 0, 1, 1),
+            DType::F16,
+            DType::F16,
+            Nchw,
+        ),
+        (
+            (6, 64, 56, 56, 256, 1, 1, 0, 1, 1),
+            DType::I8,
+            DType::I8,
+            Nhwc,
+        ),
+        // 3x3 through im2col, O not a multiple of the tile, the last pixel tile partial.
+        (
+            (4, 64, 40, 40, 192, 3, 1, 1, 1, 1),
+            DType::F16,
+            DType::F16,
+            Nhwc,
+        ),
+        (
+            (4, 64, 41, 39, 200, 3, 1, 1, 1, 1),
+            DType::BF16,
+            DType::BF16,
+            Nchw,
+        ),
+        (
+            (4, 128, 30, 30, 256, 3, 1, 1, 1, 1),
+            DType::I8,
+            DType::I32,
+            Nhwc,
+        ),
+        // Stride 2 with a 1x1 filter (im2col, not plain rows).
+        (
+            (16, 128, 56, 56, 256, 1, 2, 0, 1, 1),
+            DType::F16,
+            DType::F16,
+            Nhwc,
+        ),
+    ];
+    let (mut checked, mut walking) = (0, 0);
+    for (i, (problem, input, out, out_layout)) in problems.into_iter().enumerate() {
+        let mut kernel = kernel_for(problem, Nhwc, input, out, i % 2 == 0);
+        kernel.out_layout = out_layout;
+        assert!(tma_applies(&kernel), "{problem:?}");
+        let (paths, w) = persistent_paths(&kernel);
+        assert!(!paths.is_empty(), "{problem:?}");
+        walking += w;
+        checked += check(&cuda, &kernel, 11 + i as u64, &paths, "persistent");
+    }
+    assert!(
+        walking >= 8,
+        "only {walking} paths gave a block several tiles"
+    );
+    eprintln!("{checked} convolutions checked, {walking} with blocks walking several tiles");
+}
+
+#[test]
+fn persistent_blocks_match_the_reference_on_random_problems() {
+    let Some(cuda) = device() else { return };
+    if !hopper(&cuda) {
+        return;
+    }
+    let mut r = xorshift(9191);
+    let mut pick = |n: usize| (r.next().unwrap() >> 33) as usize % n;
+    let mut checked = 0;
+    while checked < 16 {
+        let k = [1, 3, 3, 5][pick(4)];
+        let c = 64 * (1 + pick(2));
+        let (stride, pad, dil) = (1 + pick(2), pick(2) * (k / 2), 1 + pick(2) * (k / 3));
+        let (h, w) = (8 + pick(32), 8 + pick(32));
+        let problem = (
+            1 + pick(4),
+            c,
+            h,
+            w,
+            8 * (1 + pick(32)),
+            k,
+            stride,
+            pad,
+            dil,
+            1,
+        );
+        if h + 2 * pad < dil * (k - 1) + 1 || w + 2 * pad < dil * (k - 1) + 1 {
+            continue;
+        }
+        if problem.0 * h * w * problem.4 * c * k * k > 150_000_000 {
+            continue;
+        }
+        let (input, out) = [
+            (DType::F16, DType::F16),
+            (DType::BF16, DType::BF16),
+            (DType::F16, DType::F32),
+        ][pick(3)];
+        let mut kernel = kernel_for(problem, ConvLayout::Nhwc, input, out, pick(2) == 0);
+        kernel.out_layout = [ConvLayout::Nhwc, ConvLayout::Nchw][pick(2)];
+        if !tma_applies(&kernel) {
+            continue;
+        }
+        // The rule's tile or, every other problem, another TMA tile with persistent blocks.
+        let tile = hopper_plan_with(&kernel, true)
+            .with_tma(true)
+            .expect("the plan's tile takes TMA");
+        let planned = persistent_plan(&kernel, tile.with_splits(1).unwrap(), Some(true));
+        let (others, _) = persistent_paths(&kernel);
+        let path = match others.len() {
+            n if n > 0 && checked % 2 == 1 => others[pick(n)],
+            _ if planned.persistent => ConvPath::Hopper(planned),
+            _ => continue,
+        };
+        checked += check(
+            &cuda,
+            &kernel,
+            70 + checked as u64,
+            &[path],
+            "random persistent",
+        );
+    }
+}
