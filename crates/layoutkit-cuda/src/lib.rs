@@ -16,6 +16,7 @@
 
 pub mod codegen;
 pub mod conv;
+mod conv_env;
 mod conv_nchw;
 mod conv_run;
 pub use conv_run::{ConvPath, DeviceConv};
