@@ -42,6 +42,7 @@ pub mod splitk;
 mod staged;
 pub mod tma;
 pub mod tma_map;
+pub mod wave_fill;
 pub use depthwise::{depthwise_applies, depthwise_launch, depthwise_source, OUTPUTS_PER_THREAD};
 pub use direct::{direct_grid, direct_source, direct_unsupported_reason, DIRECT_THREADS};
 pub use hopper::{

@@ -135,6 +135,13 @@ impl Cuda {
                     tile = plan(false)?;
                 }
             }
+            if !tile.loads_fit() {
+                return Err(Error::Unsupported(format!(
+                    "the {}-row Hopper tile runs in the TMA kernel only, which does not take \
+                     this problem",
+                    tile.bm
+                )));
+            }
             return Ok(ConvPath::Hopper(tile));
         }
         match unsupported_reason(kernel) {

@@ -2,8 +2,9 @@
 //! reference convolution: fixed problems with more output tiles than the GPU holds blocks
 //! (so blocks walk several tiles and the last wave is partial), 1x1 (plain rows) and 3x3
 //! (im2col), every TMA tile, f16, bf16 and int8 (i32 sums and requantised i8), NHWC and NCHW
-//! outputs; and random problems on the rule's tile. Skipped without a Hopper GPU
-//! unless LAYOUTKIT_REQUIRE_CUDA=1 (which then also requires sm_90).
+//! outputs; and random problems on the rule's tile. Also the TMA kernel's tiles of three
+//! warpgroups (192 rows), with and without persistent blocks and split K. Skipped without a
+//! Hopper GPU unless LAYOUTKIT_REQUIRE_CUDA=1 (which then also requires sm_90).
 
 use layoutkit_core::DType;
 use layoutkit_cuda::conv::persistent::persistent_plan;
@@ -190,4 +191,58 @@ fn persistent_blocks_match_the_reference_on_random_problems() {
             "random persistent",
         );
     }
+}
+
+#[test]
+fn three_warpgroup_tiles_match_the_reference() {
+    let Some(cuda) = device() else { return };
+    if !hopper(&cuda) {
+        return;
+    }
+    use ConvLayout::*;
+    let problems: [(Problem, DType, DType, ConvLayout); 4] = [
+        (
+            (2, 256, 14, 14, 512, 1, 1, 0, 1, 1),
+            DType::F16,
+            DType::F16,
+            Nhwc,
+        ),
+        (
+            (2, 128, 15, 13, 200, 3, 1, 1, 1, 1),
+            DType::BF16,
+            DType::F32,
+            Nchw,
+        ),
+        (
+            (3, 128, 16, 16, 256, 3, 2, 1, 1, 1),
+            DType::I8,
+            DType::I8,
+            Nhwc,
+        ),
+        (
+            (8, 64, 28, 28, 128, 1, 1, 0, 1, 1),
+            DType::F16,
+            DType::F16,
+            Nchw,
+        ),
+    ];
+    let mut checked = 0;
+    for (i, (problem, input, out, out_layout)) in problems.into_iter().enumerate() {
+        let mut kernel = kernel_for(problem, Nhwc, input, out, i % 2 == 1);
+        kernel.out_layout = out_layout;
+        let mut paths = Vec::new();
+        for bn in [64, 128] {
+            let t = HopperTile::new(192, bn, 4)
+                .and_then(|t| t.with_tma(true))
+                .expect("a TMA tile of 192 rows");
+            assert!(!HopperTile::new(192, bn, 4).unwrap().loads_fit());
+            paths.push(ConvPath::Hopper(t));
+            paths.push(ConvPath::Hopper(t.with_splits(2).unwrap()));
+            if let Some(p) = t.with_persistent(&kernel) {
+                paths.push(ConvPath::Hopper(p));
+            }
+        }
+        checked += check(&cuda, &kernel, 31 + i as u64, &paths, "192 rows");
+    }
+    eprintln!("{checked} convolutions checked");
 }

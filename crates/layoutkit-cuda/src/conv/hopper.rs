@@ -67,14 +67,15 @@ pub struct HopperTile {
 
 impl HopperTile {
     /// The tile `bm x bn` with `stages` stages (2 to 8): one or two warpgroups of 64 or 128
-    /// rows, `bn` a multiple of 32 up to 256 (`wgmma`'s N; the block's threads load the
-    /// filter rows 16 or 32 at a time); one group of multiplies in flight with three stages or
-    /// more, none with two (a step is then loaded while the one before it is multiplied);
-    /// None for other shapes.
+    /// rows or three of 64 (192, TMA only: [`HopperTile::loads_fit`]), `bn` a multiple of 32
+    /// up to 256 (`wgmma`'s N); one group of multiplies in flight with three stages or more,
+    /// none with two (a step is then loaded while the one before it is multiplied); None for
+    /// other shapes.
     pub fn new(bm: usize, bn: usize, stages: usize) -> Option<HopperTile> {
         let (warpgroups, mr) = match bm {
             64 => (1, 1),
             128 => (2, 1),
+            192 => (3, 1),
             256 => (2, 2),
             _ => return None,
         };
@@ -110,10 +111,12 @@ impl HopperTile {
     }
 
     /// This tile loading its operands by TMA from a producer warp (`tma`) or by every thread;
-    /// None where the TMA kernel's barriers do not fit the shared memory.
+    /// None where the TMA kernel's barriers do not fit the shared memory, and for a tile of
+    /// three warpgroups loading by every thread (its 384 threads do not divide its rows into
+    /// passes of 16-byte chunks).
     pub fn with_tma(self, tma: bool) -> Option<HopperTile> {
         let t = HopperTile { tma, ..self };
-        (t.shared_bytes() <= SMEM_PER_SM).then_some(t)
+        (t.shared_bytes() <= SMEM_PER_SM && t.loads_fit()).then_some(t)
     }
 
     /// K steps loaded ahead of the one being multiplied.
@@ -262,7 +265,8 @@ pub const MAX_STEPS_WITHOUT_THE_WIDEST: usize = 3;
 /// [`hopper_tile`]'s candidates, the first tile whose blocks fill at least 70% of the GPU's
 /// block slots, or that fills them with K split among 3 or more blocks ([`splits_for`]) of at
 /// least 8 K steps each; else the tile with the most blocks, with the splits [`splits_for`]
-/// gives it.
+/// gives it. For the TMA kernel, then a 192-row tile where that fills the last wave of blocks
+/// and this tile does not ([`super::wave_fill::fuller_wave_tile`]).
 ///
 /// Why the split counts: measured on an H100 (every tile forced on the 52 layers of three
 /// networks that are not depthwise, batch 1, 8 and 32, `bench/results/conv.md`), a wide tile
@@ -308,16 +312,19 @@ pub fn hopper_plan_tuned(kernel: &ConvKernel, tma: bool, wide_split_steps: usize
         .filter(|t| steps > MAX_STEPS_WITHOUT_THE_WIDEST || t.bm * t.bn < 128 * 256)
         .map(|t| t.with_tma(tma).unwrap_or(t))
         .collect();
-    for t in &candidates {
-        if t.fill(s) >= MIN_FILL {
-            return split(t);
-        }
-        let wide = split(t);
-        if wide.splits > 1 && steps / wide.splits >= wide_split_steps && wide.fill(s) >= MIN_FILL {
-            return wide;
-        }
-    }
-    split(&most_blocks(&candidates, s))
+    let chosen = candidates
+        .iter()
+        .find_map(|t| {
+            if t.fill(s) >= MIN_FILL {
+                return Some(split(t));
+            }
+            let w = split(t);
+            (w.splits > 1 && steps / w.splits >= wide_split_steps && w.fill(s) >= MIN_FILL)
+                .then_some(w)
+        })
+        .unwrap_or_else(|| split(&most_blocks(&candidates, s)));
+    let fuller = tma.then(|| super::wave_fill::fuller_wave_tile(kernel, &chosen));
+    fuller.flatten().unwrap_or(chosen)
 }
 
 /// The candidate tiles for `s`, widest first, none wider than O (wider tiles compute zeros):
@@ -369,8 +376,7 @@ fn most_blocks(candidates: &[HopperTile], s: &ConvShape) -> HopperTile {
 /// The tile for `s` without splitting K: the first of the candidate tiles (`candidate_tiles`)
 /// whose blocks fill at least 70% of the GPU's block slots on average over their waves, else
 /// the one with the most blocks (whose K walk a split then shortens). Measured on the H200
-/// (every tile on the
-/// ResNet-50 3x3 layers, `bench/results/conv.md`): the widest tile won wherever it filled the
+/// (every tile on the ResNet-50 3x3 layers, `bench/results/conv.md`): the widest tile won wherever it filled the
 /// GPU (128 x 256 at 98 blocks for 132 SMs); two blocks per SM won by 5% where there are waves
 /// enough for them, and lost where there are not.
 pub fn hopper_tile(s: &ConvShape) -> HopperTile {
@@ -420,6 +426,10 @@ pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
     let per = chunk_channels(kernel);
     // Rows of 8 chunks of 16 bytes: each pass of the block's threads loads `step` rows.
     let step = threads / 8;
+    assert!(
+        tile.loads_fit(),
+        "{tile:?}: rows not whole passes of the threads' loads"
+    );
     let (ar, br) = (bm / step, bn / step);
     let walk = HopperK::of(kernel);
     let registers = walk == HopperK::Chunks { registers: true };

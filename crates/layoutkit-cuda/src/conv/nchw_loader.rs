@@ -144,6 +144,9 @@ impl HopperTile {
     /// [`super::nchw_loader`]): one block per SM (384 threads with two warpgroups that
     /// multiply), the filter by TMA. None where the stages and barriers do not fit.
     pub fn with_nchw_loader(self) -> Option<HopperTile> {
+        if self.warpgroups > 2 {
+            return None;
+        }
         let t = HopperTile {
             nchw: true,
             in_flight: 1,
