@@ -29,11 +29,11 @@ pub const WAVE_FILL: f64 = 0.9;
 /// where O is under 128 (its last columns would compute zeros).
 ///
 /// Measured on an H100 (every NHWC layer of three networks at batch 32 and 64, the 192 x 128
-/// tile forced against the rule's tiles, GPU time; `bench/results/conv.md`): on the 14 layers
-/// this takes (where the rule's tile filled 74-76%), 1.06-1.27x the rule's tile (`l4 1x1
-/// 1024->512 @14` 1.15 / 1.13 at batch 64 / 32, `vgg conv5_1` 1.18 / 1.09, `l2 3x3/2 128->128
-/// @56` 1.19 / 1.27); where both tiles filled 99% it ran 0.93-1.02x the rule's tile, and where
-/// it filled less than the rule's tile 0.67-0.87x.
+/// tile forced against the rule's tiles, GPU time; `bench/results/conv.md`): on the 16
+/// layer-and-batch pairs this takes (8 at each batch; the rule's tile filled 74-76%),
+/// 1.06-1.27x the rule's tile (`l4 1x1 1024->512 @14` 1.15 / 1.13 at batch 64 / 32, `vgg
+/// conv5_1` 1.18 / 1.09, `l2 3x3/2 128->128 @56` 1.19 / 1.27); where both tiles filled 99% it
+/// ran 0.90-1.10x the rule's tile, and where it filled less than the rule's tile 0.67-0.87x.
 ///
 /// Contract: `chosen` is a TMA tile ([`super::tma_applies`] holds for `kernel`).
 pub fn fuller_wave_tile(kernel: &ConvKernel, chosen: &HopperTile) -> Option<HopperTile> {
