@@ -262,3 +262,33 @@ fn mostly_padded_destinations_equal_the_reference() {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Blocks of destination rows longer than a vector and shorter than a line, moved by table
+    /// where a block's destination is one range (`fast/gather.rs`): MACE's filter image with a
+    /// few input channels back to OIHW (12 rows of 9 taps for I = 3, 3x3), OIHW16i16o with one
+    /// input channel back to OIHW, and their neighbours (other I, filter sizes, O not a
+    /// multiple of the block), every element size, with casts, 1-4 threads, sources at odd
+    /// offsets: the reference's bytes.
+    #[test]
+    fn blocks_of_rows_shorter_than_a_line_equal_the_reference(
+        o in 1usize..700,
+        i in 1usize..6,
+        k in prop_oneof![Just(1usize), Just(3), Just(5), Just(7)],
+        from in prop_oneof![Just("mace:conv2d_filter"), Just("OIHW16i16o")],
+        cast in arb_cast(),
+    ) {
+        let dims = Dims::parse(&format!("O={o},I={i},H={k},W={k}")).unwrap();
+        let src = parse_format(from).unwrap().shaped(&dims).unwrap();
+        let dst = parse_format("OIHW").unwrap().shaped(&dims).unwrap();
+        let plan = ConversionPlan::new(&src, &dst).unwrap();
+        let data = noise_bytes(src.bytes(cast.src).unwrap(), (o * 31 + i) as u64);
+        let mut want = vec![0u8; dst.bytes(cast.dst).unwrap()];
+        convert_reference(&src, &data, &dst, &mut want, &cast).unwrap();
+        let runs = [(1, 0), (2, 5), (3, 2), (4, 8)];
+        let diff = first_fast_difference(&plan, &data, &want, &cast, &runs);
+        prop_assert!(diff.is_none(), "{from} -> OIHW {dims:?} {cast:?}: (threads, byte) {diff:?}");
+    }
+}

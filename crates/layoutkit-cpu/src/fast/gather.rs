@@ -27,6 +27,15 @@ const MAX_FEW_ROW_BYTES: usize = 64;
 /// See [`MAX_FEW_ROW_BYTES`].
 const MAX_FEW_ROWS: usize = 4;
 
+// Rows longer than [`MAX_ROW_BYTES`] and shorter than a 64-byte line are moved by table too,
+// however many (up to [`MAX_ROWS`]), where the block's destination is one range: MACE's 3x3
+// filter image with three input channels back to OIHW is 12 rows of 9 taps (36 bytes of f32)
+// per block of four output channels, which the transpose kernels ran at 28-30% of the copy
+// and the table at 66-68% (f32 O=310689,I=3,H=3,W=3, one thread, two alternating runs; two
+// threads 30-47% -> 52-67%); OIHW16i16o -> OIHW with one input channel (16 rows of 36 bytes)
+// 93-94% -> 114-117%. Not whole vectors: rows of 64 bytes (NHWC pixels of 16 f32 channels from
+// mace:in_out_channel) ran 97-111% -> 67-68% by table, of 32 bytes (f16) 67-73% -> 58-60%.
+
 /// Rows up to this many bytes are moved by table too where the destination was filled first
 /// ([`super::destination::fill_first`]): the copies are then the data rows of mostly padded
 /// blocks (f16 OIHW16i16o with one input channel: 9 taps x 16 output channels of 32 bytes per
@@ -44,7 +53,9 @@ pub(super) const MAX_ROWS: usize = 36;
 /// offset, source offset)` pairs in elements, sorted by destination offset. None when the block
 /// has more than [`MAX_BLOCK`] elements, more than [`MAX_ROWS`] destination rows (the last
 /// loop's runs of units), rows of [`MAX_ROW_BYTES`] or more (more than [`SPARSE_ROW_BYTES`]
-/// with `sparse`: a destination filled first), or a loop with a negative stride.
+/// with `sparse`: a destination filled first) unless the block's destination is one range and
+/// they are at most [`MAX_FEW_ROWS`] of up to [`MAX_FEW_ROW_BYTES`] or shorter than a line
+/// (see above), or a loop with a negative stride.
 pub(super) fn block_moves(
     loops: &[LoopDim],
     unit: usize,
@@ -58,8 +69,14 @@ pub(super) fn block_moves(
     let reversed = loops.iter().any(|l| l.src_stride < 0 || l.dst_stride < 0);
     let row_bytes = row_units * unit * size;
     let few_rows = rows <= MAX_FEW_ROWS && row_bytes <= MAX_FEW_ROW_BYTES;
+    let mid_rows = row_bytes > MAX_ROW_BYTES && row_bytes < MAX_FEW_ROW_BYTES;
     let short = row_bytes < MAX_ROW_BYTES || (sparse && row_bytes <= SPARSE_ROW_BYTES);
-    if count == 0 || reversed || count > MAX_BLOCK || rows > MAX_ROWS || (!short && !few_rows) {
+    if count == 0
+        || reversed
+        || count > MAX_BLOCK
+        || rows > MAX_ROWS
+        || (!short && !few_rows && !mid_rows)
+    {
         return None;
     }
     // The block as a region from offset 0 whose innermost loop is the unit's elements: each
