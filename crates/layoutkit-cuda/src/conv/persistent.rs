@@ -16,7 +16,7 @@
 
 use super::hopper::{HopperTile, SMEM_PER_SM};
 use super::staged::{staged_bytes, Staged};
-use super::{ConvKernel, SMS};
+use super::{ConvKernel, ConvLayout, SMS};
 use layoutkit_core::DType;
 
 /// The fewest stages a persistent tile keeps when its staged output takes the room of some.
@@ -58,8 +58,8 @@ impl HopperTile {
 pub const MAX_PERSISTENT_STEPS: usize = 4;
 
 /// Whether `kernel`, with `steps` K steps, is of the kind persistent blocks were measured to
-/// speed up: f16 or bf16 inputs, at most [`MAX_PERSISTENT_STEPS`] steps, each a whole step of
-/// channels (C a multiple of 64: 1x1 filters over 64 to 256 channels).
+/// speed up: f16 or bf16 inputs, an NHWC output, at most [`MAX_PERSISTENT_STEPS`] steps, each
+/// a whole step of channels (C a multiple of 64: 1x1 filters over 64 to 256 channels).
 ///
 /// Measured on an H100 (every NHWC layer of three networks at batch 32 and 64, the TMA kernel
 /// with and without persistent blocks wherever it applies, GPU time; `bench/results/conv.md`):
@@ -69,9 +69,11 @@ pub const MAX_PERSISTENT_STEPS: usize = 4;
 /// layers 0.78-1.06x (the tiles of 128 rows and fewer then lose their second block per SM to
 /// the staged output, the 256 x 128 tile its fourth stage); MobileNetV2's pointwise layers
 /// with C not a multiple of 64 (half-empty K steps) or tiles fitted to a narrow O ran
-/// 0.62-0.97x.
+/// 0.62-0.97x. With an NCHW output (the NCHW route through NHWC, in the fair benchmark's
+/// first run with persistent blocks) the same 1x1 layers ran 0.85-1.01x what they had before.
 pub fn few_step_persistent(kernel: &ConvKernel, steps: usize) -> bool {
     matches!(kernel.input, DType::F16 | DType::BF16)
+        && kernel.out_layout == ConvLayout::Nhwc
         && (1..=MAX_PERSISTENT_STEPS).contains(&steps)
         && kernel
             .shape
@@ -124,7 +126,7 @@ pub(super) fn tile_loop(tile: &HopperTile, kernel: &ConvKernel, indent: &str) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conv::{hopper_plan_with, ConvLayout, ConvShape};
+    use crate::conv::{hopper_plan_with, ConvShape};
     use layoutkit_core::conv::Conv2d;
 
     fn kernel(n: usize, c: usize, hw: usize, o: usize, out: DType) -> ConvKernel {
@@ -229,6 +231,10 @@ mod tests {
         let mut int8 = kernel(64, 256, 28, 256, DType::I32);
         int8.input = DType::I8;
         assert!(!rule(&int8));
+        // An NCHW output (measured slower with persistent blocks).
+        let mut nchw = kernel(64, 256, 14, 1024, DType::F16);
+        nchw.out_layout = ConvLayout::Nchw;
+        assert!(!rule(&nchw));
     }
 
     #[test]
