@@ -18,6 +18,10 @@
 //!   output, which keeps each row on a 16-byte boundary);
 //! * channel-major (NCHW): column `c` (channel) at `c * ld`, `ld = bm + 4` elements (the four
 //!   column pairs a warp's store touches 16 or 32 bytes apart).
+//!
+//! A persistent block ([`super::persistent`]) stages its tile in a buffer of its own, whole or,
+//! where that leaves room for one more stage, in passes: one 64-row block of each warpgroup at
+//! a time (`bm / mr` rows per pass).
 
 use std::fmt::Write;
 
