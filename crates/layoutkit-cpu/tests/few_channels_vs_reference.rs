@@ -292,3 +292,42 @@ proptest! {
         prop_assert!(diff.is_none(), "{from} -> OIHW {dims:?} {cast:?}: (threads, byte) {diff:?}");
     }
 }
+
+/// A few destination rows of one to two lines moved by table (`fast/gather.rs`): NHWC into
+/// MACE's channel image with 12-20 channels on short rows (4 rows of 14 four-channel f16
+/// pixels, 112 bytes, per image row), every element size, casts, 1-4 threads, misaligned
+/// sources: the reference's bytes.
+#[test]
+fn a_few_rows_of_one_to_two_lines_equal_the_reference() {
+    let casts = [
+        CastSpec::identity(DType::F16),
+        CastSpec::identity(DType::F32),
+        CastSpec::identity(DType::U8),
+        CastSpec::identity(DType::F64),
+        CastSpec::new(DType::F32, DType::F16, None).unwrap(),
+    ];
+    for c in [12, 15, 16, 20] {
+        for w in [7, 13, 14, 15, 18] {
+            let dims = Dims::parse(&format!("N=3,H=5,W={w},C={c}")).unwrap();
+            for (from, to) in [
+                ("NHWC", "mace:in_out_channel"),
+                ("mace:in_out_channel", "NHWC"),
+            ] {
+                let src = parse_format(from).unwrap().shaped(&dims).unwrap();
+                let dst = parse_format(to).unwrap().shaped(&dims).unwrap();
+                let plan = ConversionPlan::new(&src, &dst).unwrap();
+                for cast in casts {
+                    let data = noise_bytes(src.bytes(cast.src).unwrap(), (c * w) as u64);
+                    let mut want = vec![0u8; dst.bytes(cast.dst).unwrap()];
+                    convert_reference(&src, &data, &dst, &mut want, &cast).unwrap();
+                    let runs = [(1, 0), (2, 3), (3, 1), (4, 6)];
+                    let diff = first_fast_difference(&plan, &data, &want, &cast, &runs);
+                    assert!(
+                        diff.is_none(),
+                        "{from} -> {to} {dims:?} {cast:?}: (threads, byte) {diff:?}"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -24,7 +24,13 @@ pub(super) const MAX_ROW_BYTES: usize = 32;
 /// rows of 56 bytes, ran 5-10% slower by table).
 const MAX_FEW_ROW_BYTES: usize = 64;
 
-/// See [`MAX_FEW_ROW_BYTES`].
+/// See [`MAX_FEW_ROW_BYTES`]. Up to four rows of 65-127 bytes that are not whole lines go by
+/// table too: NHWC -> mace:in_out_channel in f16 with 16 channels on 14 x 14 planes is 4 rows
+/// of 14 four-channel pixels (112 bytes) per image row, 37-39% of the copy in the transpose
+/// kernels and 59-62% by table (one thread; two threads 34-36% -> 50-53%; two alternating
+/// runs); rows of 128 bytes (`mace:in_out_height -> NHWC` f16 with one channel,
+/// `NHWC -> mace:in_out_width` f16 with 3 and 4) ran the same or slower by table (two threads,
+/// one channel: 75-80% -> 52-54%).
 const MAX_FEW_ROWS: usize = 4;
 
 // Rows longer than [`MAX_ROW_BYTES`] and shorter than a 64-byte line are moved by table too,
@@ -54,8 +60,8 @@ pub(super) const MAX_ROWS: usize = 36;
 /// has more than [`MAX_BLOCK`] elements, more than [`MAX_ROWS`] destination rows (the last
 /// loop's runs of units), rows of [`MAX_ROW_BYTES`] or more (more than [`SPARSE_ROW_BYTES`]
 /// with `sparse`: a destination filled first) unless the block's destination is one range and
-/// they are at most [`MAX_FEW_ROWS`] of up to [`MAX_FEW_ROW_BYTES`] or shorter than a line
-/// (see above), or a loop with a negative stride.
+/// they are at most [`MAX_FEW_ROWS`] of up to [`MAX_FEW_ROW_BYTES`] (twice that where they are
+/// not whole lines) or shorter than a line (see above), or a loop with a negative stride.
 pub(super) fn block_moves(
     loops: &[LoopDim],
     unit: usize,
@@ -68,7 +74,9 @@ pub(super) fn block_moves(
     // (Offsets from the block's start are counted from 0 up: no reversed loops.)
     let reversed = loops.iter().any(|l| l.src_stride < 0 || l.dst_stride < 0);
     let row_bytes = row_units * unit * size;
-    let few_rows = rows <= MAX_FEW_ROWS && row_bytes <= MAX_FEW_ROW_BYTES;
+    let few_rows = rows <= MAX_FEW_ROWS
+        && (row_bytes <= MAX_FEW_ROW_BYTES
+            || (row_bytes <= 2 * MAX_FEW_ROW_BYTES && !row_bytes.is_multiple_of(64)));
     let mid_rows = row_bytes > MAX_ROW_BYTES && row_bytes < MAX_FEW_ROW_BYTES;
     let short = row_bytes < MAX_ROW_BYTES || (sparse && row_bytes <= SPARSE_ROW_BYTES);
     if count == 0
