@@ -144,6 +144,44 @@ pub struct ConvKernel {
 /// the NCHW kernel reads faster than the conversion costs.
 pub const NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE: f64 = 12.0;
 
+/// Tests' kernel: NHWC f16 activations on `hw` x `hw` planes, a `k` x `k` filter with stride 1
+/// and the padding that keeps the plane (`k / 2`), `out` in NHWC, bias and ReLU.
+#[cfg(test)]
+pub(crate) fn test_kernel(
+    n: usize,
+    c: usize,
+    hw: usize,
+    o: usize,
+    k: usize,
+    out: DType,
+) -> ConvKernel {
+    ConvKernel {
+        shape: ConvShape {
+            n,
+            h: hw,
+            w: hw,
+            c,
+            o,
+            kh: k,
+            kw: k,
+            oh: hw,
+            ow: hw,
+            conv: Conv2d {
+                stride: [1; 2],
+                padding: [k / 2; 2],
+                dilation: [1; 2],
+                groups: 1,
+            },
+        },
+        layout: ConvLayout::Nhwc,
+        out_layout: ConvLayout::Nhwc,
+        input: DType::F16,
+        out,
+        bias: true,
+        relu: true,
+    }
+}
+
 impl ConvKernel {
     /// The kernel for a convolution of activations with logical dims `x_dims` (N, C, H, W) of
     /// type `x_dtype` in the layout `x_format` and a filter with dims `w_dims` (O, I, H, W) of

@@ -30,6 +30,20 @@ fn hopper(cuda: &layoutkit_cuda::Cuda) -> bool {
     on
 }
 
+/// The kernel of `problem` reading NHWC activations and writing `out_layout`.
+fn nhwc_input(
+    problem: Problem,
+    input: DType,
+    out: DType,
+    relu: bool,
+    out_layout: ConvLayout,
+) -> ConvKernel {
+    ConvKernel {
+        out_layout,
+        ..kernel_for(problem, ConvLayout::Nhwc, input, out, relu)
+    }
+}
+
 /// Every TMA tile no wider than O, with persistent blocks where they fit; and how many of
 /// them give some block more than one tile.
 fn persistent_paths(kernel: &ConvKernel) -> (Vec<ConvPath>, usize) {
@@ -115,8 +129,7 @@ fn persistent_blocks_match_the_reference_on_fixed_problems() {
     ];
     let (mut checked, mut walking) = (0, 0);
     for (i, (problem, input, out, out_layout)) in problems.into_iter().enumerate() {
-        let mut kernel = kernel_for(problem, Nhwc, input, out, i % 2 == 0);
-        kernel.out_layout = out_layout;
+        let kernel = nhwc_input(problem, input, out, i % 2 == 0, out_layout);
         assert!(tma_applies(&kernel), "{problem:?}");
         let (paths, w) = persistent_paths(&kernel);
         assert!(!paths.is_empty(), "{problem:?}");
@@ -167,8 +180,9 @@ fn persistent_blocks_match_the_reference_on_random_problems() {
             (DType::BF16, DType::BF16),
             (DType::F16, DType::F32),
         ][pick(3)];
-        let mut kernel = kernel_for(problem, ConvLayout::Nhwc, input, out, pick(2) == 0);
-        kernel.out_layout = [ConvLayout::Nhwc, ConvLayout::Nchw][pick(2)];
+        let relu = pick(2) == 0;
+        let out_layout = [ConvLayout::Nhwc, ConvLayout::Nchw][pick(2)];
+        let kernel = nhwc_input(problem, input, out, relu, out_layout);
         if !tma_applies(&kernel) {
             continue;
         }
@@ -228,8 +242,7 @@ fn three_warpgroup_tiles_match_the_reference() {
     ];
     let mut checked = 0;
     for (i, (problem, input, out, out_layout)) in problems.into_iter().enumerate() {
-        let mut kernel = kernel_for(problem, Nhwc, input, out, i % 2 == 1);
-        kernel.out_layout = out_layout;
+        let kernel = nhwc_input(problem, input, out, i % 2 == 1, out_layout);
         let mut paths = Vec::new();
         for bn in [64, 128] {
             let t = HopperTile::new(192, bn, 4)

@@ -571,7 +571,7 @@ pub(super) fn hopper_epilogue(k: &mut String, kernel: &ConvKernel, tile: &Hopper
         Staged::Output
     };
     if staged_fits(kernel, tile, what) {
-        staged_epilogue(k, kernel, tile, &row, what, (sync, "smem", 1));
+        staged_epilogue(k, kernel, tile, &row, what, sync);
         k.push_str("}\n");
         return;
     }

@@ -35,13 +35,18 @@ impl HopperTile {
         let stages = (MIN_PERSISTENT_STAGES.min(self.stages)..=self.stages).rev();
         stages
             .flat_map(|stages| {
-                [1, self.mr].into_iter().map(move |passes| HopperTile {
-                    stages,
-                    persistent: true,
-                    epilogue_bytes: staged_bytes(kernel, &self, Staged::Output, passes)
-                        .next_multiple_of(16),
-                    epilogue_passes: passes,
-                    ..self
+                [1, self.mr].into_iter().map(move |passes| {
+                    let t = HopperTile {
+                        stages,
+                        persistent: true,
+                        epilogue_passes: passes,
+                        ..self
+                    };
+                    let bytes = staged_bytes(kernel, &t, Staged::Output);
+                    HopperTile {
+                        epilogue_bytes: bytes.next_multiple_of(16),
+                        ..t
+                    }
                 })
             })
             .find(|t| t.shared_bytes() <= SMEM_PER_SM)
@@ -126,35 +131,11 @@ pub(super) fn tile_loop(tile: &HopperTile, kernel: &ConvKernel, indent: &str) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conv::{hopper_plan_with, ConvShape};
-    use layoutkit_core::conv::Conv2d;
+    use crate::conv::hopper_plan_with;
 
+    /// A 1x1 layer's kernel with `out` outputs.
     fn kernel(n: usize, c: usize, hw: usize, o: usize, out: DType) -> ConvKernel {
-        ConvKernel {
-            shape: ConvShape {
-                n,
-                h: hw,
-                w: hw,
-                c,
-                o,
-                kh: 1,
-                kw: 1,
-                oh: hw,
-                ow: hw,
-                conv: Conv2d {
-                    stride: [1; 2],
-                    padding: [0; 2],
-                    dilation: [1; 2],
-                    groups: 1,
-                },
-            },
-            layout: ConvLayout::Nhwc,
-            out_layout: ConvLayout::Nhwc,
-            input: DType::F16,
-            out,
-            bias: true,
-            relu: true,
-        }
+        crate::conv::test_kernel(n, c, hw, o, 1, out)
     }
 
     #[test]
@@ -173,7 +154,7 @@ mod tests {
                 let passes = p.epilogue_passes;
                 assert!(passes == 1 || passes == p.mr, "{p:?}");
                 assert!(
-                    p.epilogue_bytes >= staged_bytes(&k, &p, Staged::Output, passes),
+                    p.epilogue_bytes >= staged_bytes(&k, &p, Staged::Output),
                     "{p:?}"
                 );
                 assert!(p.epilogue_offset() + p.epilogue_bytes + 1024 <= p.shared_bytes());

@@ -46,7 +46,6 @@ fn geometry(
     kernel: &ConvKernel,
     tile: &HopperTile,
     what: Staged,
-    passes: usize,
 ) -> (&'static str, usize, bool, usize) {
     let (t, size) = match (what, kernel.out) {
         (Staged::Output, DType::F16 | DType::BF16) => ("unsigned short", 2),
@@ -58,7 +57,7 @@ fn geometry(
     // Rows of 1-byte elements keep 16 bytes of padding, so every row starts on a 16-byte
     // boundary for the copy out.
     let ld = if channel_major {
-        tile.bm / passes + 4
+        tile.bm / tile.epilogue_passes + 4
     } else if size == 1 {
         tile.bn + 16
     } else {
@@ -67,32 +66,21 @@ fn geometry(
     (t, size, channel_major, ld)
 }
 
-/// Bytes of shared memory the staged tile takes, staged in `passes` (1, or the tile's `mr`:
+/// Bytes of shared memory the staged tile takes, staged in the tile's `epilogue_passes` (1, or its `mr`:
 /// one 64-row block of each warpgroup per pass).
-pub(super) fn staged_bytes(
-    kernel: &ConvKernel,
-    tile: &HopperTile,
-    what: Staged,
-    passes: usize,
-) -> usize {
-    let (_, size, channel_major, ld) = geometry(kernel, tile, what, passes);
-    tile_bytes(size, channel_major, ld, tile, passes) + params_bytes(kernel, tile, what)
+pub(super) fn staged_bytes(kernel: &ConvKernel, tile: &HopperTile, what: Staged) -> usize {
+    let (_, size, channel_major, ld) = geometry(kernel, tile, what);
+    tile_bytes(size, channel_major, ld, tile) + params_bytes(kernel, tile, what)
 }
 
-/// Bytes of the staged output tile alone (16-byte aligned), staged in `passes`.
-fn tile_bytes(
-    size: usize,
-    channel_major: bool,
-    ld: usize,
-    tile: &HopperTile,
-    passes: usize,
-) -> usize {
+/// Bytes of the staged output tile alone (16-byte aligned), staged in the tile's passes.
+fn tile_bytes(size: usize, channel_major: bool, ld: usize, tile: &HopperTile) -> usize {
     (size
         * ld
         * if channel_major {
             tile.bn
         } else {
-            tile.bm / passes
+            tile.bm / tile.epilogue_passes
         })
     .next_multiple_of(16)
 }
@@ -110,7 +98,7 @@ fn params_bytes(kernel: &ConvKernel, tile: &HopperTile, what: Staged) -> usize {
 /// Whether the staged tile fits in the stages of `tile` (else the kernel writes from the
 /// accumulators directly).
 pub(super) fn staged_fits(kernel: &ConvKernel, tile: &HopperTile, what: Staged) -> bool {
-    staged_bytes(kernel, tile, what, 1) <= tile.stages * (tile.bm + tile.bn) * 128
+    staged_bytes(kernel, tile, what) <= tile.stages * (tile.bm + tile.bn) * 128
 }
 
 /// Writes the Hopper kernel's epilogue through shared memory: `acc[mi][ni][4]` as laid out by
@@ -122,28 +110,34 @@ pub(super) fn staged_fits(kernel: &ConvKernel, tile: &HopperTile, what: Staged) 
 ///
 /// `sync` is the barrier among the threads that run the epilogue (`__syncthreads();` where
 /// every thread of the block does; a named barrier over the warpgroups where a producer warp
-/// has left). `at` is the C expression of the staged tile's first byte in shared memory:
-/// `smem` (the stages, idle by then) or, in a persistent block, the buffer after them
-/// (parenthesised).
+/// has left). The tile is staged in the stages (idle by then), or for a persistent `tile` in
+/// its buffer after them ([`HopperTile::epilogue_offset`]), in its `epilogue_passes`.
 ///
-/// Does not end the kernel's body: the statements run once per tile. Contract: the buffer at
-/// `at` holds [`staged_bytes`] (with `smem`: [`staged_fits`] holds); every multiply has
-/// completed in this thread (`wgmma` groups waited for); at `smem` the stages are not read
-/// again; no thread of the epilogue still reads the buffer from an earlier tile except before
-/// the first `sync`.
+/// Does not end the kernel's body: the statements run once per tile. Contract: without
+/// `persistent`, [`staged_fits`] holds and the stages are not read again; with it, the buffer
+/// holds [`staged_bytes`] and no thread of the epilogue still reads it from an earlier tile
+/// except before the first `sync`; every multiply has completed in this thread (`wgmma`
+/// groups waited for).
 pub(super) fn staged_epilogue(
     k: &mut String,
     kernel: &ConvKernel,
     tile: &HopperTile,
     row: &str,
     what: Staged,
-    (sync, at, passes): (&str, &str, usize),
+    sync: &str,
 ) {
     let s = &kernel.shape;
     let (m, o, ohw) = (s.n * s.oh * s.ow, s.o, s.oh * s.ow);
     let (bm, bn, threads) = (tile.bm, tile.bn, tile.threads());
     let (mi, ni) = (tile.mr, bn / 8);
-    let (t, size, channel_major, ld) = geometry(kernel, tile, what, passes);
+    let (t, size, channel_major, ld) = geometry(kernel, tile, what);
+    // A persistent tile's own buffer after the stages, in its passes; else the idle stages.
+    let (at, passes) = if tile.persistent {
+        let at = format!("(smem + {})", tile.epilogue_offset());
+        (at, tile.epilogue_passes)
+    } else {
+        ("smem".to_string(), 1)
+    };
     let output = what == Staged::Output;
     // int8: exact i32 sums (the workspace holds i32 too), requantised by q8 (scale, bias,
     // ReLU) for an i8 output, else no bias.
@@ -159,7 +153,7 @@ pub(super) fn staged_epilogue(
     if requant {
         // The tile's scales and biases, as doubles, after the staged tile (read by q8 from
         // shared memory; a barrier before the first read).
-        let after = tile_bytes(size, channel_major, ld, tile, passes);
+        let after = tile_bytes(size, channel_major, ld, tile);
         let _ = writeln!(
             k,
             "  double* ps = (double*)({at} + {after});\n  double* pb = ps + {bn};\n  for (int i = tid; i < {bn}; i += {threads}) {{\n    const int oc = n0 + i;\n    ps[i] = oc < {o} ? (double)bias[oc] : 0.0;\n    pb[i] = oc < {o} ? (double)bias[{o} + oc] : 0.0;\n  }}\n  {sync}"

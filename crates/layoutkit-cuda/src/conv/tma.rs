@@ -304,15 +304,7 @@ pub(super) fn consumers(k: &mut String, kernel: &ConvKernel, tile: &HopperTile) 
             "  if (lane == 0) mbar_arrive(empty + (gs - 1) % {stages});"
         );
         let row = format!("wg * {} + (warp & 3) * 16", mr * 64);
-        let at = format!("(smem + {})", tile.epilogue_offset());
-        staged_epilogue(
-            k,
-            kernel,
-            tile,
-            &row,
-            Staged::Output,
-            (&sync, &at, tile.epilogue_passes),
-        );
+        staged_epilogue(k, kernel, tile, &row, Staged::Output, &sync);
         k.push_str("  }\n}\n");
         return;
     }

@@ -48,36 +48,11 @@ pub fn fuller_wave_tile(kernel: &ConvKernel, chosen: &HopperTile) -> Option<Hopp
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conv::{hopper_plan_with, ConvLayout, ConvShape};
-    use layoutkit_core::conv::Conv2d;
+    use crate::conv::hopper_plan_with;
     use layoutkit_core::DType;
 
     fn kernel(n: usize, c: usize, hw: usize, o: usize, k: usize) -> ConvKernel {
-        ConvKernel {
-            shape: ConvShape {
-                n,
-                h: hw,
-                w: hw,
-                c,
-                o,
-                kh: k,
-                kw: k,
-                oh: hw,
-                ow: hw,
-                conv: Conv2d {
-                    stride: [1; 2],
-                    padding: [k / 2; 2],
-                    dilation: [1; 2],
-                    groups: 1,
-                },
-            },
-            layout: ConvLayout::Nhwc,
-            out_layout: ConvLayout::Nhwc,
-            input: DType::F16,
-            out: DType::F16,
-            bias: true,
-            relu: true,
-        }
+        crate::conv::test_kernel(n, c, hw, o, k, DType::F16)
     }
 
     #[test]
