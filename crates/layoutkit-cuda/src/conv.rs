@@ -34,6 +34,7 @@ mod depthwise;
 mod direct;
 mod hopper;
 mod hopper_k;
+pub mod nchw_footprint;
 pub mod nchw_loader;
 pub mod persistent;
 pub mod requant;
@@ -195,8 +196,9 @@ impl ConvKernel {
     ///   NC/32HW32), else in NHWC, and writes its output in the same layout; NCHW activations
     ///   of a problem a tensor-core kernel takes are planned through NHWC (converted first)
     ///   when the convolution has enough work to hide the conversion
-    ///   ([`NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE`]), and that kernel writes NCHW itself; int8
-    ///   never reads NCHW;
+    ///   ([`NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE`]), and that kernel writes NCHW itself, except where
+    ///   GPU 0 is a Hopper (sm_90) and the NCHW footprint kernel is the faster way
+    ///   ([`nchw_footprint::footprint_planned`]: read in place); int8 never reads NCHW;
     /// * `y_format`, where given, is the layout the caller wants the output in (else
     ///   `x_format`): an f16/bf16 tensor-core kernel reading NHWC writes NCHW directly when
     ///   asked (no conversion pass after it); other requests leave the output in the
@@ -272,6 +274,7 @@ impl ConvKernel {
         if kernel.layout == ConvLayout::Nchw
             && unsupported_reason(&nhwc).is_none()
             && nhwc.flop_per_converted_byte() >= NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE
+            && !nchw_footprint::footprint_planned(&kernel)
         {
             kernel = nhwc;
         }

@@ -3,6 +3,9 @@
 use cudarc::driver::sys::{CUfunction_attribute_enum, CUstream};
 use cudarc::driver::{DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 
+use crate::conv::nchw_footprint::{
+    footprint_plan, footprint_plan_with, footprint_rows, footprint_unsupported_reason,
+};
 use crate::conv::persistent::{few_step_persistent, persistent_from_env, persistent_plan};
 use crate::conv::splitk::{reduce_grid, reduce_source, workspace_bytes, REDUCE_THREADS};
 use crate::conv::tma_map::{activation_map, filter_map, TensorMap};
@@ -31,6 +34,7 @@ impl std::fmt::Display for ConvPath {
         match self {
             ConvPath::Hopper(t) => {
                 let name = match (t.nchw, t.tma) {
+                    (true, _) if t.footprint_rows > 0 => "wgmma-nchw-footprint",
                     (true, _) => "wgmma-nchw",
                     (false, true) => "wgmma-tma",
                     _ => "wgmma",
@@ -97,6 +101,23 @@ impl Cuda {
             Ok("1") => true,
             _ => crate::conv::nchw_loader::nchw_preferred(kernel),
         };
+        let footprint = match std::env::var("LAYOUTKIT_CONV_NCHW_FOOTPRINT").as_deref() {
+            Ok("0") => false,
+            Ok("1") => true,
+            _ => crate::conv::nchw_footprint::footprint_preferred(kernel),
+        };
+        if major == 9 && wgmma && footprint && footprint_unsupported_reason(kernel).is_none() {
+            let steps = crate::conv::nchw_loader::nchw_steps(&kernel.shape);
+            let tile = with_env_splits(None, &kernel.shape, steps, || match tile_from_env()? {
+                Some(t) => footprint_plan_with(kernel, Some(t)).ok_or_else(|| {
+                    Error::Unsupported(format!(
+                        "LAYOUTKIT_CONV_TILE: {t:?} has no NCHW footprint buffers that fit"
+                    ))
+                }),
+                None => Ok(footprint_plan(kernel)),
+            })?;
+            return Ok(ConvPath::Hopper(tile));
+        }
         if major == 9 && wgmma && nchw_loader && nchw_unsupported_reason(kernel).is_none() {
             let steps = crate::conv::nchw_loader::nchw_steps(&kernel.shape);
             let tile = match tile_from_env()? {
@@ -283,6 +304,16 @@ impl Cuda {
             ConvPath::Hopper(_) if major != 9 => Some(format!(
                 "the Hopper kernel needs an sm_90 GPU; this one is sm_{major}{minor}"
             )),
+            ConvPath::Hopper(t) if t.footprint_rows > 0 => footprint_unsupported_reason(kernel)
+                .or_else(|| {
+                    let need = footprint_rows(&kernel.shape, t.bm);
+                    (t.footprint_rows < need).then(|| {
+                        format!(
+                            "the tile's footprint buffers hold {} rows; this problem needs {need}",
+                            t.footprint_rows
+                        )
+                    })
+                }),
             ConvPath::Hopper(t) if t.nchw => nchw_unsupported_reason(kernel),
             ConvPath::Hopper(t) if t.tma => hopper_unsupported_reason(kernel)
                 .or_else(|| crate::conv::tma_unsupported_reason(kernel)),

@@ -447,3 +447,27 @@ fn tuning_from_env() -> Tuning {
         merge_tails: var("LAYOUTKIT_CUDA_MERGE_TAILS").map_or(d.merge_tails, |v| v != 0),
     }
 }
+
+/// The compute capability's major number of GPU 0, read once per process (no context is
+/// created); None without a CUDA driver or GPU. Planning rules that depend on the GPU
+/// generation but run before a device is opened ([`crate::conv::ConvKernel::for_problem`])
+/// ask this.
+pub fn first_gpu_major() -> Option<i32> {
+    static MAJOR: std::sync::OnceLock<Option<i32>> = std::sync::OnceLock::new();
+    *MAJOR.get_or_init(|| {
+        if !loadable("cuda") {
+            return None;
+        }
+        use cudarc::driver::{result, sys};
+        result::init().ok()?;
+        let dev = result::device::get(0).ok()?;
+        // SAFETY: `dev` is a device handle the driver just returned, after `cuInit`.
+        unsafe {
+            result::device::get_attribute(
+                dev,
+                sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+            )
+        }
+        .ok()
+    })
+}

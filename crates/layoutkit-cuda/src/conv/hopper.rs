@@ -49,6 +49,9 @@ pub(super) const SMEM_PER_SM: usize = 227 * 1024;
 /// are NCHW, loaded by a producer warpgroup ([`super::nchw_loader`]). With `persistent` (and
 /// `tma`, one split) a block walks several output tiles and stages its output in
 /// `epilogue_bytes` of shared memory of its own, in `epilogue_passes` ([`super::persistent`]).
+/// With `footprint_rows` (and `nchw`) the NCHW activations come through two footprint buffers
+/// of that many rows and the filter through `stages` stages of `bn` rows
+/// ([`super::nchw_footprint`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HopperTile {
     pub bm: usize,
@@ -63,6 +66,7 @@ pub struct HopperTile {
     pub persistent: bool,
     pub epilogue_bytes: usize,
     pub epilogue_passes: usize,
+    pub footprint_rows: usize,
 }
 
 impl HopperTile {
@@ -92,6 +96,7 @@ impl HopperTile {
             persistent: false,
             epilogue_bytes: 0,
             epilogue_passes: 1,
+            footprint_rows: 0,
         };
         let ok = bn.is_multiple_of(32) && (32..=256).contains(&bn) && (2..=8).contains(&stages);
         (ok && t.shared_bytes() <= SMEM_PER_SM).then_some(t)
@@ -144,10 +149,17 @@ impl HopperTile {
     /// `tma` the stages' two `mbarrier`s each (in 256 bytes), and a persistent block's staged
     /// output tile.
     pub fn shared_bytes(&self) -> usize {
-        self.stages * (self.bm + self.bn) * 128
-            + 1024
-            + if self.tma { 256 } else { 0 }
-            + self.epilogue_bytes
+        self.stage_area() + 1024 + if self.tma { 256 } else { 0 } + self.epilogue_bytes
+    }
+
+    /// Bytes of the operands' buffers from the start of shared memory: the stages, or with
+    /// `footprint_rows` two footprint buffers, a zero row block and the filter's stages.
+    pub fn stage_area(&self) -> usize {
+        if self.footprint_rows > 0 {
+            2 * self.footprint_rows * 128 + 1024 + self.stages * self.bn * 128
+        } else {
+            self.stages * (self.bm + self.bn) * 128
+        }
     }
 
     /// Blocks of this tile that fit on one SM at once: as many as the shared memory holds, at
@@ -397,6 +409,9 @@ pub fn hopper_tile(s: &ConvShape) -> HopperTile {
 ///
 /// Contract: `hopper_unsupported_reason(kernel)` is None.
 pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
+    if tile.footprint_rows > 0 {
+        return super::nchw_footprint::footprint_source(kernel, tile);
+    }
     if tile.nchw {
         return super::nchw_loader::nchw_source(kernel, tile);
     }

@@ -103,6 +103,25 @@ impl Units {
 
 /// Why this kernel does not take `k` (the GPU aside), or None when it does; see the module.
 pub fn nchw_unsupported_reason(k: &ConvKernel) -> Option<String> {
+    if let Some(why) = nchw_common_reason(k) {
+        return Some(why);
+    }
+    let s = &k.shape;
+    if candidates(k).is_empty() {
+        return Some(format!(
+            "no tile of the NCHW loader keeps its units within {MAX_UNITS_PER_THREAD} per \
+             producer thread for {}x{} output planes",
+            s.oh, s.ow
+        ));
+    }
+    None
+}
+
+/// What both kernels reading NCHW in place (this one and [`super::nchw_footprint`]) need:
+/// NCHW f16 or bf16 activations (f16 or f32 output for f16, bf16 or f32 for bf16), no
+/// groups, C a multiple of 64, tensors under 2^31 elements, an output layout the epilogue
+/// writes; the reason where `k` has not, else None.
+pub fn nchw_common_reason(k: &ConvKernel) -> Option<String> {
     let s = &k.shape;
     if k.layout != ConvLayout::Nchw {
         return Some("the NCHW loader reads NCHW activations".into());
@@ -128,13 +147,6 @@ pub fn nchw_unsupported_reason(k: &ConvKernel) -> Option<String> {
     let elems = [k.x_elements(), s.o * s.kh * s.kw * s.c, k.y_elements()];
     if elems.iter().any(|&e| e >= 1 << 31) {
         return Some("tensors of 2^31 elements or more are not in the CUDA kernel yet".into());
-    }
-    if candidates(k).is_empty() {
-        return Some(format!(
-            "no tile of the NCHW loader keeps its units within {MAX_UNITS_PER_THREAD} per \
-             producer thread for {}x{} output planes",
-            s.oh, s.ow
-        ));
     }
     super::out_layout_reason(k)
 }

@@ -53,9 +53,9 @@ impl HopperTile {
     }
 
     /// Byte offset of a persistent block's staged output tile from the stages' start: after
-    /// the stages and their barriers.
+    /// the stages (or footprint buffers and filter stages) and their barriers.
     pub(super) fn epilogue_offset(&self) -> usize {
-        self.stages * (self.bm + self.bn) * 128 + 256
+        self.stage_area() + 256
     }
 }
 
