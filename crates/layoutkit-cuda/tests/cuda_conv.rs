@@ -249,12 +249,13 @@ fn fixed_cases(cuda: &Cuda, which: std::ops::Range<usize>) {
 }
 
 /// The depthwise kernel: odd and even channel counts, widths that are not multiples of its four
-/// outputs per thread, stride 2, dilation 2, 5x5 and 1x1 filters, no padding, in NHWC and NCHW,
-/// f16 and f32 outputs, against the reference.
+/// outputs per thread, stride 2, dilation 2, 5x5 and 1x1 filters, no padding, in NHWC and NCHW
+/// (rows read one value at a time and in pieces of 2, 4 and 8 pixels), f16 and f32 outputs,
+/// against the reference.
 #[test]
 fn depthwise_kernel_matches_the_reference() {
     let Some(cuda) = device() else { return };
-    let cases: [Problem; 7] = [
+    let cases: [Problem; 12] = [
         (2, 32, 9, 11, 32, 3, 1, 1, 1, 32),
         (1, 15, 13, 13, 15, 3, 2, 1, 1, 15),
         (2, 24, 10, 7, 24, 3, 1, 2, 2, 24),
@@ -262,6 +263,13 @@ fn depthwise_kernel_matches_the_reference() {
         (1, 8, 6, 9, 8, 3, 1, 0, 1, 8),
         (3, 6, 5, 5, 6, 1, 1, 0, 1, 6),
         (1, 144, 14, 14, 144, 3, 2, 1, 1, 144),
+        // NCHW rows read in pieces: 4 pixels (stride 1), 8 (stride 2), 4 with the last
+        // piece past the row's end, 2 without padding, 4 with dilation 2.
+        (2, 32, 16, 16, 32, 3, 1, 1, 1, 32),
+        (2, 40, 16, 24, 40, 3, 2, 1, 1, 40),
+        (1, 24, 12, 20, 24, 3, 2, 1, 1, 24),
+        (1, 16, 10, 10, 16, 3, 1, 0, 1, 16),
+        (2, 24, 10, 8, 24, 3, 1, 2, 2, 24),
     ];
     let mut checked = 0;
     for (ci, &problem) in cases.iter().enumerate() {

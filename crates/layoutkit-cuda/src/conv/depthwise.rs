@@ -52,6 +52,70 @@ pub fn depthwise_launch(k: &ConvKernel) -> ((u32, u32, u32), u32) {
     ((threads(k).div_ceil(THREADS) as u32, 1, 1), THREADS as u32)
 }
 
+/// NCHW rows read in vectors: the `body` columns a thread's outputs read from their own
+/// aligned run of the row (`OUTPUTS_PER_THREAD x stride` pixels from `ow0 x stride`, which is
+/// where the columns it holds start once the padding is past), loaded in pieces of `piece`
+/// pixels (8, 4 or 2: the largest dividing W and the run, so a piece never crosses the row's
+/// end), the other columns one value at a time. `(run, piece)`; None where no such piece
+/// exists or the run does not fit in the columns (the scalar loads then read every column).
+fn nchw_body(k: &ConvKernel) -> Option<(usize, usize)> {
+    let s = &k.shape;
+    if k.layout != ConvLayout::Nchw {
+        return None;
+    }
+    let (st, pd, dl) = (s.conv.stride[1], s.conv.padding[1], s.conv.dilation[1]);
+    let cols = (OUTPUTS_PER_THREAD - 1) * st + (s.kw - 1) * dl + 1;
+    let run = OUTPUTS_PER_THREAD * st;
+    let piece = [8, 4, 2]
+        .into_iter()
+        .find(|&p| run.is_multiple_of(p) && s.w.is_multiple_of(p))?;
+    (pd + run <= cols).then_some((run, piece))
+}
+
+/// The loads of one NCHW input row into `xv` with [`nchw_body`]'s pieces: zeros for pieces
+/// past the row's end and for outside columns.
+fn nchw_row_loads(k: &ConvKernel, (run, piece): (usize, usize), cols: usize) -> String {
+    let s = &k.shape;
+    let (st, pd) = (s.conv.stride[1], s.conv.padding[1]);
+    let (vec_t, words) = match piece {
+        8 => ("uint4", 4),
+        4 => ("uint2", 2),
+        _ => ("unsigned", 1),
+    };
+    let mut out = format!(
+        "    const unsigned short* rp = x + (((long long)n * {} + c) * {} + ih) * {};\n",
+        s.c, s.h, s.w
+    );
+    for q in 0..run / piece {
+        let _ = writeln!(
+            out,
+            "    {{\n      const int b0 = ow0 * {st} + {};\n      const {vec_t} v = b0 < {} ? *(const {vec_t}*)(rp + b0) : {vec_t}{{}};\n      const unsigned* u = (const unsigned*)&v;",
+            q * piece,
+            s.w
+        );
+        for e in 0..words {
+            let j = pd + q * piece + 2 * e;
+            let _ = writeln!(
+                out,
+                "      xv[{j}][0] = h2f((unsigned short)(u[{e}] & 0xFFFF)); xv[{}][0] = h2f((unsigned short)(u[{e}] >> 16));",
+                j + 1
+            );
+        }
+        out.push_str(
+            "    }
+",
+        );
+    }
+    for j in (0..cols).filter(|&j| j < pd || j >= pd + run) {
+        let _ = writeln!(
+            out,
+            "    {{ const int iw = iw0 + {j}; xv[{j}][0] = iw >= 0 && iw < {} ? h2f(rp[iw]) : 0.f; }}",
+            s.w
+        );
+    }
+    out.trim_end().to_string()
+}
+
 /// CUDA source of `conv_direct(x, wt, y, bias)` for `k` (see the module).
 ///
 /// Contract: `depthwise_applies(k)`.
@@ -114,9 +178,16 @@ pub fn depthwise_source(k: &ConvKernel) -> String {
             s.c, s.h, s.w
         ),
     };
+    let row_loads = match nchw_body(k) {
+        Some(body) => nchw_row_loads(k, body, cols),
+        None => format!(
+            "    #pragma unroll\n    for (int j = 0; j < {cols}; ++j) {{\n        const int iw = iw0 + j;\n        const bool ok = iw >= 0 && iw < {};\n        {load}\n    }}",
+            s.w
+        ),
+    };
     let _ = writeln!(
         src,
-        "  #pragma unroll\n  for (int r = 0; r < {kh}; ++r) {{\n    const int ih = oh * {} - {} + r * {};\n    if (ih < 0 || ih >= {h}) continue;\n    float xv[{cols}][{cv}];\n    #pragma unroll\n    for (int j = 0; j < {cols}; ++j) {{\n        const int iw = iw0 + j;\n        const bool ok = iw >= 0 && iw < {w};\n        {load}\n    }}\n    #pragma unroll\n    for (int t = 0; t < {wt}; ++t)\n      #pragma unroll\n      for (int s = 0; s < {kw}; ++s)\n        #pragma unroll\n        for (int e = 0; e < {cv}; ++e) acc[t][e] += xv[t * {} + s * {}][e] * f[r * {kw} + s][e];\n  }}",
+        "  #pragma unroll\n  for (int r = 0; r < {kh}; ++r) {{\n    const int ih = oh * {} - {} + r * {};\n    if (ih < 0 || ih >= {h}) continue;\n    float xv[{cols}][{cv}];\n{row_loads}\n    #pragma unroll\n    for (int t = 0; t < {wt}; ++t)\n      #pragma unroll\n      for (int s = 0; s < {kw}; ++s)\n        #pragma unroll\n        for (int e = 0; e < {cv}; ++e) acc[t][e] += xv[t * {} + s * {}][e] * f[r * {kw} + s][e];\n  }}",
         st[0],
         pd[0],
         dl[0],
@@ -125,7 +196,6 @@ pub fn depthwise_source(k: &ConvKernel) -> String {
         kh = s.kh,
         kw = s.kw,
         h = s.h,
-        w = s.w,
     );
     let bias = if k.bias { " + bias[c + e]" } else { "" };
     let relu = if k.relu {
@@ -214,6 +284,17 @@ mod tests {
             nchw.contains("const int owg = (int)(i % 5);"),
             "rows first in NCHW"
         );
+        // NCHW rows in vectors: a thread's run of 8 columns at stride 2 in one 16-byte load
+        // (W = 112), its 4 at stride 1 in one 8-byte load, the halo one value at a time; odd
+        // W one value at a time throughout.
+        let v8 = depthwise_source(&dw(96, 112, 2, ConvLayout::Nchw));
+        assert!(v8.contains("const uint4 v = ") && v8.contains("xv[0][0] = iw >= 0"));
+        let v4 = depthwise_source(&dw(32, 20, 1, ConvLayout::Nchw));
+        assert!(v4.contains("const uint2 v = ") && v4.contains("xv[5][0] = iw >= 0"));
+        assert_eq!(nchw_body(&dw(32, 20, 1, ConvLayout::Nchw)), Some((4, 4)));
+        assert_eq!(nchw_body(&dw(32, 13, 1, ConvLayout::Nchw)), None);
+        assert_eq!(nchw_body(&dw(32, 14, 2, ConvLayout::Nchw)), Some((8, 2)));
+        assert_eq!(nchw_body(&dw(32, 16, 1, ConvLayout::Nhwc)), None);
         let mut grouped = dw(32, 8, 1, ConvLayout::Nhwc);
         grouped.shape.conv.groups = 8;
         assert!(!depthwise_applies(&grouped));
