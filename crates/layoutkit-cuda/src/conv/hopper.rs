@@ -30,9 +30,9 @@ use layoutkit_core::DType;
 pub(super) use super::hopper_k::wgmma_function;
 use super::hopper_k::{chunk_async_loads, chunk_channels, register_loads, wgmma_step, HopperK};
 use super::requant::q8_function;
-use super::source::{a_loads, b_loads, epilogue, helpers, pixel_rows, tap, Frags};
-use super::splitk::{partial_epilogue, splits_for, MAX_SPLITS};
-use super::staged::{staged_epilogue, staged_fits, Staged};
+use super::source::{a_loads, b_loads, helpers, pixel_rows, tap};
+use super::splitk::{splits_for, MAX_SPLITS};
+pub(super) use super::staged::hopper_epilogue;
 use super::{ConvKernel, ConvLayout, ConvShape, SMS};
 
 /// Shared memory per SM the tile choice may use (the H100's and H200's 228 KiB, less the
@@ -573,35 +573,6 @@ pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
     k.push_str("  asm volatile(\"wgmma.wait_group.sync.aligned 0;\\n\" ::: \"memory\");\n");
     hopper_epilogue(&mut k, kernel, tile, "__syncthreads();");
     k
-}
-
-/// Ends a Hopper kernel's body after its last `wgmma` group is waited for: the staged
-/// epilogue where the tile fits the stages (`sync` the barrier among the threads that run it),
-/// else the direct one; partial sums to the workspace with a split of K, else the output.
-pub(super) fn hopper_epilogue(k: &mut String, kernel: &ConvKernel, tile: &HopperTile, sync: &str) {
-    let row = format!("wg * {} + (warp & 3) * 16", tile.mr * 64);
-    let what = if tile.splits > 1 {
-        Staged::Partial
-    } else {
-        Staged::Output
-    };
-    if staged_fits(kernel, tile, what) {
-        staged_epilogue(k, kernel, tile, &row, what, sync);
-        k.push_str("}\n");
-        return;
-    }
-    let frags = Frags {
-        mi: tile.mr,
-        ni: tile.bn / 8,
-        row0: format!("m0 + {row}"),
-        mstride: 64,
-        col0: "n0".into(),
-    };
-    if tile.splits > 1 {
-        partial_epilogue(k, kernel, &frags);
-    } else {
-        epilogue(k, kernel, &frags);
-    }
 }
 
 #[cfg(test)]

@@ -209,22 +209,19 @@ pub fn footprint_candidates(k: &ConvKernel) -> Vec<HopperTile> {
     .collect()
 }
 
-/// The most footprint rows per tile row [`footprint_preferred`] accepts (tenths).
-const MAX_ROWS_PER_TILE_ROW_TENTHS: usize = 25;
-
 /// Whether this kernel is the faster way to run `k`'s NCHW activations (which it takes) than
 /// converting them to NHWC first, unless told otherwise (`LAYOUTKIT_CONV_NCHW_FOOTPRINT=0/1`):
 /// stride 1, a filter larger than 1x1, planes of a multiple of 4 pixels (the producer loads
-/// runs of 4 or 8 pixels, not single values), and the planned tile with at least one block
-/// per SM and footprints of at most 2.5 rows per output row of the tile (the producer's loads
-/// then hide behind the multiplies).
+/// runs of 4 or 8 pixels, not single values), and the planned tile with one split of K and at
+/// least one tile per SM.
 ///
 /// Measured on an H100 (`bench/results/conv.md`, the 3x3 layers of ResNet-50 and VGG-16 at
-/// batch 8 and 64, this kernel on its 192 x 128 tile against the conversion route): ahead
-/// on every layer this takes, 0.84-0.97 of the NHWC kernel against the conversion's
-/// 0.69-0.91; behind on the stride-2 layers (footprints of twice the rows), on planes of 224
-/// pixels (3.4 rows per row), on 7 x 7 planes (single-value loads) and where the tiles do
-/// not fill the GPU (14 x 14 planes at small batches, where K splits).
+/// batch 8 and 64, this kernel on its planned tile against the conversion route): ahead on
+/// every layer this takes, 0.84-0.96 of the NHWC kernel against the conversion's 0.69-0.92
+/// (VGG-16's `conv1_2` on 224-pixel rows 0.76 against 0.65); behind on the stride-2 layers
+/// (footprints of four input pixels per output pixel: 0.25-0.55 against 0.55-0.74, except
+/// `l2 3x3/2` at batch 64), on 7 x 7 planes (single-value loads) and where the tiles do not
+/// fill the GPU (14 x 14 and 28 x 28 planes at batch 8, where K splits).
 pub fn footprint_preferred(k: &ConvKernel) -> bool {
     let s = &k.shape;
     if s.conv.stride != [1, 1]
@@ -236,7 +233,7 @@ pub fn footprint_preferred(k: &ConvKernel) -> bool {
     }
     let t = footprint_plan(k);
     let (x, y) = t.tiles(s);
-    t.splits == 1 && x * y >= SMS && t.footprint_rows * 10 <= MAX_ROWS_PER_TILE_ROW_TENTHS * t.bm
+    t.splits == 1 && x * y >= SMS
 }
 
 /// Whether NCHW activations of `k` are planned in place through this kernel

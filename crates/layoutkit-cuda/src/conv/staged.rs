@@ -28,7 +28,8 @@ use std::fmt::Write;
 use layoutkit_core::DType;
 
 use super::requant::requantised;
-use super::source::{output_offset, to_output};
+use super::source::{epilogue, output_offset, to_output, Frags};
+use super::splitk::partial_epilogue;
 use super::{ConvKernel, ConvLayout, HopperTile};
 
 /// What the staged epilogue writes: the output (bias, ReLU, the output type and layout) or
@@ -316,5 +317,34 @@ pub(super) fn staged_epilogue(
                 ),
             );
         }
+    }
+}
+
+/// Ends a Hopper kernel's body after its last `wgmma` group is waited for: the staged
+/// epilogue where the tile fits the stages (`sync` the barrier among the threads that run it),
+/// else the direct one; partial sums to the workspace with a split of K, else the output.
+pub(super) fn hopper_epilogue(k: &mut String, kernel: &ConvKernel, tile: &HopperTile, sync: &str) {
+    let row = format!("wg * {} + (warp & 3) * 16", tile.mr * 64);
+    let what = if tile.splits > 1 {
+        Staged::Partial
+    } else {
+        Staged::Output
+    };
+    if staged_fits(kernel, tile, what) {
+        staged_epilogue(k, kernel, tile, &row, what, sync);
+        k.push_str("}\n");
+        return;
+    }
+    let frags = Frags {
+        mi: tile.mr,
+        ni: tile.bn / 8,
+        row0: format!("m0 + {row}"),
+        mstride: 64,
+        col0: "n0".into(),
+    };
+    if tile.splits > 1 {
+        partial_epilogue(k, kernel, &frags);
+    } else {
+        epilogue(k, kernel, &frags);
     }
 }
