@@ -209,11 +209,15 @@ pub fn footprint_candidates(k: &ConvKernel) -> Vec<HopperTile> {
     .collect()
 }
 
+/// The most input channels of a 1x1 layer [`footprint_preferred`] reads in place.
+pub const MAX_POINTWISE_CHANNELS: usize = 256;
+
 /// Whether this kernel is the faster way to run `k`'s NCHW activations (which it takes) than
 /// converting them to NHWC first, unless told otherwise (`LAYOUTKIT_CONV_NCHW_FOOTPRINT=0/1`):
-/// stride 1, a filter larger than 1x1, planes of a multiple of 4 pixels (the producer loads
-/// runs of 4 or 8 pixels, not single values), and the planned tile with one split of K and at
-/// least one tile per SM.
+/// stride 1; a filter larger than 1x1 on planes of a multiple of 4 pixels (the producer loads
+/// runs of 4 or 8 pixels, not single values), or a 1x1 filter over at most
+/// [`MAX_POINTWISE_CHANNELS`] channels on planes of a multiple of 8; and the planned tile with
+/// one split of K and at least one tile per SM.
 ///
 /// Measured on an H100 (`bench/results/conv.md`, the 3x3 layers of ResNet-50 and VGG-16 at
 /// batch 8 and 64, this kernel on its planned tile against the conversion route): ahead on
@@ -221,14 +225,19 @@ pub fn footprint_candidates(k: &ConvKernel) -> Vec<HopperTile> {
 /// (VGG-16's `conv1_2` on 224-pixel rows 0.76 against 0.65); behind on the stride-2 layers
 /// (footprints of four input pixels per output pixel: 0.25-0.55 against 0.55-0.74, except
 /// `l2 3x3/2` at batch 64), on 7 x 7 planes (single-value loads) and where the tiles do not
-/// fill the GPU (14 x 14 and 28 x 28 planes at batch 8, where K splits).
+/// fill the GPU (14 x 14 and 28 x 28 planes at batch 8, where K splits). On the 1x1 layers
+/// (the kernel forced on every layer at batch 8 and 64, against the route `conv` planned
+/// before, the conversion on all of them): ahead on those of 64-256 channels on 56 x 56 and
+/// 28 x 28 planes (0.55-0.81 of NHWC against 0.42-0.65), behind with 384 channels or more
+/// (0.29-0.52 against 0.42-0.68), on 14 x 14 and 7 x 7 planes and at stride 2 (0.05-0.14).
 pub fn footprint_preferred(k: &ConvKernel) -> bool {
     let s = &k.shape;
-    if s.conv.stride != [1, 1]
-        || s.kh * s.kw == 1
-        || !(s.h * s.w).is_multiple_of(4)
-        || footprint_unsupported_reason(k).is_some()
-    {
+    let shape_ok = if s.kh * s.kw == 1 {
+        s.c <= MAX_POINTWISE_CHANNELS && (s.h * s.w).is_multiple_of(8)
+    } else {
+        (s.h * s.w).is_multiple_of(4)
+    };
+    if s.conv.stride != [1, 1] || !shape_ok || footprint_unsupported_reason(k).is_some() {
         return false;
     }
     let t = footprint_plan(k);

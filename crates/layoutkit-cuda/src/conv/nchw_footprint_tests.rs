@@ -153,7 +153,9 @@ fn refuses_what_it_does_not_take() {
 
 /// The rule takes the 3x3 layers it was measured ahead on (ResNet-50's and VGG-16's stride-1
 /// layers whose tiles fill the GPU, planes of 14 to 224) and leaves the others to the
-/// conversion route: stride 2, 7 x 7 planes, grids under one block per SM, 1x1 filters.
+/// conversion route: stride 2, 7 x 7 planes, grids under one block per SM; and the 1x1 layers
+/// of at most 256 channels on 56 x 56 and 28 x 28 planes, not the wider ones or smaller
+/// planes.
 #[test]
 fn the_rule_reads_in_place_the_layers_measured_faster_that_way() {
     let layer = |n: usize, c: usize, hw: usize, o: usize, k: usize, stride: usize| {
@@ -183,8 +185,19 @@ fn the_rule_reads_in_place_the_layers_measured_faster_that_way() {
                 "b{n} {c} @{hw}"
             );
         }
-        assert!(!footprint_preferred(&layer(n, 256, 28, 512, 1, 1)));
+        assert!(!footprint_preferred(&layer(n, 512, 28, 256, 1, 1)));
+        assert!(!footprint_preferred(&layer(n, 256, 14, 1024, 1, 1)));
+        assert!(!footprint_preferred(&layer(n, 256, 56, 512, 1, 2)));
     }
+    for (c, o) in [(64, 64), (64, 256), (256, 64), (256, 128)] {
+        assert!(
+            footprint_preferred(&layer(64, c, 56, o, 1, 1)),
+            "1x1 {c}->{o}"
+        );
+    }
+    // Batch 8: 64 -> 256 fills 262 tiles of 192 x 128; 64 -> 64 only 131 of 192 x 64.
+    assert!(footprint_preferred(&layer(8, 64, 56, 256, 1, 1)));
+    assert!(!footprint_preferred(&layer(8, 64, 56, 64, 1, 1)));
     for (c, hw, o) in [(64, 56, 64), (128, 28, 128), (256, 14, 256), (512, 28, 512)] {
         assert!(footprint_preferred(&layer(64, c, hw, o, 3, 1)), "{c} @{hw}");
     }
