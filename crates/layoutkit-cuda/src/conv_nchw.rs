@@ -6,7 +6,9 @@
 //! activations through NHWC where a tensor-core kernel takes the problem and it has enough work
 //! per converted byte ([`crate::conv::NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE`]), and reads NCHW in
 //! place otherwise (the direct kernel: the stem's C = 3 runs 4x faster that way; 1x1 layers
-//! with few channels); [`Cuda::conv2d_nchw_via_nhwc_timed`] times the planned route.
+//! with few channels) and where GPU 0 is a Hopper whose footprint kernel
+//! ([`crate::conv::nchw_footprint`]) reads it faster than the conversion costs;
+//! [`Cuda::conv2d_nchw_via_nhwc_timed`] times the conversion route.
 
 use cudarc::driver::{DevicePtr, DevicePtrMut};
 use layoutkit_core::plan::ConversionPlan;

@@ -51,7 +51,9 @@ def conv2d(x: Any, w: Any, *, bias: Any = None, stride: IntPair = 1, padding: In
     MMA on Hopper, `mma.sync` elsewhere, a direct kernel for groups and odd channel counts) in
     device memory, queued on the caller's current stream with no host copy and no
     synchronisation. The kernel reads NHWC, NCHW and NC/32HW32 activations in place (NCHW with
-    enough work per byte is converted to NHWC first, and the kernel then writes NCHW itself);
+    enough work per byte is converted to NHWC first, and the kernel then writes NCHW itself,
+    except on a Hopper GPU where the footprint kernel reads it faster in place: stride 1 and
+    enough output tiles to fill the GPU);
     other layouts, strided views and other element types are converted first by layoutkit's
     conversion kernels on the same stream (as is the filter, to OHWI), and the output where
     the kernel does not write `output_format` itself. int8 activations and
