@@ -74,7 +74,11 @@ impl Cuda {
     }
 
     /// The kernel [`Cuda::conv2d_timed`] runs `kernel` with on this GPU: for NCHW activations
-    /// on sm_90, the Hopper kernel with its NCHW loader warpgroup where it takes the problem
+    /// on sm_90, the footprint kernel where it takes the problem and
+    /// [`crate::conv::nchw_footprint::footprint_preferred`] (wherever it takes it with
+    /// `LAYOUTKIT_CONV_NCHW_FOOTPRINT=1`, never with `=0`; its tile from
+    /// [`footprint_plan`], or `LAYOUTKIT_CONV_TILE`'s with its footprint, and
+    /// `LAYOUTKIT_CONV_SPLITK`), else the Hopper kernel with its NCHW loader warpgroup where it takes the problem
     /// and [`crate::conv::nchw_loader::nchw_preferred`] (wherever it takes it with
     /// `LAYOUTKIT_CONV_NCHW_LOADER=1`, never with `=0`; its tile from [`nchw_plan`], or
     /// `LAYOUTKIT_CONV_TILE` and `LAYOUTKIT_CONV_SPLITK` as below); else the Hopper kernel on
