@@ -24,10 +24,16 @@
 //!   channels, tap).
 //! * The consumers keep two sets of A registers (steps alternate), so one group of multiplies
 //!   stays in flight while the next step's rows are loaded.
+//! * Tiles of 64 to 256 rows; those of three consumer warpgroups (192 rows) and of two of 128
+//!   rows shift registers from the producer to the consumers with `setmaxnreg`
+//!   ([`register_split`]). Persistent blocks where there are more tiles than SMs
+//!   ([`super::persistent`]): the producer fills the next tile's first footprint while the
+//!   consumers write this tile's output, staged in shared memory of its own.
 //!
 //! Applies to f16 and bf16 NCHW activations with C a multiple of 64, no groups, padding no
-//! larger than the dilated filter extent, where two footprint buffers of a tile of 64 or 128
-//! rows fit in shared memory ([`footprint_unsupported_reason`]).
+//! larger than the dilated filter extent, where two footprint buffers of some tile fit in
+//! shared memory ([`footprint_unsupported_reason`]). Measured and planned where faster than
+//! converting the input to NHWC: [`footprint_preferred`].
 
 use std::fmt::Write;
 
@@ -118,8 +124,8 @@ pub fn footprint_rows(s: &ConvShape, bm: usize) -> usize {
 impl HopperTile {
     /// This tile reading NCHW activations through footprints of `rows` rows (see
     /// [`super::nchw_footprint`]), with `stages` filter stages: one block per SM, the producer
-    /// warpgroup after one to three consumer warpgroups of 64 rows. None for other tiles and
-    /// where the buffers do not fit.
+    /// warpgroup after the consumer warpgroups (one to three of 64 rows, or two of 128). None
+    /// for other tiles and where the buffers do not fit.
     pub fn with_footprint(self, rows: usize) -> Option<HopperTile> {
         if self.mr > 2 || rows == 0 || !rows.is_multiple_of(8) {
             return None;
