@@ -108,17 +108,33 @@ fn range_rows(lo: i64, hi: i64) -> usize {
     ((hi8 - lo8 + 8).max(8)) as usize
 }
 
-/// The most footprint rows any tile of `bm` output pixels of `s` needs.
+/// The most footprint rows any tile of `bm` output pixels of `s` needs. A whole tile's
+/// footprint depends only on where in its image it starts, which repeats every
+/// `OH x OW / gcd(OH x OW, bm)` tiles, so those and the batch's last tile (the only partial
+/// one, whose footprint is no larger than a whole one's from the same place) are all it
+/// measures: the plan asks this for several tiles on every call, so it must not walk every
+/// tile of a large batch.
 pub fn footprint_rows(s: &ConvShape, bm: usize) -> usize {
-    let m = s.n * s.oh * s.ow;
-    (0..m)
-        .step_by(bm)
-        .map(|m0| {
-            let (lo, hi) = tile_range(s, m0, (m0 + bm).min(m));
-            range_rows(lo, hi)
-        })
+    let (m, ohw) = (s.n * s.oh * s.ow, s.oh * s.ow);
+    let rows = |m0: usize| {
+        let (lo, hi) = tile_range(s, m0, (m0 + bm).min(m));
+        range_rows(lo, hi)
+    };
+    let period = ohw / gcd(ohw, bm);
+    let tiles = m.div_ceil(bm);
+    (0..tiles.min(period + 1))
+        .chain([tiles.saturating_sub(1)])
+        .map(|t| rows(t * bm))
         .max()
         .unwrap_or(8)
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a.max(1)
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 impl HopperTile {

@@ -61,10 +61,20 @@ fn footprints_hold_every_tap_of_every_tile() {
         if h + 2 * pad < dil * (k - 1) + 1 || w + 2 * pad < dil * (k - 1) + 1 {
             continue;
         }
-        let s = shape(1 + next(3), 64, (h, w), 64, k, [stride, pad, dil]);
-        let bm = [64, 128][next(2)];
+        let s = shape(1 + next(9), 64, (h, w), 64, k, [stride, pad, dil]);
+        let bm = [64, 128, 192, 256][next(4)];
         let m = s.n * s.oh * s.ow;
         let most = footprint_rows(&s, bm);
+        // Every tile's rows, walked one by one: the period shortcut finds their largest.
+        let walked = (0..m)
+            .step_by(bm)
+            .map(|m0| {
+                let (lo, hi) = tile_range(&s, m0, (m0 + bm).min(m));
+                range_rows(lo, hi)
+            })
+            .max()
+            .unwrap();
+        assert_eq!(most, walked, "{s:?} bm {bm}");
         for m0 in (0..m).step_by(bm) {
             let (lo, hi) = tile_range(&s, m0, (m0 + bm).min(m));
             let rows = range_rows(lo, hi);
