@@ -108,6 +108,23 @@ def test_flat_names_and_curve_equal_the_command_line():
         lk.features("for (i, 0, ) {")
 
 
+def test_cuda_nchw_in_place_switch(monkeypatch):
+    """LAYOUTKIT_CONV_NCHW_FOOTPRINT decides whether NCHW is read in place (the Hopper footprint
+    kernel) or converted to NHWC first, as the rule would on a Hopper GPU (planning only)."""
+    from layoutkit import _native
+    conv = dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
+    x = ("NCHW", [2, 64, 14, 14], [12544, 196, 14, 1], "f16")
+    w = ("OIHW", [32, 64, 3, 3], [576, 9, 3, 1], "f16")
+    monkeypatch.setenv("LAYOUTKIT_CONV_NCHW_FOOTPRINT", "1")
+    assert _native.conv2d_cuda_kernel(x, w, bias=True, relu=False, out_dtype="f16", **conv) == \
+        ("NCHW", "f16", "f16", "N=2,C=64,H=14,W=14", "N=2,C=32,H=14,W=14", "NCHW")
+    # padding wider than the filter: the footprint kernel does not take it, so NHWC as before
+    wide = dict(conv, padding=(3, 3))
+    assert _native.conv2d_cuda_kernel(x, w, bias=True, relu=False, **wide)[0] == "NHWC"
+    monkeypatch.setenv("LAYOUTKIT_CONV_NCHW_FOOTPRINT", "0")
+    assert _native.conv2d_cuda_kernel(x, w, bias=True, relu=False, **conv)[0] == "NHWC"
+
+
 def test_cuda_kernel_choice_rules():
     """What the CUDA conv2d path asks of its operands (planning only: no GPU needed)."""
     from layoutkit import _native
