@@ -183,6 +183,51 @@ pub(crate) fn test_kernel(
     }
 }
 
+/// Tests' NCHW problem: `n` images of `c` channels on `hw` (H, W) planes, `o` outputs, a `k` x
+/// `k` filter with `(stride, padding, dilation)` on both axes, no groups.
+#[cfg(test)]
+pub(crate) fn test_nchw_shape(
+    n: usize,
+    c: usize,
+    hw: (usize, usize),
+    o: usize,
+    k: usize,
+    (stride, pad, dil): (usize, usize, usize),
+) -> ConvShape {
+    let out = |x: usize| (x + 2 * pad - dil * (k - 1) - 1) / stride + 1;
+    ConvShape {
+        n,
+        h: hw.0,
+        w: hw.1,
+        c,
+        o,
+        kh: k,
+        kw: k,
+        oh: out(hw.0),
+        ow: out(hw.1),
+        conv: Conv2d {
+            stride: [stride; 2],
+            padding: [pad; 2],
+            dilation: [dil; 2],
+            groups: 1,
+        },
+    }
+}
+
+/// Tests' kernel for `s` reading NCHW f16 and writing NCHW f16, with bias, no ReLU.
+#[cfg(test)]
+pub(crate) fn test_nchw_kernel(s: ConvShape) -> ConvKernel {
+    ConvKernel {
+        shape: s,
+        layout: ConvLayout::Nchw,
+        out_layout: ConvLayout::Nchw,
+        input: DType::F16,
+        out: DType::F16,
+        bias: true,
+        relu: false,
+    }
+}
+
 impl ConvKernel {
     /// The kernel for a convolution of activations with logical dims `x_dims` (N, C, H, W) of
     /// type `x_dtype` in the layout `x_format` and a filter with dims `w_dims` (O, I, H, W) of

@@ -105,12 +105,13 @@ impl Cuda {
             Ok("1") => true,
             _ => crate::conv::nchw_loader::nchw_preferred(kernel),
         };
+        // footprint_preferred holds only where the kernel takes the problem.
         let footprint = match std::env::var("LAYOUTKIT_CONV_NCHW_FOOTPRINT").as_deref() {
             Ok("0") => false,
-            Ok("1") => true,
+            Ok("1") => footprint_unsupported_reason(kernel).is_none(),
             _ => crate::conv::nchw_footprint::footprint_preferred(kernel),
         };
-        if major == 9 && wgmma && footprint && footprint_unsupported_reason(kernel).is_none() {
+        if major == 9 && wgmma && footprint {
             let steps = crate::conv::nchw_loader::nchw_steps(&kernel.shape);
             let tile = with_env_splits(None, &kernel.shape, steps, || match tile_from_env()? {
                 Some(t) => footprint_plan_with(kernel, Some(t)).ok_or_else(|| {

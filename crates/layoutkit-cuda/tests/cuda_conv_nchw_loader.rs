@@ -145,7 +145,7 @@ fn footprint_paths(kernel: &layoutkit_cuda::conv::ConvKernel) -> Vec<ConvPath> {
     let candidates = footprint_candidates(kernel);
     for t in &candidates {
         all.push(*t);
-        all.extend(t.with_footprint_persistent(kernel));
+        all.extend(t.with_persistent(kernel));
     }
     let steps = layoutkit_cuda::conv::nchw_loader::nchw_steps(&kernel.shape);
     if steps >= 6 {

@@ -43,7 +43,7 @@ use super::nchw_loader::{nchw_common_reason, nchw_steps};
 use super::persistent::tile_loop;
 use super::requant::q8_function;
 use super::splitk::splits_for;
-use super::staged::{staged_bytes, staged_epilogue, Staged};
+use super::staged::{staged_epilogue, Staged};
 use super::{ConvKernel, ConvShape, SMS};
 
 /// Threads of the producer warpgroup that copy the footprint (its last warp's first thread
@@ -155,51 +155,34 @@ impl HopperTile {
         };
         (t.shared_bytes() <= SMEM_PER_SM).then_some(t)
     }
-
-    /// This footprint tile (one split) with persistent blocks for `kernel` (see
-    /// [`super::persistent`]): the staged output tile in shared memory of its own, keeping as
-    /// many filter stages (down to two) as fit; None where that does not fit.
-    pub fn with_footprint_persistent(self, kernel: &ConvKernel) -> Option<HopperTile> {
-        if self.footprint_rows == 0 || self.splits != 1 {
-            return None;
-        }
-        (2..=self.stages)
-            .rev()
-            .map(|stages| {
-                let t = HopperTile {
-                    stages,
-                    persistent: true,
-                    epilogue_passes: 1,
-                    ..self
-                };
-                let bytes = staged_bytes(kernel, &t, Staged::Output);
-                HopperTile {
-                    epilogue_bytes: bytes.next_multiple_of(16),
-                    ..t
-                }
-            })
-            .find(|t| t.shared_bytes() <= SMEM_PER_SM)
-    }
 }
 
 /// Why this kernel does not take `k` (the GPU aside), or None when it does; see the module.
 pub fn footprint_unsupported_reason(k: &ConvKernel) -> Option<String> {
-    if let Some(why) = nchw_common_reason(k) {
+    if let Some(why) = problem_reason(k) {
         return Some(why);
     }
-    let c = &k.shape.conv;
-    let s = &k.shape;
-    if c.padding[0] > (s.kh - 1) * c.dilation[0] || c.padding[1] > (s.kw - 1) * c.dilation[1] {
-        return Some(
-            "the NCHW footprint kernel needs padding no larger than the dilated filter's extent"
-                .into(),
-        );
-    }
+    let (c, s) = (&k.shape.conv, &k.shape);
     if footprint_candidates(k).is_empty() {
         return Some(format!(
             "no tile's two footprint buffers fit in shared memory for {}x{} inputs, stride {}",
             s.h, s.w, c.stride[0]
         ));
+    }
+    None
+}
+
+/// [`footprint_unsupported_reason`] short of the tiles: what the problem itself must be.
+fn problem_reason(k: &ConvKernel) -> Option<String> {
+    if let Some(why) = nchw_common_reason(k) {
+        return Some(why);
+    }
+    let (c, s) = (&k.shape.conv, &k.shape);
+    if c.padding[0] > (s.kh - 1) * c.dilation[0] || c.padding[1] > (s.kw - 1) * c.dilation[1] {
+        return Some(
+            "the NCHW footprint kernel needs padding no larger than the dilated filter's extent"
+                .into(),
+        );
     }
     None
 }
@@ -259,12 +242,14 @@ pub fn footprint_preferred(k: &ConvKernel) -> bool {
     } else {
         (s.h * s.w).is_multiple_of(4)
     };
-    if s.conv.stride != [1, 1] || !shape_ok || footprint_unsupported_reason(k).is_some() {
+    if s.conv.stride != [1, 1] || !shape_ok || problem_reason(k).is_some() {
         return false;
     }
-    let t = footprint_plan(k);
-    let (x, y) = t.tiles(s);
-    t.splits == 1 && x * y >= SMS
+    // No plan: no tile fits, the kernel does not take `k`.
+    footprint_plan_with(k, None).is_some_and(|t| {
+        let (x, y) = t.tiles(s);
+        t.splits == 1 && x * y >= SMS
+    })
 }
 
 /// Whether NCHW activations of `k` are planned in place through this kernel
@@ -292,7 +277,8 @@ pub fn footprint_plan(k: &ConvKernel) -> HopperTile {
 }
 
 /// [`footprint_plan`] with the tile `forced` (its footprint, splits and persistent blocks as
-/// the plan gives them) where set; None where the forced tile's buffers do not fit.
+/// the plan gives them) where set; None where the forced tile's buffers do not fit, or (not
+/// forced) where no candidate's do.
 pub fn footprint_plan_with(k: &ConvKernel, forced: Option<HopperTile>) -> Option<HopperTile> {
     let s = &k.shape;
     let all = match forced {
@@ -311,8 +297,7 @@ pub fn footprint_plan_with(k: &ConvKernel, forced: Option<HopperTile>) -> Option
                 (x * y, std::cmp::Reverse(t.bm * t.bn))
             })
         })
-        .copied()
-        .expect("footprint_unsupported_reason checked the candidates");
+        .copied()?;
     let planned = pick
         .with_splits(splits_for(&pick, s, nchw_steps(s)))
         .expect("splits_for stays in range");
@@ -322,7 +307,7 @@ pub fn footprint_plan_with(k: &ConvKernel, forced: Option<HopperTile>) -> Option
     if !wanted {
         return Some(planned);
     }
-    Some(planned.with_footprint_persistent(k).unwrap_or(planned))
+    Some(planned.with_persistent(k).unwrap_or(planned))
 }
 
 /// `wgmma` with A from registers (four of a 16 x 16 fragment per thread, as `ldmatrix.x4`
@@ -440,15 +425,7 @@ pub fn footprint_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
         "extern \"C\" __global__ void __launch_bounds__({}, 1) conv_wgmma_nchw(const unsigned short* __restrict__ x, const __grid_constant__ TMap tw, {y_t}* __restrict__ y, const float* __restrict__ bias, float* __restrict__ part) {{",
         tile.block_threads()
     );
-    for line in [
-        "extern __shared__ unsigned char smem_raw[];",
-        "const unsigned raw = saddr(smem_raw);",
-        "unsigned char* smem = smem_raw + ((1024 - (raw & 1023)) & 1023);",
-        "const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;",
-        "const int g = lane >> 2, tg = lane & 3;",
-    ] {
-        let _ = writeln!(k, "  {line}");
-    }
+    super::tma::aligned_smem_and_indices(&mut k);
     let _ = writeln!(
         k,
         "  unsigned long long* afull = (unsigned long long*)(smem + {bar_at});\n  unsigned long long* aempty = afull + 2;\n  unsigned long long* bfull = afull + 4;\n  unsigned long long* bempty = bfull + {stages};"

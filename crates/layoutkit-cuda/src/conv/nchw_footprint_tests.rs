@@ -1,41 +1,5 @@
 use super::*;
-use crate::conv::ConvLayout;
-use layoutkit_core::conv::Conv2d;
-use layoutkit_core::DType;
-
-fn shape(n: usize, c: usize, hw: (usize, usize), o: usize, k: usize, sp: [usize; 3]) -> ConvShape {
-    let [stride, pad, dil] = sp;
-    let out = |x: usize| (x + 2 * pad - dil * (k - 1) - 1) / stride + 1;
-    ConvShape {
-        n,
-        h: hw.0,
-        w: hw.1,
-        c,
-        o,
-        kh: k,
-        kw: k,
-        oh: out(hw.0),
-        ow: out(hw.1),
-        conv: Conv2d {
-            stride: [stride; 2],
-            padding: [pad; 2],
-            dilation: [dil; 2],
-            groups: 1,
-        },
-    }
-}
-
-fn kernel(s: ConvShape) -> ConvKernel {
-    ConvKernel {
-        shape: s,
-        layout: ConvLayout::Nchw,
-        out_layout: ConvLayout::Nchw,
-        input: DType::F16,
-        out: DType::F16,
-        bias: true,
-        relu: false,
-    }
-}
+use crate::conv::{test_nchw_kernel as kernel, test_nchw_shape as shape, ConvLayout};
 
 fn xorshift(mut seed: u64) -> impl FnMut(usize) -> usize {
     move |n| {
@@ -61,7 +25,7 @@ fn footprints_hold_every_tap_of_every_tile() {
         if h + 2 * pad < dil * (k - 1) + 1 || w + 2 * pad < dil * (k - 1) + 1 {
             continue;
         }
-        let s = shape(1 + next(9), 64, (h, w), 64, k, [stride, pad, dil]);
+        let s = shape(1 + next(9), 64, (h, w), 64, k, (stride, pad, dil));
         let bm = [64, 128, 192, 256][next(4)];
         let m = s.n * s.oh * s.ow;
         let most = footprint_rows(&s, bm);
@@ -120,7 +84,7 @@ fn common_layers_get_a_tile_and_a_source() {
         (128, 112, 128, 1),
         (128, 56, 128, 2),
     ] {
-        let k = kernel(shape(64, c, (hw, hw), o, 3, [stride, 1, 1]));
+        let k = kernel(shape(64, c, (hw, hw), o, 3, (stride, 1, 1)));
         assert_eq!(footprint_unsupported_reason(&k), None, "{hw} {stride}");
         let t = footprint_plan(&k);
         assert!(t.nchw && t.tma && t.footprint_rows >= footprint_rows(&k.shape, t.bm));
@@ -144,18 +108,18 @@ fn common_layers_get_a_tile_and_a_source() {
 /// multiple of 64, NHWC activations, inputs too wide for two footprints.
 #[test]
 fn refuses_what_it_does_not_take() {
-    let too_padded = kernel(shape(1, 64, (16, 16), 64, 3, [1, 3, 1]));
+    let too_padded = kernel(shape(1, 64, (16, 16), 64, 3, (1, 3, 1)));
     assert!(footprint_unsupported_reason(&too_padded)
         .unwrap()
         .contains("padding"));
-    let odd_c = kernel(shape(1, 96, (16, 16), 64, 3, [1, 1, 1]));
+    let odd_c = kernel(shape(1, 96, (16, 16), 64, 3, (1, 1, 1)));
     assert!(footprint_unsupported_reason(&odd_c).is_some());
     let nhwc = ConvKernel {
         layout: ConvLayout::Nhwc,
-        ..kernel(shape(1, 64, (16, 16), 64, 3, [1, 1, 1]))
+        ..kernel(shape(1, 64, (16, 16), 64, 3, (1, 1, 1)))
     };
     assert!(footprint_unsupported_reason(&nhwc).is_some());
-    let wide = kernel(shape(1, 64, (8, 4096), 64, 3, [1, 1, 1]));
+    let wide = kernel(shape(1, 64, (8, 4096), 64, 3, (1, 1, 1)));
     assert!(footprint_unsupported_reason(&wide)
         .unwrap()
         .contains("footprint buffers"));
@@ -169,7 +133,7 @@ fn refuses_what_it_does_not_take() {
 #[test]
 fn the_rule_reads_in_place_the_layers_measured_faster_that_way() {
     let layer = |n: usize, c: usize, hw: usize, o: usize, k: usize, stride: usize| {
-        kernel(shape(n, c, (hw, hw), o, k, [stride, k / 2, 1]))
+        kernel(shape(n, c, (hw, hw), o, k, (stride, k / 2, 1)))
     };
     for n in [8, 64] {
         for (c, hw, o) in [

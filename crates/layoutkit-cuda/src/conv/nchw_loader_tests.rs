@@ -1,46 +1,5 @@
 use super::*;
-use layoutkit_core::conv::Conv2d;
-
-fn shape(
-    n: usize,
-    c: usize,
-    hw: (usize, usize),
-    o: usize,
-    k: usize,
-    sp: (usize, usize, usize),
-) -> ConvShape {
-    let (stride, pad, dil) = sp;
-    let out = |x: usize| (x + 2 * pad - dil * (k - 1) - 1) / stride + 1;
-    ConvShape {
-        n,
-        h: hw.0,
-        w: hw.1,
-        c,
-        o,
-        kh: k,
-        kw: k,
-        oh: out(hw.0),
-        ow: out(hw.1),
-        conv: Conv2d {
-            stride: [stride; 2],
-            padding: [pad; 2],
-            dilation: [dil; 2],
-            groups: 1,
-        },
-    }
-}
-
-fn kernel(s: ConvShape) -> ConvKernel {
-    ConvKernel {
-        shape: s,
-        layout: ConvLayout::Nchw,
-        out_layout: ConvLayout::Nchw,
-        input: DType::F16,
-        out: DType::F16,
-        bias: true,
-        relu: false,
-    }
-}
+use crate::conv::{test_nchw_kernel as kernel, test_nchw_shape as shape};
 
 /// Every input pixel that an output pixel of a tile reads through any tap lies in the units
 /// the kernel gives that pixel's segment: segment `j` of the tile, blocks from the one holding

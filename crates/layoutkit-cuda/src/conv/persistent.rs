@@ -23,19 +23,26 @@ use layoutkit_core::DType;
 const MIN_PERSISTENT_STAGES: usize = 3;
 
 impl HopperTile {
-    /// This TMA tile (one split, activations not NCHW) with persistent blocks for `kernel`:
-    /// its staged output tile in shared memory of its own, whole or (where that leaves too
-    /// little room for the stages) one 64-row block of each warpgroup at a time, keeping as
-    /// many of the tile's stages as fit (down to three); None where that does not fit or the
-    /// tile is not such a tile.
+    /// This TMA tile (one split; NCHW activations only through footprints,
+    /// [`super::nchw_footprint`]) with persistent blocks for `kernel`: its staged output tile
+    /// in shared memory of its own, whole or (where that leaves too little room for the
+    /// stages, and not for a footprint tile) one 64-row block of each warpgroup at a time,
+    /// keeping as many of the tile's stages as fit (down to three; a footprint tile's filter
+    /// stages down to two); None where that does not fit or the tile is not such a tile.
     pub fn with_persistent(self, kernel: &ConvKernel) -> Option<HopperTile> {
-        if !self.tma || self.nchw || self.splits != 1 {
+        let footprint = self.footprint_rows > 0;
+        if !self.tma || (self.nchw && !footprint) || self.splits != 1 {
             return None;
         }
-        let stages = (MIN_PERSISTENT_STAGES.min(self.stages)..=self.stages).rev();
+        let (fewest, passes) = if footprint {
+            (2, vec![1])
+        } else {
+            (MIN_PERSISTENT_STAGES, vec![1, self.mr])
+        };
+        let stages = (fewest.min(self.stages)..=self.stages).rev();
         stages
             .flat_map(|stages| {
-                [1, self.mr].into_iter().map(move |passes| {
+                passes.clone().into_iter().map(move |passes| {
                     let t = HopperTile {
                         stages,
                         persistent: true,

@@ -225,13 +225,10 @@ pub fn tma_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
     k
 }
 
-/// The start of a kernel whose operands a producer (warp or warpgroup) loads while the
-/// warpgroups multiply: shared memory aligned to 1024 bytes, thread indices, each stage's
-/// `full` and `empty` barriers after the stages, the block tile's first pixel and output
-/// channel (`m0`, `n0`; a persistent block sets them per tile) and its K steps
-/// ([`super::hopper_k::block_steps`]).
-pub(super) fn warp_specialised_prologue(k: &mut String, tile: &HopperTile, steps: usize) {
-    let HopperTile { bm, bn, stages, .. } = *tile;
+/// The first statements of every warp-specialised kernel: `smem`, the dynamic shared memory
+/// aligned to 1024 bytes (the 128-byte swizzle's period), and the thread's indices (`tid`,
+/// `lane`, `warp`, its warpgroup `wg`, and `g`, `tg` within the warp's fragments).
+pub(super) fn aligned_smem_and_indices(k: &mut String) {
     for line in [
         "extern __shared__ unsigned char smem_raw[];",
         "const unsigned raw = saddr(smem_raw);",
@@ -241,6 +238,16 @@ pub(super) fn warp_specialised_prologue(k: &mut String, tile: &HopperTile, steps
     ] {
         let _ = writeln!(k, "  {line}");
     }
+}
+
+/// The start of a kernel whose operands a producer (warp or warpgroup) loads while the
+/// warpgroups multiply: shared memory aligned to 1024 bytes, thread indices, each stage's
+/// `full` and `empty` barriers after the stages, the block tile's first pixel and output
+/// channel (`m0`, `n0`; a persistent block sets them per tile) and its K steps
+/// ([`super::hopper_k::block_steps`]).
+pub(super) fn warp_specialised_prologue(k: &mut String, tile: &HopperTile, steps: usize) {
+    let HopperTile { bm, bn, stages, .. } = *tile;
+    aligned_smem_and_indices(k);
     // The barriers after the stages: full[0 .. stages), then empty.
     let _ = writeln!(
         k,
