@@ -6,7 +6,9 @@ use cudarc::driver::{DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 use crate::conv::nchw_footprint::{
     footprint_plan, footprint_plan_with, footprint_rows, footprint_unsupported_reason,
 };
-use crate::conv::persistent::{few_step_persistent, persistent_from_env, persistent_plan};
+use crate::conv::persistent::{
+    few_step_persistent, persistent_from_env, persistent_plan, tap_step_persistent,
+};
 use crate::conv::splitk::{reduce_grid, reduce_source, workspace_bytes, REDUCE_THREADS};
 use crate::conv::tma_map::{activation_map, filter_map, TensorMap};
 use crate::conv::{
@@ -15,7 +17,7 @@ use crate::conv::{
     hopper_unsupported_reason, nchw_plan, nchw_unsupported_reason, unsupported_reason, ConvKernel,
     HopperTile, DIRECT_THREADS, MIN_TMA_STEPS,
 };
-use crate::conv_env::{tile_from_env, wide_split_steps_from_env, with_env_splits};
+use crate::conv_env::{splits_from_env, tile_from_env, wide_split_steps_from_env, with_env_splits};
 use crate::{Cuda, Error, Launches, Timing};
 
 /// The kernel that runs a convolution on a given GPU.
@@ -92,7 +94,8 @@ impl Cuda {
     /// blocks), or wherever it applies with `LAYOUTKIT_CONV_TMA=1`, never with
     /// `LAYOUTKIT_CONV_TMA=0`; its tile then from [`hopper_plan_with`], with persistent blocks
     /// where [`persistent_plan`] says so, `LAYOUTKIT_CONV_PERSISTENT=0/1` never / wherever
-    /// they fit),
+    /// they fit; layers of one K step per filter tap take [`tap_step_persistent`]'s tall
+    /// persistent tile unless a tile, splits or persistence is set by the environment),
     /// else the `mma.sync` kernel, else the direct one.
     ///
     /// Contract: errors (naming the tensor-core kernel's reason) for problems no kernel takes,
@@ -154,7 +157,12 @@ impl Cuda {
                 })
             };
             let mut tile = plan(tma)?;
-            if tma {
+            let rule = tile_from_env()?.is_none()
+                && splits_from_env()?.is_none()
+                && persistent_from_env().is_none();
+            if let Some(tall) = tap_step_persistent(kernel, steps).filter(|_| tma && rule) {
+                tile = tall;
+            } else if tma {
                 tile = tile.with_tma(true).unwrap_or(tile);
                 tile = persistent_plan(kernel, tile, persistent_from_env());
                 if !tile.persistent && steps < MIN_TMA_STEPS && tma_env.is_none() {

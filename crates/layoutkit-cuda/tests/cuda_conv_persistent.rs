@@ -7,7 +7,7 @@
 //! Hopper GPU unless LAYOUTKIT_REQUIRE_CUDA=1 (which then also requires sm_90).
 
 use layoutkit_core::DType;
-use layoutkit_cuda::conv::persistent::persistent_plan;
+use layoutkit_cuda::conv::persistent::{persistent_plan, tap_step_persistent};
 use layoutkit_cuda::conv::{hopper_plan_with, tma_applies, ConvKernel, ConvLayout, HopperTile};
 use layoutkit_cuda::ConvPath;
 
@@ -48,8 +48,15 @@ fn nhwc_input(
 /// them give some block more than one tile.
 fn persistent_paths(kernel: &ConvKernel) -> (Vec<ConvPath>, usize) {
     let (mut paths, mut walking) = (Vec::new(), 0);
-    for (bm, bn, stages) in [(256, 128, 4), (128, 128, 4), (128, 128, 3), (64, 64, 4)] {
-        if bn > kernel.shape.o.max(64) || (bm == 256 && kernel.shape.o < 256) {
+    let tiles = [
+        (256, 128, 4),
+        (256, 64, 4),
+        (128, 128, 4),
+        (128, 128, 3),
+        (64, 64, 4),
+    ];
+    for (bm, bn, stages) in tiles {
+        if bn > kernel.shape.o.max(64) || (bm == 256 && bn == 128 && kernel.shape.o < 256) {
             continue;
         }
         let Some(t) = HopperTile::new(bm, bn, stages)
@@ -256,6 +263,39 @@ fn three_warpgroup_tiles_match_the_reference() {
             }
         }
         checked += check(&cuda, &kernel, 31 + i as u64, &paths, "192 rows");
+    }
+    eprintln!("{checked} convolutions checked");
+}
+
+#[test]
+fn tall_persistent_tiles_of_layers_of_one_step_per_tap_match_the_reference() {
+    let Some(cuda) = device() else { return };
+    if !hopper(&cuda) {
+        return;
+    }
+    // 3x3 over 64 channels: 141 tiles of 256 x 64 (O = 64), 171 of 192 x 128 (O = 128).
+    let problems: [(Problem, DType, DType); 2] = [
+        ((10, 64, 60, 60, 64, 3, 1, 1, 1, 1), DType::F16, DType::F16),
+        ((8, 64, 64, 64, 128, 3, 1, 1, 1, 1), DType::BF16, DType::F32),
+    ];
+    let mut checked = 0;
+    for (i, (problem, input, out)) in problems.into_iter().enumerate() {
+        let kernel = nhwc_input(problem, input, out, i == 0, ConvLayout::Nhwc);
+        let tall = tap_step_persistent(&kernel, 9).expect("a tall persistent tile");
+        assert_eq!(
+            cuda.conv_path(&kernel).unwrap(),
+            ConvPath::Hopper(tall),
+            "{problem:?}"
+        );
+        let (x, y) = tall.tiles(&kernel.shape);
+        assert!((tall.grid(&kernel.shape).0 as usize) < x * y, "{tall:?}");
+        checked += check(
+            &cuda,
+            &kernel,
+            41 + i as u64,
+            &[ConvPath::Hopper(tall)],
+            "tall",
+        );
     }
     eprintln!("{checked} convolutions checked");
 }

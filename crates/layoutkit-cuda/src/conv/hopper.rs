@@ -471,7 +471,8 @@ pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
     }
     let _ = writeln!(
         k,
-        "  const int m0 = blockIdx.x * {bm}, n0 = blockIdx.y * {bn};\n  {acc_t} acc[{mr}][{}][4];\n  #pragma unroll\n  for (int i = 0; i < {}; ++i) (&acc[0][0][0])[i] = 0;",
+        "  {}\n  {acc_t} acc[{mr}][{}][4];\n  #pragma unroll\n  for (int i = 0; i < {}; ++i) (&acc[0][0][0])[i] = 0;",
+        super::persistent::tile_origin(tile, kernel),
         bn / 8,
         mr * bn / 2
     );

@@ -40,7 +40,7 @@ use std::fmt::Write;
 use super::hopper::{hopper_epilogue, HopperTile, MIN_FILL, SMEM_PER_SM};
 use super::hopper_k::wgmma_function;
 use super::nchw_loader::{nchw_common_reason, nchw_steps};
-use super::persistent::tile_loop;
+use super::persistent::{tile_loop, tile_origin};
 use super::requant::q8_function;
 use super::splitk::splits_for;
 use super::staged::{staged_epilogue, Staged};
@@ -441,9 +441,7 @@ pub fn footprint_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
         if tile.persistent {
             tile_loop(tile, kernel, indent)
         } else {
-            format!(
-                "{indent}{{\n{indent}  const int m0 = blockIdx.x * {bm}, n0 = blockIdx.y * {bn};"
-            )
+            format!("{indent}{{\n{indent}  {}", tile_origin(tile, kernel))
         }
     };
     // The producer warpgroup: the filter's copies from one thread of its last warp, the
@@ -485,10 +483,7 @@ pub fn footprint_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
     if tile.persistent {
         let _ = writeln!(k, "{}", tile_loop(tile, kernel, "  "));
     } else {
-        let _ = writeln!(
-            k,
-            "  const int m0 = blockIdx.x * {bm}, n0 = blockIdx.y * {bn};"
-        );
+        let _ = writeln!(k, "  {}", tile_origin(tile, kernel));
     }
     let _ = writeln!(
         k,

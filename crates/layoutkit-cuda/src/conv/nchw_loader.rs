@@ -312,7 +312,7 @@ pub fn nchw_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
         "extern \"C\" __global__ void __launch_bounds__({}, 1) conv_wgmma_nchw(const unsigned short* __restrict__ x, const __grid_constant__ TMap tw, {y_t}* __restrict__ y, const float* __restrict__ bias, float* __restrict__ part) {{",
         tile.block_threads()
     );
-    super::tma::warp_specialised_prologue(&mut k, tile, steps);
+    super::tma::warp_specialised_prologue(&mut k, kernel, tile, steps);
     let _ = writeln!(
         k,
         "  if (tid == {threads}) asm volatile(\"prefetch.tensormap [%0];\" :: \"l\"((unsigned long long)&tw) : \"memory\");\n  if (tid == 0) {{\n    for (int i = 0; i < {stages}; ++i) {{ mbar_init(full + i, {PRODUCER_THREADS}); mbar_init(empty + i, {consumer_warps}); }}\n    asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n  }}\n  __syncthreads();"

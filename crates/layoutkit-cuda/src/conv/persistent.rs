@@ -93,6 +93,39 @@ pub fn few_step_persistent(kernel: &ConvKernel, steps: usize) -> bool {
             .is_multiple_of(super::tma::step_channels(kernel.input))
 }
 
+/// The tall persistent tile for a layer of one K step per filter tap (f16 or bf16, a filter
+/// larger than 1x1 over 64 channels, an NHWC output, O a multiple of 64): 256 x 64 where O is
+/// 64, else 192 x 128, four stages, persistent blocks; None for other layers, where such a
+/// tile does not fit or where its tiles fill no more than one wave.
+///
+/// Measured on an H100 (`bench/results/conv.md`, batch 32 and 64, every tile forced with and
+/// without persistent blocks, GPU time): such a layer's tile walks 9 steps, so a block's
+/// epilogue and start are a large part of it, and a persistent block overlaps them with the
+/// next tile's loads: VGG-16 conv1_2 and ResNet-50's `l1 3x3` 256 x 64 persistent 1.09x the
+/// rule's 128 x 64 x 3, VGG-16 conv2_1 192 x 128 persistent 1.12-1.13x the rule's 128 x 128 x 3
+/// (persistent blocks with the rule's own tiles ran 0.86-1.02x: two blocks per SM lose their
+/// second to the staged output). Layers of 18 steps and more gained 0.98-1.08x and lost up to
+/// 0.90x at 36 and more, so they keep the rule's tile.
+pub fn tap_step_persistent(kernel: &ConvKernel, steps: usize) -> Option<HopperTile> {
+    let s = &kernel.shape;
+    let taps = s.kh * s.kw;
+    let wanted = matches!(kernel.input, DType::F16 | DType::BF16)
+        && kernel.out_layout == ConvLayout::Nhwc
+        && taps > 1
+        && steps == taps
+        && s.c == super::tma::step_channels(kernel.input)
+        && s.o.is_multiple_of(64);
+    if !wanted {
+        return None;
+    }
+    let (bm, bn) = if s.o == 64 { (256, 64) } else { (192, 128) };
+    let tile = HopperTile::new(bm, bn, 4)?
+        .with_tma(true)?
+        .with_persistent(kernel)?;
+    let (x, y) = tile.tiles(s);
+    (x * y > SMS * tile.resident()).then_some(tile)
+}
+
 /// `tile` (the TMA tile [`super::hopper_plan_with`] chose for `kernel`) with persistent
 /// blocks where the rule takes them: [`few_step_persistent`] holds, the tile's columns are a
 /// multiple of 64 (not one fitted to a narrow O) and there are more output tiles than the GPU
@@ -123,15 +156,54 @@ pub fn persistent_from_env() -> Option<bool> {
     }
 }
 
-/// The C statements opening a persistent block's loop over its tiles: `tile` and this tile's
-/// first pixel and output channel (`m0`, `n0`), tiles taken pixel tiles first.
-pub(super) fn tile_loop(tile: &HopperTile, kernel: &ConvKernel, indent: &str) -> String {
+/// Whether output tiles are walked channel tiles first (the default): the `N / bn` tiles of
+/// one pixel tile run one after the other, so the blocks resident at a time read each input
+/// pixel tile once while it is in L2, and the filter (a few MiB at most) stays there. Pixel
+/// tiles first (`LAYOUTKIT_CONV_RASTER=pixels`, for comparison) walks every pixel tile once
+/// per channel tile: where the input is larger than L2 (ResNet-50's `l3 1x1 512->256` at batch
+/// 64: 51 MB) it is read from memory once per channel tile.
+pub fn channel_tiles_first() -> bool {
+    std::env::var("LAYOUTKIT_CONV_RASTER").as_deref() != Ok("pixels")
+}
+
+/// The first pixel `m0` and output channel `n0` of output tile `tile` (a C expression) of
+/// `tiles` = (pixel tiles, channel tiles), in the order of [`channel_tiles_first`].
+fn origin_of(tile: &str, tiles: (usize, usize), hopper: &HopperTile) -> String {
+    let (x, y) = tiles;
+    let (bm, bn) = (hopper.bm, hopper.bn);
+    if channel_tiles_first() {
+        format!("const int m0 = ({tile} / {y}) * {bm}, n0 = ({tile} % {y}) * {bn};")
+    } else {
+        format!("const int m0 = ({tile} % {x}) * {bm}, n0 = ({tile} / {x}) * {bn};")
+    }
+}
+
+/// The C statement naming a one-tile block's output tile (`m0`, `n0`) from its grid position
+/// ([`HopperTile::grid`]: pixel tiles in x, channel tiles in y), in the order of
+/// [`channel_tiles_first`] (the hardware starts blocks in x-fastest order; the tile is taken
+/// from the block's rank in that order).
+pub(super) fn tile_origin(tile: &HopperTile, kernel: &ConvKernel) -> String {
     let (x, y) = tile.tiles(&kernel.shape);
+    if y == 1 {
+        return format!(
+            "const int m0 = blockIdx.x * {}, n0 = blockIdx.y * {};",
+            tile.bm, tile.bn
+        );
+    }
     format!(
-        "{indent}for (int tile = blockIdx.x; tile < {}; tile += gridDim.x) {{\n{indent}  const int m0 = (tile % {x}) * {}, n0 = (tile / {x}) * {};",
-        x * y,
-        tile.bm,
-        tile.bn
+        "const int tl = blockIdx.y * {x} + blockIdx.x; {}",
+        origin_of("tl", (x, y), tile)
+    )
+}
+
+/// The C statements opening a persistent block's loop over its tiles: `tile` and this tile's
+/// first pixel and output channel (`m0`, `n0`), in the order of [`channel_tiles_first`].
+pub(super) fn tile_loop(tile: &HopperTile, kernel: &ConvKernel, indent: &str) -> String {
+    let tiles = tile.tiles(&kernel.shape);
+    format!(
+        "{indent}for (int tile = blockIdx.x; tile < {}; tile += gridDim.x) {{\n{indent}  {}",
+        tiles.0 * tiles.1,
+        origin_of("tile", tiles, tile)
     )
 }
 
@@ -243,5 +315,56 @@ mod tests {
         let (x, y) = forced.tiles(&small.shape);
         assert_eq!(forced.grid(&small.shape), ((x * y) as u32, 1, 1));
         assert!(!persistent_plan(&k, t, Some(false)).persistent);
+    }
+
+    #[test]
+    fn the_channel_tiles_of_a_pixel_tile_run_one_after_the_other() {
+        // 50176 pixels x 256 channels in 256 x 128 tiles: 196 x 2 tiles.
+        let k = kernel(64, 512, 28, 256, DType::F16);
+        let t = HopperTile::new(256, 128, 4)
+            .and_then(|t| t.with_tma(true))
+            .unwrap();
+        assert_eq!(t.tiles(&k.shape), (196, 2));
+        let origin = "const int tl = blockIdx.y * 196 + blockIdx.x; const int m0 = (tl / 2) * 256, n0 = (tl % 2) * 128;";
+        assert_eq!(tile_origin(&t, &k), origin);
+        assert!(crate::conv::hopper_source(&k, &t).contains(origin));
+        let p = t.with_persistent(&k).unwrap();
+        assert!(tile_loop(&p, &k, "").contains(
+            "for (int tile = blockIdx.x; tile < 392; tile += gridDim.x) {\n  const int m0 = (tile / 2) * 256, n0 = (tile % 2) * 128;"
+        ));
+        // One channel tile: the grid's x is the pixel tile.
+        let narrow = kernel(64, 512, 28, 128, DType::F16);
+        assert_eq!(
+            tile_origin(&t, &narrow),
+            "const int m0 = blockIdx.x * 256, n0 = blockIdx.y * 128;"
+        );
+    }
+
+    #[test]
+    fn layers_of_one_step_per_tap_take_a_tall_persistent_tile() {
+        let tall = |n, c, hw, o, k| {
+            let kernel = crate::conv::test_kernel(n, c, hw, o, k, DType::F16);
+            let steps = crate::conv::HopperK::of(&kernel).steps(&kernel);
+            tap_step_persistent(&kernel, steps).map(|t| (t.bm, t.bn, t.persistent))
+        };
+        // VGG-16 conv1_2 (batch 64 and 8) and conv2_1, ResNet-50's l1 3x3 at batch 64.
+        assert_eq!(tall(64, 64, 224, 64, 3), Some((256, 64, true)));
+        assert_eq!(tall(8, 64, 224, 64, 3), Some((256, 64, true)));
+        assert_eq!(tall(64, 64, 112, 128, 3), Some((192, 128, true)));
+        assert_eq!(tall(64, 64, 56, 64, 3), Some((256, 64, true)));
+        // 18 steps per tile (C = 128), 1x1 filters, O not a multiple of 64, one wave of
+        // tiles or fewer (ResNet-50's l1 3x3 at batch 1 and 8: 13 and 98 tiles).
+        assert_eq!(tall(64, 128, 112, 128, 3), None);
+        assert_eq!(tall(64, 64, 56, 256, 1), None);
+        assert_eq!(tall(64, 64, 56, 96, 3), None);
+        assert_eq!(tall(1, 64, 56, 64, 3), None);
+        assert_eq!(tall(8, 64, 56, 64, 3), None);
+        // An NCHW output, int8.
+        let mut nchw = crate::conv::test_kernel(64, 64, 56, 64, 3, DType::F16);
+        nchw.out_layout = ConvLayout::Nchw;
+        assert_eq!(tap_step_persistent(&nchw, 9), None);
+        let mut int8 = crate::conv::test_kernel(64, 64, 56, 64, 3, DType::I32);
+        int8.input = DType::I8;
+        assert_eq!(tap_step_persistent(&int8, 9), None);
     }
 }

@@ -32,7 +32,7 @@ use std::fmt::Write;
 use layoutkit_core::DType;
 
 use super::hopper::{hopper_epilogue, wgmma_function, HopperTile};
-use super::persistent::tile_loop;
+use super::persistent::{tile_loop, tile_origin};
 use super::requant::q8_function;
 use super::staged::{staged_epilogue, Staged};
 use super::{ConvKernel, ConvLayout};
@@ -176,7 +176,7 @@ pub fn tma_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
         tile.block_threads(),
         tile.resident()
     );
-    warp_specialised_prologue(&mut k, tile, steps);
+    warp_specialised_prologue(&mut k, kernel, tile, steps);
     let _ = writeln!(
         k,
         "  if (tid == {threads}) {{\n    asm volatile(\"prefetch.tensormap [%0];\" :: \"l\"((unsigned long long)&tx) : \"memory\");\n    asm volatile(\"prefetch.tensormap [%0];\" :: \"l\"((unsigned long long)&tw) : \"memory\");\n  }}\n  if (tid == 0) {{\n    for (int i = 0; i < {stages}; ++i) {{ mbar_init(full + i, 1); mbar_init(empty + i, {consumer_warps}); }}\n    asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n  }}\n  __syncthreads();"
@@ -245,7 +245,12 @@ pub(super) fn aligned_smem_and_indices(k: &mut String) {
 /// `full` and `empty` barriers after the stages, the block tile's first pixel and output
 /// channel (`m0`, `n0`; a persistent block sets them per tile) and its K steps
 /// ([`super::hopper_k::block_steps`]).
-pub(super) fn warp_specialised_prologue(k: &mut String, tile: &HopperTile, steps: usize) {
+pub(super) fn warp_specialised_prologue(
+    k: &mut String,
+    kernel: &ConvKernel,
+    tile: &HopperTile,
+    steps: usize,
+) {
     let HopperTile { bm, bn, stages, .. } = *tile;
     aligned_smem_and_indices(k);
     // The barriers after the stages: full[0 .. stages), then empty.
@@ -255,10 +260,7 @@ pub(super) fn warp_specialised_prologue(k: &mut String, tile: &HopperTile, steps
         stages * (bm + bn) * 128
     );
     if !tile.persistent {
-        let _ = writeln!(
-            k,
-            "  const int m0 = blockIdx.x * {bm}, n0 = blockIdx.y * {bn};"
-        );
+        let _ = writeln!(k, "  {}", tile_origin(tile, kernel));
     }
     super::hopper_k::block_steps(k, steps, tile.splits);
 }
