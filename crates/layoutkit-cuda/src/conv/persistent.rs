@@ -93,10 +93,11 @@ pub fn few_step_persistent(kernel: &ConvKernel, steps: usize) -> bool {
             .is_multiple_of(super::tma::step_channels(kernel.input))
 }
 
-/// The tall persistent tile for a layer of one K step per filter tap (f16 or bf16, a filter
-/// larger than 1x1 over 64 channels, an NHWC output, O a multiple of 64): 256 x 64 where O is
-/// 64, else 192 x 128, four stages, persistent blocks; None for other layers, where such a
-/// tile does not fit or where its tiles fill no more than one wave.
+/// The tall persistent tile for a layer of one or two K steps per filter tap (f16 or bf16, a
+/// filter larger than 1x1 over 64 or 128 channels, an NHWC output, O a multiple of 64): 256 x
+/// 64 where O is 64, else 192 x 128, four stages, persistent blocks; None for other layers,
+/// where such a tile does not fit, where its tiles fill no more than one wave or leave much of
+/// the last wave empty ([`TALL_MIN_FILL`]).
 ///
 /// Measured on an H100 (`bench/results/conv.md`, batch 32 and 64, every tile forced with and
 /// without persistent blocks, GPU time): such a layer's tile walks 9 steps, so a block's
@@ -104,16 +105,17 @@ pub fn few_step_persistent(kernel: &ConvKernel, steps: usize) -> bool {
 /// next tile's loads: VGG-16 conv1_2 and ResNet-50's `l1 3x3` 256 x 64 persistent 1.09x the
 /// rule's 128 x 64 x 3, VGG-16 conv2_1 192 x 128 persistent 1.12-1.13x the rule's 128 x 128 x 3
 /// (persistent blocks with the rule's own tiles ran 0.86-1.02x: two blocks per SM lose their
-/// second to the staged output). Layers of 18 steps and more gained 0.98-1.08x and lost up to
-/// 0.90x at 36 and more, so they keep the rule's tile.
+/// second to the staged output). Layers of 18 steps (C = 128) gained 0.98-1.08x (VGG-16
+/// conv2_2 1.07-1.08x, ResNet-50's `l2 3x3` 0.98-1.03x, conv3_1 1.00-1.01x); at 36 steps and
+/// more persistent blocks ran 0.90-1.0x, so those keep the rule's tile.
 pub fn tap_step_persistent(kernel: &ConvKernel, steps: usize) -> Option<HopperTile> {
     let s = &kernel.shape;
     let taps = s.kh * s.kw;
     let wanted = matches!(kernel.input, DType::F16 | DType::BF16)
         && kernel.out_layout == ConvLayout::Nhwc
         && taps > 1
-        && steps == taps
-        && s.c == super::tma::step_channels(kernel.input)
+        && (steps == taps || steps == 2 * taps)
+        && s.c * taps == steps * super::tma::step_channels(kernel.input)
         && s.o.is_multiple_of(64);
     if !wanted {
         return None;
@@ -123,8 +125,14 @@ pub fn tap_step_persistent(kernel: &ConvKernel, steps: usize) -> Option<HopperTi
         .with_tma(true)?
         .with_persistent(kernel)?;
     let (x, y) = tile.tiles(s);
-    (x * y > SMS * tile.resident()).then_some(tile)
+    (x * y > SMS * tile.resident() && tile.fill(s) >= TALL_MIN_FILL).then_some(tile)
 }
+
+/// The share of the block slots of its last wave [`tap_step_persistent`]'s tiles must fill
+/// on average over their waves: VGG-16 conv1_2 at batch 1 (196 tiles of 256 x 64, 1.48 waves,
+/// fill 0.74) ran 0.81x the rule's 128 x 64 x 3 with them, while 1.98-wave layers (ResNet-50's
+/// `l2 3x3` at batch 64, fill 0.99) ran 1.02-1.03x.
+const TALL_MIN_FILL: f64 = 0.9;
 
 /// `tile` (the TMA tile [`super::hopper_plan_with`] chose for `kernel`) with persistent
 /// blocks where the rule takes them: [`few_step_persistent`] holds, the tile's columns are a
@@ -352,13 +360,17 @@ mod tests {
         assert_eq!(tall(8, 64, 224, 64, 3), Some((256, 64, true)));
         assert_eq!(tall(64, 64, 112, 128, 3), Some((192, 128, true)));
         assert_eq!(tall(64, 64, 56, 64, 3), Some((256, 64, true)));
-        // 18 steps per tile (C = 128), 1x1 filters, O not a multiple of 64, one wave of
+        // Two steps per tap: VGG-16 conv2_2.
+        assert_eq!(tall(64, 128, 112, 128, 3), Some((192, 128, true)));
+        // 36 steps per tile (C = 256), 1x1 filters, O not a multiple of 64, one wave of
         // tiles or fewer (ResNet-50's l1 3x3 at batch 1 and 8: 13 and 98 tiles).
-        assert_eq!(tall(64, 128, 112, 128, 3), None);
+        assert_eq!(tall(64, 256, 56, 256, 3), None);
         assert_eq!(tall(64, 64, 56, 256, 1), None);
         assert_eq!(tall(64, 64, 56, 96, 3), None);
         assert_eq!(tall(1, 64, 56, 64, 3), None);
         assert_eq!(tall(8, 64, 56, 64, 3), None);
+        // VGG-16 conv1_2 at batch 1: 196 tiles, 1.48 waves.
+        assert_eq!(tall(1, 64, 224, 64, 3), None);
         // An NCHW output, int8.
         let mut nchw = crate::conv::test_kernel(64, 64, 56, 64, 3, DType::F16);
         nchw.out_layout = ConvLayout::Nchw;
