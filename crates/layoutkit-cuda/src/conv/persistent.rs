@@ -164,22 +164,37 @@ pub fn persistent_from_env() -> Option<bool> {
     }
 }
 
-/// Whether output tiles are walked channel tiles first (the default): the `N / bn` tiles of
-/// one pixel tile run one after the other, so the blocks resident at a time read each input
-/// pixel tile once while it is in L2, and the filter (a few MiB at most) stays there. Pixel
-/// tiles first (`LAYOUTKIT_CONV_RASTER=pixels`, for comparison) walks every pixel tile once
-/// per channel tile: where the input is larger than L2 (ResNet-50's `l3 1x1 512->256` at batch
-/// 64: 51 MB) it is read from memory once per channel tile.
-pub fn channel_tiles_first() -> bool {
-    std::env::var("LAYOUTKIT_CONV_RASTER").as_deref() != Ok("pixels")
+/// Whether `tile`'s output tiles for `s` are walked channel tiles first: the `N / bn` tiles
+/// of one pixel tile one after the other, so the blocks resident at a time read each input
+/// pixel tile once while it is in L2 (the filter, a few MiB at most, stays there). Taken where
+/// the blocks run in more than one wave, and for tiles of 192 rows or more; pixel tiles first
+/// otherwise, as before. `LAYOUTKIT_CONV_RASTER=pixels` or `=channels` sets the order for
+/// every tile, for comparison.
+///
+/// Measured on an H100 (`bench/results/conv.md`, every NHWC layer at batch 1, 8, 32 and 64,
+/// the orders alternated): where the input is larger than L2 (ResNet-50's `l3 1x1 512->256`
+/// at batch 64: 51 MB), pixel tiles first read it from memory once per channel tile: 1.38x
+/// channel tiles first there, 1.03x the geometric mean of the layers at batch 64. In one wave
+/// (every block at once) channel tiles first ran 0.86-0.95x on the 64 x 64 tiles of batch 1
+/// and 8 and 1.06-1.09x on the 192 x 128 tiles of batch 8 (VGG-16 conv4_1, conv4_2, ResNet-50's
+/// `l2 1x1/2`).
+pub fn channel_tiles_first(tile: &HopperTile, s: &super::ConvShape) -> bool {
+    match std::env::var("LAYOUTKIT_CONV_RASTER").as_deref() {
+        Ok("pixels") => false,
+        Ok("channels") => true,
+        _ => {
+            let (x, y) = tile.tiles(s);
+            x * y * tile.splits > SMS * tile.resident() || tile.bm >= 192
+        }
+    }
 }
 
 /// The first pixel `m0` and output channel `n0` of output tile `tile` (a C expression) of
-/// `tiles` = (pixel tiles, channel tiles), in the order of [`channel_tiles_first`].
-fn origin_of(tile: &str, tiles: (usize, usize), hopper: &HopperTile) -> String {
-    let (x, y) = tiles;
+/// `hopper`'s tiles for `kernel`, in the order of [`channel_tiles_first`].
+fn origin_of(tile: &str, hopper: &HopperTile, kernel: &ConvKernel) -> String {
+    let (x, y) = hopper.tiles(&kernel.shape);
     let (bm, bn) = (hopper.bm, hopper.bn);
-    if channel_tiles_first() {
+    if channel_tiles_first(hopper, &kernel.shape) {
         format!("const int m0 = ({tile} / {y}) * {bm}, n0 = ({tile} % {y}) * {bn};")
     } else {
         format!("const int m0 = ({tile} % {x}) * {bm}, n0 = ({tile} / {x}) * {bn};")
@@ -192,7 +207,7 @@ fn origin_of(tile: &str, tiles: (usize, usize), hopper: &HopperTile) -> String {
 /// from the block's rank in that order).
 pub(super) fn tile_origin(tile: &HopperTile, kernel: &ConvKernel) -> String {
     let (x, y) = tile.tiles(&kernel.shape);
-    if y == 1 {
+    if y == 1 || !channel_tiles_first(tile, &kernel.shape) {
         return format!(
             "const int m0 = blockIdx.x * {}, n0 = blockIdx.y * {};",
             tile.bm, tile.bn
@@ -200,18 +215,18 @@ pub(super) fn tile_origin(tile: &HopperTile, kernel: &ConvKernel) -> String {
     }
     format!(
         "const int tl = blockIdx.y * {x} + blockIdx.x; {}",
-        origin_of("tl", (x, y), tile)
+        origin_of("tl", tile, kernel)
     )
 }
 
 /// The C statements opening a persistent block's loop over its tiles: `tile` and this tile's
 /// first pixel and output channel (`m0`, `n0`), in the order of [`channel_tiles_first`].
 pub(super) fn tile_loop(tile: &HopperTile, kernel: &ConvKernel, indent: &str) -> String {
-    let tiles = tile.tiles(&kernel.shape);
+    let (x, y) = tile.tiles(&kernel.shape);
     format!(
         "{indent}for (int tile = blockIdx.x; tile < {}; tile += gridDim.x) {{\n{indent}  {}",
-        tiles.0 * tiles.1,
-        origin_of("tile", tiles, tile)
+        x * y,
+        origin_of("tile", tile, kernel)
     )
 }
 
@@ -340,7 +355,17 @@ mod tests {
         assert!(tile_loop(&p, &k, "").contains(
             "for (int tile = blockIdx.x; tile < 392; tile += gridDim.x) {\n  const int m0 = (tile / 2) * 256, n0 = (tile % 2) * 128;"
         ));
-        // One channel tile: the grid's x is the pixel tile.
+        // One wave of blocks (batch 1: 7 x 4 tiles of 128 x 64) or one channel tile: pixel
+        // tiles first; a 256-row tile takes channel tiles first in one wave too.
+        let small = kernel(1, 512, 28, 256, DType::F16);
+        let t128 = HopperTile::new(128, 64, 4)
+            .and_then(|t| t.with_tma(true))
+            .unwrap();
+        assert_eq!(
+            tile_origin(&t128, &small),
+            "const int m0 = blockIdx.x * 128, n0 = blockIdx.y * 64;"
+        );
+        assert!(tile_origin(&t, &small).contains("const int m0 = (tl / 2) * 256"));
         let narrow = kernel(64, 512, 28, 128, DType::F16);
         assert_eq!(
             tile_origin(&t, &narrow),
