@@ -70,22 +70,41 @@ fn view_mut<T: Copy>(b: &mut [u8]) -> Option<&mut [T]> {
     Some(unsafe { std::slice::from_raw_parts_mut(b.as_mut_ptr() as *mut T, b.len() / size) })
 }
 
+/// f32 -> f16: sixteen at a time in AVX-512 where it runs ([`super::half_runs`]), the rest
+/// (or all of it) through `half` (F16C where the CPU has it).
 fn f32_to_f16(src: &[u8], dst: &mut [u8], n: usize, spec: &CastSpec) {
     match (
         view::<f32>(&src[..n * 4]),
         view_mut::<f16>(&mut dst[..n * 2]),
     ) {
-        (Some(s), Some(d)) => d.convert_from_f32_slice(s),
+        (Some(s), Some(d)) => {
+            let mut done = 0;
+            #[cfg(target_arch = "x86_64")]
+            if super::half_runs::enabled() {
+                // SAFETY: AVX-512 F present (checked); d and s have n elements.
+                done = unsafe { super::half_runs::f32_to_f16(s, d.reinterpret_cast_mut()) };
+            }
+            d[done..].convert_from_f32_slice(&s[done..]);
+        }
         _ => scalar_run(src, dst, n, spec),
     }
 }
 
+/// f16 -> f32, as [`f32_to_f16`].
 fn f16_to_f32(src: &[u8], dst: &mut [u8], n: usize, spec: &CastSpec) {
     match (
         view::<f16>(&src[..n * 2]),
         view_mut::<f32>(&mut dst[..n * 4]),
     ) {
-        (Some(s), Some(d)) => s.convert_to_f32_slice(d),
+        (Some(s), Some(d)) => {
+            let mut done = 0;
+            #[cfg(target_arch = "x86_64")]
+            if super::half_runs::enabled() {
+                // SAFETY: AVX-512 F present (checked); d and s have n elements.
+                done = unsafe { super::half_runs::f16_to_f32(s.reinterpret_cast(), d) };
+            }
+            s[done..].convert_to_f32_slice(&mut d[done..]);
+        }
         _ => scalar_run(src, dst, n, spec),
     }
 }

@@ -14,6 +14,7 @@ mod cast_tiles;
 mod casts;
 mod destination;
 mod gather;
+mod half_runs;
 mod interleave;
 mod items;
 #[cfg(target_arch = "x86_64")]
