@@ -109,6 +109,62 @@ pub(super) fn block_moves(
     (short || dense).then_some(moves)
 }
 
+/// A block moved by table along its batch loop: the moves, and their permutes where AVX-512
+/// BW and VBMI run and the block takes them ([`super::permute_blocks`]).
+pub(super) struct Table {
+    batch: LoopDim,
+    moves: Vec<(isize, isize)>,
+    #[cfg(target_arch = "x86_64")]
+    permutes: Option<super::permute_blocks::Permutes>,
+}
+
+impl Table {
+    /// The table of the block `loops` ([`block_moves`]) repeated along `batch`; None where the
+    /// block does not go by table.
+    pub(super) fn of(
+        loops: &[LoopDim],
+        unit: usize,
+        size: usize,
+        sparse: bool,
+        batch: LoopDim,
+    ) -> Option<Table> {
+        let moves = block_moves(loops, unit, size, sparse)?;
+        Some(Table {
+            batch,
+            #[cfg(target_arch = "x86_64")]
+            permutes: super::transpose::avx512_builds()
+                .then(|| super::permute_blocks::Permutes::of(&moves, size))
+                .flatten(),
+            moves,
+        })
+    }
+
+    /// Moves every repetition from source element `at.0` and destination element `at.1` on,
+    /// elements of `size` bytes (as [`move_blocks`]).
+    pub(super) fn run(&self, src: &[u8], dst: &mut [u8], at: (isize, isize), size: usize) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(p) = &self.permutes {
+            use super::permute_blocks::permute_blocks;
+            // SAFETY: AVX-512 F, BW and VBMI present (`avx512_builds`, checked in `of`).
+            unsafe {
+                match size {
+                    1 => permute_blocks::<1>(src, dst, at, self.batch, p),
+                    2 => permute_blocks::<2>(src, dst, at, self.batch, p),
+                    4 => permute_blocks::<4>(src, dst, at, self.batch, p),
+                    _ => permute_blocks::<8>(src, dst, at, self.batch, p),
+                }
+            }
+            return;
+        }
+        match size {
+            1 => move_blocks::<1>(src, dst, at, self.batch, &self.moves),
+            2 => move_blocks::<2>(src, dst, at, self.batch, &self.moves),
+            4 => move_blocks::<4>(src, dst, at, self.batch, &self.moves),
+            _ => move_blocks::<8>(src, dst, at, self.batch, &self.moves),
+        }
+    }
+}
+
 /// Moves the block `moves` (from [`block_moves`]) `batch.extent` times: repetition `b` from
 /// source element `so + b * batch.src_stride` to destination element `d0 + b *
 /// batch.dst_stride`, elements of `N` bytes.

@@ -18,6 +18,8 @@ mod half_runs;
 mod interleave;
 mod items;
 #[cfg(target_arch = "x86_64")]
+mod permute_blocks;
+#[cfg(target_arch = "x86_64")]
 mod quantise_avx2;
 #[cfg(target_arch = "x86_64")]
 mod quantise_avx512;
@@ -336,7 +338,7 @@ impl Job<'_> {
                     && it.tail == 0
                     && self.cast.is_identity() =>
             {
-                gather::block_moves(kernel, it.unit, size, self.sparse).map(|moves| (batch, moves))
+                gather::Table::of(kernel, it.unit, size, self.sparse, batch)
             }
             _ => None,
         };
@@ -351,15 +353,7 @@ impl Job<'_> {
         let (mut so, mut d) = (it.src_offset as isize, it.dst_offset as isize);
         loop {
             match &table {
-                Some((batch, moves)) => {
-                    let at = (so, d);
-                    match size {
-                        1 => gather::move_blocks::<1>(self.src, dst, at, *batch, moves),
-                        2 => gather::move_blocks::<2>(self.src, dst, at, *batch, moves),
-                        4 => gather::move_blocks::<4>(self.src, dst, at, *batch, moves),
-                        _ => gather::move_blocks::<8>(self.src, dst, at, *batch, moves),
-                    }
-                }
+                Some(table) => table.run(self.src, dst, (so, d), size),
                 None => self.kernel(it, so as usize, d as usize, kernel, dst, &mut scratch),
             }
             let mut j = outer.len();
