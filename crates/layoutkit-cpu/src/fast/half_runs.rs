@@ -108,7 +108,12 @@ mod tests {
             let done = unsafe { f32_to_f16(src, &mut got) };
             assert_eq!(done, len / 16 * 16);
             for (i, &x) in src[..done].iter().enumerate() {
-                assert_eq!(got[i], f16::from_f32(x).to_bits(), "{x:e} ({:#010x})", x.to_bits());
+                assert_eq!(
+                    got[i],
+                    f16::from_f32(x).to_bits(),
+                    "{x:e} ({:#010x})",
+                    x.to_bits()
+                );
             }
         }
     }

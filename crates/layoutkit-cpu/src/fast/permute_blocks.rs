@@ -189,9 +189,11 @@ mod tests {
             took += 1;
             let count = moves.len() as isize;
             let span = moves.iter().map(|m| m.1).max().unwrap() + 1;
-            for (src_stride, dst_stride, reps, so, d0) in
-                [(span, count, 7, 0, 0), (span / 2 + 1, count + 3, 5, 3, 5), (span, count, 1, 1, 0)]
-            {
+            for (src_stride, dst_stride, reps, so, d0) in [
+                (span, count, 7, 0, 0),
+                (span / 2 + 1, count + 3, 5, 3, 5),
+                (span, count, 1, 1, 0),
+            ] {
                 let batch = l(reps, src_stride, dst_stride);
                 let src_len = (so + (reps as isize - 1) * src_stride + span) as usize * size;
                 let dst_len = (d0 + (reps as isize - 1) * dst_stride + count + 2) as usize * size;
