@@ -104,12 +104,11 @@ pub(super) unsafe fn permute_blocks<const N: usize>(
         .collect();
     let (lo_mask, hi_mask) = (first(p.window), first(p.window.saturating_sub(64)));
     // Where the repetitions' destinations follow each other with no gap, each repetition whose
-    // whole vectors end inside the batch stores them whole (the repetitions after it
-    // overwrite what ran over), and where a whole
-    // 128 bytes from the window's start lie inside `src` the loads are whole too: masked
-    // stores of part of a vector cost the small blocks more than the table's moves (AMD EPYC
-    // Zen 5: MACE's 1x1 filter image with I = 3, f32, 86% -> 32% of the copy with every store
-    // masked).
+    // whole vectors end inside the batch stores them whole (the repetitions after it overwrite
+    // what ran over), and where 128 bytes from the window's start lie inside `src` the loads
+    // are whole too: masked stores of part of a vector cost the small blocks more than the
+    // table's moves (AMD EPYC Zen 5: MACE's 1x1 filter image with I = 3, f32, 86% -> 32% of
+    // the copy with every store masked).
     let follow = batch.dst_stride as usize * N == p.bytes && batch.dst_stride > 0;
     let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
     for b in 0..batch.extent as isize {
