@@ -148,8 +148,9 @@ impl Cuda {
             };
             let tma = crate::conv::tma_applies(kernel)
                 && tma_env.unwrap_or(steps >= MIN_TMA_STEPS || few);
+            let forced = tile_from_env()?;
             let plan = |tma: bool| {
-                with_env_splits(tile_from_env()?, &kernel.shape, steps, || {
+                with_env_splits(forced, &kernel.shape, steps, || {
                     Ok(match wide_split_steps_from_env()? {
                         Some(steps) => crate::conv::hopper_plan_tuned(kernel, tma, steps),
                         None => hopper_plan_with(kernel, tma),
@@ -157,9 +158,8 @@ impl Cuda {
                 })
             };
             let mut tile = plan(tma)?;
-            let rule = tile_from_env()?.is_none()
-                && splits_from_env()?.is_none()
-                && persistent_from_env().is_none();
+            let rule =
+                forced.is_none() && splits_from_env()?.is_none() && persistent_from_env().is_none();
             if let Some(tall) = tap_step_persistent(kernel, steps).filter(|_| tma && rule) {
                 tile = tall;
             } else if tma {

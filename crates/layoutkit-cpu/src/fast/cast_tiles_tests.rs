@@ -126,13 +126,7 @@ fn check(spec: CastSpec) {
 /// reference's.
 #[test]
 fn quantisation_equals_the_division_around_ties() {
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut next = crate::fast::xorshift(0x9e37_79b9_7f4a_7c15);
     for (scale, dst, zero_point) in [
         (0.1f32, DType::I8, 3),
         (0.0123, DType::I8, -100),
@@ -158,7 +152,7 @@ fn quantisation_equals_the_division_around_ties() {
                     let k = (r % 300) as f32 - 150.0;
                     let tie = (k + 0.5) * scale;
                     // Nudge by -4..4 units in the last place, or a value anywhere.
-                    if (r >> 32) % ties_in == 0 {
+                    if (r >> 32).is_multiple_of(ties_in) {
                         f32::from_bits((tie.to_bits() as i64 + ((r >> 8) % 9) as i64 - 4) as u32)
                     } else {
                         ((r >> 16) % 1_000_000) as f32 / 1_000_000.0 * 300.0 * scale - 150.0 * scale

@@ -51,8 +51,9 @@ pub(super) unsafe fn f16_to_f32(src: &[u16], dst: &mut [f32]) -> usize {
     n
 }
 
-/// Whether the runs above are taken: AVX-512 kernels enabled (`LAYOUTKIT_CPU_KERNELS` not
-/// `avx2`) and the CPU has AVX-512 F.
+/// Whether the runs above are taken: where the AVX-512 quantising kernels run
+/// (`LAYOUTKIT_CPU_KERNELS` not `avx2`, AVX-512 F, VL, BW and DQ present), so that both
+/// kernel builds are tested by the same switch.
 pub(super) fn enabled() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
@@ -86,13 +87,7 @@ mod tests {
             let want = f16::from_bits(h).to_f32();
             assert_eq!(w.to_bits(), want.to_bits(), "{h:#06x}");
         }
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = crate::fast::xorshift(0x9e37_79b9_7f4a_7c15);
         let values: Vec<f32> = (0..4096)
             .map(|i| match i % 3 {
                 0 => wide[(next() % 65536) as usize],

@@ -544,6 +544,17 @@ fn loop_dim(extent: usize, src_stride: isize, dst_stride: isize) -> LoopDim {
     }
 }
 
+/// A xorshift generator of 64-bit values from `seed` (the tests' reproducible data).
+#[cfg(test)]
+fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}
+
 /// Copies a few bytes (a unit, its padding): fixed-size moves for the usual sizes, which the
 /// length selects (the same for every unit of an item, so the branch is predictable). Each
 /// goes through a local array: a slice-to-slice copy of 12 bytes was left as a `memcpy` call
