@@ -61,13 +61,14 @@ pub(crate) fn tile_generic(t: &Tile<'_>, acc: &mut [[i32; OT]; PT]) {
 #[target_feature(enable = "avx2")]
 pub(crate) unsafe fn tile_avx2(t: &Tile<'_>, acc: &mut [[i32; OT]; PT]) {
     use std::arch::x86_64::*;
-    let bcast = |xi: usize| {
-        // SAFETY: the four bytes are inside the padded input (driver).
-        let b = t.input.as_ptr().add(xi) as *const [i8; 4];
-        let b = b.read_unaligned();
+    // Closures here compile without this function's target features and are called, not
+    // inlined: the broadcast and the weight loads are written out in the loop body.
+    #[inline(always)]
+    fn four(input: &[i8], xi: usize) -> i64 {
+        let b: [i8; 4] = input[xi..xi + 4].try_into().expect("four bytes");
         let q = b.map(|v| v as i16 as u16 as u64);
-        _mm256_set1_epi64x((q[0] | q[1] << 16 | q[2] << 32 | q[3] << 48) as i64)
-    };
+        (q[0] | q[1] << 16 | q[2] << 32 | q[3] << 48) as i64
+    }
     let mut p0 = 0;
     while p0 < t.pixels {
         let two = t.pixels - p0 >= 2;
@@ -77,17 +78,18 @@ pub(crate) unsafe fn tile_avx2(t: &Tile<'_>, acc: &mut [[i32; OT]; PT]) {
                 let wi = (ti * t.c4 + k) * OT * 4;
                 debug_assert!(wi + OT * 4 <= t.w.len());
                 // SAFETY: the block [wi, wi + 64) is inside t.w; unaligned 16-byte loads.
-                let wq = [0, 1, 2, 3].map(|q| {
-                    _mm256_cvtepi8_epi16(_mm_loadu_si128(
+                let mut wq = [_mm256_setzero_si256(); 4];
+                for (q, v) in wq.iter_mut().enumerate() {
+                    *v = _mm256_cvtepi8_epi16(_mm_loadu_si128(
                         t.w.as_ptr().add(wi + 16 * q) as *const __m128i
-                    ))
-                });
-                let x0 = bcast(t.x[p0] + off + 4 * k);
+                    ));
+                }
+                let x0 = _mm256_set1_epi64x(four(t.input, t.x[p0] + off + 4 * k));
                 for q in 0..4 {
                     v[0][q] = _mm256_add_epi32(v[0][q], _mm256_madd_epi16(x0, wq[q]));
                 }
                 if two {
-                    let x1 = bcast(t.x[p0 + 1] + off + 4 * k);
+                    let x1 = _mm256_set1_epi64x(four(t.input, t.x[p0 + 1] + off + 4 * k));
                     for q in 0..4 {
                         v[1][q] = _mm256_add_epi32(v[1][q], _mm256_madd_epi16(x1, wq[q]));
                     }

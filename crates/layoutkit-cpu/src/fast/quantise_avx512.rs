@@ -61,32 +61,72 @@ impl Quant16 {
         }
     }
 
-    /// Sixteen floats quantised to sixteen i32 whose saturation to the 8-bit range is the
-    /// reference's result.
+    /// Sixteen floats by the fused multiply-add: `x * recip + zero_point` (the zero point
+    /// where `|x|` is below `tiny` or NaN), and the lanes that lie near a rounding tie, where
+    /// only [`Quant16::exact`] gives the reference's result.
     #[target_feature(enable = "avx512f,avx512dq")]
     #[inline]
-    fn quantise(&self, x: __m512) -> __m512i {
+    fn fast(&self, x: __m512) -> (__m512, __mmask16) {
         // NaN and magnitudes below `tiny` give the zero point (the comparison is false).
         let keep = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(_mm512_abs_ps(x), self.tiny);
         let y = _mm512_mask3_fmadd_ps(x, self.recip, self.zp_f, keep);
         // `y` less its rounding to the nearest integer (imm 8: no fraction bits, round to
         // nearest even, no precision exception).
         let off = _mm512_abs_ps(_mm512_reduce_ps::<8>(y));
-        let near = _mm512_cmp_ps_mask::<_CMP_NLE_UQ>(off, self.edge);
-        if near == 0 {
-            // Over 2^30 would not convert; negative values that do not convert give
-            // i32::MIN, which saturates as they must. Rounds half to even under the default
-            // MXCSR (Rust code never changes it).
-            _mm512_cvtps_epi32(_mm512_min_ps(y, _mm512_set1_ps(1_073_741_824.0)))
-        } else {
-            let v = _mm512_maskz_div_ps(keep, x, self.scale);
-            let limit = 4_194_304.0; // 2^22: larger values saturate anyway
-            let c = _mm512_min_ps(
-                _mm512_max_ps(v, _mm512_set1_ps(-limit)),
-                _mm512_set1_ps(limit),
-            );
-            _mm512_add_epi32(_mm512_cvtps_epi32(c), self.zp)
+        (y, _mm512_cmp_ps_mask::<_CMP_NLE_UQ>(off, self.edge))
+    }
+
+    /// [`Quant16::fast`]'s values, where no lane was near a tie, as i32 whose saturation to
+    /// the 8-bit range is the reference's result.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    fn convert(y: __m512) -> __m512i {
+        // Over 2^30 would not convert; negative values that do not convert give i32::MIN,
+        // which saturates as they must. Rounds half to even under the default MXCSR (Rust
+        // code never changes it).
+        _mm512_cvtps_epi32(_mm512_min_ps(y, _mm512_set1_ps(1_073_741_824.0)))
+    }
+
+    /// Sixteen floats quantised by the reference's division (any values; the rare path).
+    #[target_feature(enable = "avx512f")]
+    #[cold]
+    #[inline(never)]
+    fn exact(&self, x: __m512) -> __m512i {
+        let keep = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(_mm512_abs_ps(x), self.tiny);
+        let v = _mm512_maskz_div_ps(keep, x, self.scale);
+        let limit = 4_194_304.0; // 2^22: larger values saturate anyway
+        let c = _mm512_min_ps(
+            _mm512_max_ps(v, _mm512_set1_ps(-limit)),
+            _mm512_set1_ps(limit),
+        );
+        _mm512_add_epi32(_mm512_cvtps_epi32(c), self.zp)
+    }
+
+    /// `N` vectors quantised: i32 whose saturation to the 8-bit range is the reference's
+    /// result. The fused multiply-add for all, and the division for all where any lane is
+    /// near a tie (one test per group keeps the common path free of branches, so it
+    /// unrolls and stays in registers).
+    #[target_feature(enable = "avx512f,avx512dq")]
+    #[inline]
+    fn quantise<const N: usize>(&self, x: &[__m512; N]) -> [__m512i; N] {
+        let mut y = [_mm512_setzero_ps(); N];
+        let mut near: __mmask16 = 0;
+        for (y, &x) in y.iter_mut().zip(x) {
+            let (v, n) = self.fast(x);
+            *y = v;
+            near |= n;
         }
+        let mut out = [_mm512_setzero_si512(); N];
+        if near == 0 {
+            for (o, &y) in out.iter_mut().zip(&y) {
+                *o = Self::convert(y);
+            }
+        } else {
+            for (o, &x) in out.iter_mut().zip(x) {
+                *o = self.exact(x);
+            }
+        }
+        out
     }
 
     /// Four vectors of sixteen i32 saturated to bytes: in each 128-bit lane `l`, dword `r`
@@ -119,27 +159,33 @@ unsafe fn block<R: Rows>(
     (a, b, nb): (usize, usize, usize),
     amask: __mmask16,
 ) -> [__m512i; 4] {
-    let ints: [__m512i; 16] = std::array::from_fn(|k| {
+    // Plain loops, not `array::from_fn` / `map`: their closures compile without this
+    // function's target features, so the vector code in them is not inlined but called,
+    // each value through memory (that made the quantising transposes compute-bound).
+    let mut x = [_mm512_setzero_ps(); 16];
+    for (k, v) in x.iter_mut().enumerate() {
         let p = r.src((b + k).min(nb - 1)).wrapping_add(a * 4);
         pf.ahead_of(p);
         // SAFETY: the masked elements are inside the tile (the caller's contract).
-        q.quantise(unsafe { _mm512_maskz_loadu_ps(amask, p as *const f32) })
-    });
+        *v = unsafe { _mm512_maskz_loadu_ps(amask, p as *const f32) };
+    }
+    let ints = q.quantise(&x);
     // Per lane: dword r of group g = row 4g + r, elements 4l .. 4l + 4; a 4 x 4 byte
     // transposition in each dword quartet makes dword j = rows 4g .. 4g + 4 of element
     // 4l + j.
     let swap = _mm512_broadcast_i32x4(_mm_setr_epi8(
         0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
     ));
-    let g: [__m512i; 4] = std::array::from_fn(|g| {
+    let mut g = [_mm512_setzero_si512(); 4];
+    for (i, v) in g.iter_mut().enumerate() {
         let packed = q.pack4([
-            ints[4 * g],
-            ints[4 * g + 1],
-            ints[4 * g + 2],
-            ints[4 * g + 3],
+            ints[4 * i],
+            ints[4 * i + 1],
+            ints[4 * i + 2],
+            ints[4 * i + 3],
         ]);
-        _mm512_shuffle_epi8(packed, swap)
-    });
+        *v = _mm512_shuffle_epi8(packed, swap);
+    }
     // Dword j of each group side by side: the 16 rows' bytes of element 4l + j.
     let t0 = _mm512_unpacklo_epi32(g[0], g[1]);
     let t1 = _mm512_unpackhi_epi32(g[0], g[1]);
@@ -286,7 +332,12 @@ pub(super) unsafe fn quantise_run(src: &[f32], dst: &mut [u8], q: &Quant16) -> u
                 // As the AVX2 loop: 4 KiB ahead, a line at a time.
                 _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(1024 + k) as *const i8);
             }
-            let ints = [0, 16, 32, 48].map(|k| q.quantise(_mm512_loadu_ps(p.add(k))));
+            // A loop, not `map`: see `block`.
+            let mut x = [_mm512_setzero_ps(); 4];
+            for (k, v) in x.iter_mut().enumerate() {
+                *v = _mm512_loadu_ps(p.add(16 * k));
+            }
+            let ints = q.quantise(&x);
             let bytes = _mm512_permutexvar_epi32(order, q.pack4(ints));
             _mm512_storeu_si512(d.as_mut_ptr() as *mut __m512i, bytes);
         }
