@@ -25,8 +25,9 @@
 //! let out = layoutkit_cpu::convert(&nchw, &src, &khwc8, &CastSpec::identity(DType::U8)).unwrap();
 //! assert_eq!(out, vec![0, 2, 4, 0, 0, 0, 0, 0, 1, 3, 5, 0, 0, 0, 0, 0]);
 //! ```
-// `unsafe` lives only in the fast engine (SIMD kernels and the shared destination), each block
-// with a `// SAFETY:` line.
+// `unsafe` lives only in the fast engine and the convolutions (SIMD kernels, the shared
+// destination, the spinning pool that hands borrowed work to its threads), each block with a
+// `// SAFETY:` line.
 #![deny(unsafe_code)]
 
 // The README's Rust examples are compiled and run as doctests.
@@ -47,6 +48,8 @@ mod error;
 mod fast;
 mod planned;
 mod reference;
+#[allow(unsafe_code)]
+mod spin_pool;
 mod winograd;
 
 pub use conv_auto::{conv2d_auto, conv2d_engine, CpuConvEngine};

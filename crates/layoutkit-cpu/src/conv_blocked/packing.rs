@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use layoutkit_core::conv::Conv2d;
 
 use super::padded::Padded;
-use rayon::prelude::*;
+use crate::spin_pool::SpinPool;
 
 /// Per-core data cache sizes in bytes: `(L1d, L2)`, read once from Linux's sysfs
 /// (`/sys/devices/system/cpu/cpu0/cache/index*/`); 32 KiB and 256 KiB (small, so chunks stay
@@ -177,7 +177,7 @@ pub(crate) fn prepare_input<'a>(
     conv: &Conv2d,
     kernel: [usize; 2],
     lanes: usize,
-    pool: Option<&rayon::ThreadPool>,
+    pool: Option<&SpinPool>,
     mut scratch: Vec<f32>,
 ) -> Input<'a> {
     let sub = subsamples(conv, kernel);
@@ -251,21 +251,30 @@ pub(super) fn copy_row(
 }
 
 /// Runs `fill(i, line)` on every `line`-float line of `data` (the `i`-th), on `pool`'s
-/// threads in runs of lines of at least 64 KiB when there is a pool.
+/// threads in runs of lines of at least 16 KiB when there is a pool.
 fn for_each_line(
     data: &mut [f32],
     line: usize,
-    pool: Option<&rayon::ThreadPool>,
+    pool: Option<&SpinPool>,
     fill: impl Fn((usize, &mut [f32])) + Sync,
 ) {
     let line = line.max(1);
     match pool {
-        Some(p) => p.install(|| {
-            data.par_chunks_mut(line)
-                .enumerate()
-                .with_min_len((16 << 10) / line + 1)
-                .for_each(&fill)
-        }),
+        Some(p) => {
+            let lines = data.len().div_ceil(line);
+            let per = ((16 << 10) / (line * 4) + 1).max(lines.div_ceil(8 * p.threads()));
+            let (len, base) = (data.len(), super::Shared(data.as_mut_ptr()));
+            p.run(lines.div_ceil(per), &|item| {
+                for i in item * per..((item + 1) * per).min(lines) {
+                    let end = ((i + 1) * line).min(len);
+                    // SAFETY: line `i` lies inside `data`, and each line belongs to one item.
+                    let part = unsafe {
+                        std::slice::from_raw_parts_mut(base.get().add(i * line), end - i * line)
+                    };
+                    fill((i, part));
+                }
+            });
+        }
         None => data.chunks_mut(line).enumerate().for_each(fill),
     }
 }

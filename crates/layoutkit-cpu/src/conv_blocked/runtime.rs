@@ -2,11 +2,12 @@
 //! (chosen at run time), thread pools and scratch buffers kept between calls, and f32 views of
 //! byte buffers.
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use super::microkernel::{self, TileFn};
 #[cfg(target_arch = "x86_64")]
 use super::microkernel_x86;
+use crate::spin_pool::SpinPool;
 use crate::Error;
 
 /// Which build of the tile runs.
@@ -105,29 +106,13 @@ pub(super) fn f32s(bytes: &[u8]) -> std::borrow::Cow<'_, [f32]> {
     )
 }
 
-/// A rayon pool of `threads` threads, built once per count (building one per call would cost
-/// more than a small layer).
-pub(super) fn pool(threads: usize) -> Result<Arc<rayon::ThreadPool>, Error> {
-    type Pools = Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>>;
-    static POOLS: OnceLock<Pools> = OnceLock::new();
-    let mut pools = POOLS
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    if let Some((_, p)) = pools.iter().find(|(t, _)| *t == threads) {
-        return Ok(p.clone());
-    }
-    let p = Arc::new(
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .map_err(|e| Error::Threads {
-                threads,
-                reason: e.to_string(),
-            })?,
-    );
-    pools.push((threads, p.clone()));
-    Ok(p)
+/// The pool of `threads` threads (the caller and `threads - 1` spinning workers, built once
+/// per count: building one per call would cost more than a small layer).
+pub(super) fn pool(threads: usize) -> Result<Arc<SpinPool>, Error> {
+    SpinPool::get(threads).map_err(|e| Error::Threads {
+        threads,
+        reason: e.to_string(),
+    })
 }
 
 /// Scratch buffers reused across calls (a padded input copy, an output in the tiles' layout),

@@ -3,13 +3,12 @@
 //! three ways of cutting the output into items (pair-major, row bands, and row bands that
 //! copy their own input, padded or strided).
 
-use rayon::prelude::*;
-
 use super::microkernel::{Run, Shape, TileFn};
 use super::packing::{self, Blocks, Source};
 use super::padded::Padded;
 use super::runtime::{give_scratch, take_scratch};
 use super::{OutMap, Shared};
+use crate::spin_pool::SpinPool;
 
 /// An output row (or run of pixels) for the tiles: input offset (floats from the input's
 /// base), output offset, pixels.
@@ -139,9 +138,9 @@ pub(super) fn push_row(
 }
 
 /// Runs `work` on items `0..items`, on `pool` when there is one.
-fn for_items(items: usize, pool: Option<&rayon::ThreadPool>, work: impl Fn(usize) + Sync + Send) {
+fn for_items(items: usize, pool: Option<&SpinPool>, work: impl Fn(usize) + Sync) {
     match pool {
-        Some(p) => p.install(|| (0..items).into_par_iter().for_each(work)),
+        Some(p) => p.run(items, &work),
         None => (0..items).for_each(work),
     }
 }
@@ -209,7 +208,7 @@ pub(super) unsafe fn run_rows(
     bands: bool,
     row_bytes: usize,
     threads: usize,
-    pool: Option<&rayon::ThreadPool>,
+    pool: Option<&SpinPool>,
 ) {
     let (nrows, pairs, groups) = (rows.len().max(1), t.blocks.pairs, t.groups);
     let (band, per_range) = if bands {
@@ -308,7 +307,7 @@ impl BandCopies<'_> {
 
     /// Runs the tiles of every band (input offsets in the band's buffer, whose channel
     /// offsets `t.runs` were built for `self.plane`).
-    pub(super) fn run(&self, t: &Tiles<'_>, pool: Option<&rayon::ThreadPool>) {
+    pub(super) fn run(&self, t: &Tiles<'_>, pool: Option<&SpinPool>) {
         let per_image = self.oh.div_ceil(self.band);
         let per_range = self.per_range;
         let ranges = t.blocks.pairs.div_ceil(per_range);
