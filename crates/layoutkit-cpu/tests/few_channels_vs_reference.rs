@@ -55,6 +55,8 @@ fn arb_cast() -> impl Strategy<Value = CastSpec> {
         Just((DType::F32, DType::F16)),
         Just((DType::F16, DType::F32)),
         Just((DType::F32, DType::I8)),
+        Just((DType::F32, DType::U8)),
+        Just((DType::F32, DType::BF16)),
         Just((DType::U8, DType::F32)),
     ]
     .prop_map(|(s, d)| {
