@@ -41,19 +41,21 @@ pub mod requant;
 mod source;
 pub mod splitk;
 mod staged;
+mod tile_rule;
 pub mod tma;
 pub mod tma_map;
 pub mod wave_fill;
 pub use depthwise::{depthwise_applies, depthwise_launch, depthwise_source, OUTPUTS_PER_THREAD};
 pub use direct::{direct_grid, direct_source, direct_unsupported_reason, DIRECT_THREADS};
-pub use hopper::{
-    hopper_plan, hopper_plan_tuned, hopper_plan_with, hopper_source, hopper_tile,
-    hopper_unsupported_reason, HopperTile, MIN_TMA_STEPS,
-};
+pub use hopper::{hopper_source, hopper_unsupported_reason, HopperTile};
 pub use hopper_k::HopperK;
 pub use nchw_loader::{nchw_plan, nchw_unsupported_reason};
 pub use requant::{channel_params, requantised};
 pub use source::conv_source;
+pub use tile_rule::{
+    hopper_plan, hopper_plan_tuned, hopper_plan_with, hopper_tile, MAX_STEPS_WITHOUT_THE_WIDEST,
+    MIN_TMA_STEPS,
+};
 pub use tma::{tma_applies, tma_unsupported_reason};
 
 /// CUDA device function rounding an f32 to f16 bits (nearest even), shared by the kernels.

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::conv::staged::{staged_fits, Staged};
+use crate::conv::tile_rule::*;
 use crate::conv::{conv_source, depthwise_applies, out_layout_reason, splitk, unsupported_reason};
 use layoutkit_core::conv::Conv2d;
 

@@ -37,13 +37,14 @@
 
 use std::fmt::Write;
 
-use super::hopper::{hopper_epilogue, HopperTile, MIN_FILL, SMEM_PER_SM};
+use super::hopper::{hopper_epilogue, HopperTile, SMEM_PER_SM};
 use super::hopper_k::wgmma_function;
 use super::nchw_loader::{nchw_common_reason, nchw_steps};
 use super::persistent::{tile_loop, tile_origin};
 use super::requant::q8_function;
 use super::splitk::splits_for;
 use super::staged::{staged_epilogue, Staged};
+use super::tile_rule::MIN_FILL;
 use super::{ConvKernel, ConvShape, SMS};
 
 /// Threads of the producer warpgroup that copy the footprint (its last warp's first thread

@@ -34,9 +34,10 @@ use std::fmt::Write;
 
 use layoutkit_core::DType;
 
-use super::hopper::{wgmma_function, HopperTile, MIN_FILL};
+use super::hopper::{wgmma_function, HopperTile};
 use super::requant::q8_function;
 use super::splitk::splits_for;
+use super::tile_rule::MIN_FILL;
 use super::{ConvKernel, ConvLayout, ConvShape};
 
 /// Threads of the producer warpgroup.

@@ -1,0 +1,217 @@
+//! The Hopper kernel's tile rule: which tile, and how many splits of K, a convolution runs
+//! with ([`hopper_plan`]), from the candidate tiles by how full they keep the GPU's block
+//! slots and how long their splits of K are.
+
+use super::hopper::HopperTile;
+use super::hopper_k::HopperK;
+use super::splitk::splits_for;
+use super::{ConvKernel, ConvShape};
+
+/// The share of the GPU's block slots a plan must fill to be taken ahead of a smaller tile.
+pub(super) const MIN_FILL: f64 = 0.7;
+
+/// The fewest K steps per split for a tile that fills the GPU only with K split (see
+/// [`hopper_plan`]). 8 (7 after the H100's runs): on an H200 (three networks, batch 1 and 8,
+/// `bench/results/conv.md`) 7-step splits (`vgg conv3_2` at batch 1, `l3 3x3` at batch 8) ran
+/// at 0.82 and 0.95 of the 64 x 64 tile unsplit; 9-step ones (`l4 3x3` at batch 8) at 1.14x
+/// the 64 x 64 tile in 4 splits that a threshold of 12 gave them.
+const MIN_STEPS_PER_WIDE_SPLIT: usize = 8;
+
+/// The fewest K steps per split of a tile that fills the GPU only with K split, where a
+/// narrower candidate fills it unsplit (see [`hopper_plan`]): each split writes and reads back
+/// its f32 sums, which the narrower tile does not. Measured (GPU time, three alternations,
+/// `bench/results/conv.md`): the two layer-and-batch pairs of three networks at batch 1 to
+/// 128 where this moves the rule (`l4 1x1 2048->512 @7` at batch 32: 256 x 128 in 4 splits of
+/// 8 steps; VGG-16's `conv4_1` at batch 2: 4 splits of 9) ran 1.24x and 1.16x on an H200 with
+/// the 64 x 64 tile unsplit; splits of 14 and more steps (the 512-channel 3x3 layers) won.
+const MIN_STEPS_PER_SPLIT_OVER_UNSPLIT: usize = 12;
+
+/// The most K steps for which the 128 x 256 tile is left out of [`hopper_plan`]'s candidates.
+/// A 128 x 256 block holds a whole SM, so with a step or three its loads, its multiplies and
+/// its epilogue run one after the other with no other block's work to overlap them; two
+/// 128 x 128 blocks per SM overlap them. Measured on an H200 (the 1x1 layers of three
+/// networks at batch 32 and 64, seven tiles forced, GPU time; `bench/results/conv.md`):
+/// 128 x 128 with three stages ran the 1-3-step layers on which the rule took 128 x 256 at
+/// 1.01-1.41x (64->256, 128->512, 96->576, 64->384, 160->960 channels).
+pub const MAX_STEPS_WITHOUT_THE_WIDEST: usize = 3;
+
+/// The tile and the splits of K the Hopper kernel runs `kernel` with. In the order of
+/// [`hopper_tile`]'s candidates, the first tile whose blocks fill at least 70% of the GPU's
+/// block slots, or that fills them with K split among 3 or more blocks ([`splits_for`]) of at
+/// least 8 K steps each (12 where a later, narrower candidate fills them unsplit); else the
+/// tile with the most blocks, with the splits [`splits_for`] gives it. For the TMA kernel, then a 192-row tile where that fills the last wave of blocks
+/// and this tile does not ([`super::wave_fill::fuller_wave_tile`]).
+///
+/// Why the split counts: measured on an H100 (every tile forced on the 52 layers of three
+/// networks that are not depthwise, batch 1, 8 and 32, `bench/results/conv.md`), a wide tile
+/// split into blocks of 7 or more K steps beat the 64 x 64 tile that fills the GPU unsplit by
+/// up to 60% (the 512-channel 3x3 layers on 7x7 and 14x14 planes at batch 8 and 32: 72 steps
+/// in 5 splits), and lost to it by 5-25% with 4-5 steps per split (128-channel 3x3 layers,
+/// 1024-channel 1x1 layers), where the workspace's traffic and the second launch outweigh
+/// the wider tile.
+pub fn hopper_plan(kernel: &ConvKernel) -> HopperTile {
+    hopper_plan_with(kernel, false)
+}
+
+/// The fewest K steps for which the TMA kernel is the better choice. Measured on an H200
+/// (every layer of three networks at batch 8 and 64 in NHWC, both kernels with the tile
+/// rule's tiles, `bench/results/conv.md`): the TMA kernel ran 1.1-1.5x faster on layers of 6 K
+/// steps or more, within 5% either way at 3-4, and up to 1.5x slower at 1-2 (a block's
+/// fixed costs, the barriers' set-up and the first copies' latency from one thread, are
+/// then most of its time).
+pub const MIN_TMA_STEPS: usize = 4;
+
+/// [`hopper_plan`] for the TMA kernel when `tma` ([`HopperTile::tma`] set on the tile): the
+/// same rule over the TMA kernel's candidates, in which 256 x 128 takes the place of 128 x 256
+/// (same blocks; measured faster in the TMA kernel on every layer of ResNet-50 and VGG-16 at
+/// batch 64 whose rule tile was 128 x 256 but two, by up to 1.2x).
+///
+/// Contract: with `tma`, [`super::tma_applies`] holds for `kernel`.
+pub fn hopper_plan_with(kernel: &ConvKernel, tma: bool) -> HopperTile {
+    plan_with_thresholds(
+        kernel,
+        tma,
+        MIN_STEPS_PER_WIDE_SPLIT,
+        MIN_STEPS_PER_SPLIT_OVER_UNSPLIT,
+    )
+}
+
+/// [`hopper_plan_with`] with `wide_split_steps` in place of both fewest K steps per split of a
+/// tile that fills the GPU only with K split (8, and 12 where a narrower tile fills it
+/// unsplit; `LAYOUTKIT_CONV_WIDE_SPLIT_STEPS` sets it, to compare rules).
+pub fn hopper_plan_tuned(kernel: &ConvKernel, tma: bool, wide_split_steps: usize) -> HopperTile {
+    plan_with_thresholds(kernel, tma, wide_split_steps, wide_split_steps)
+}
+
+/// The rule of [`hopper_plan`] with its two thresholds of K steps per split: `wide_split_steps`,
+/// and `over_unsplit` where a later (narrower) candidate fills the GPU unsplit.
+fn plan_with_thresholds(
+    kernel: &ConvKernel,
+    tma: bool,
+    wide_split_steps: usize,
+    over_unsplit: usize,
+) -> HopperTile {
+    let s = &kernel.shape;
+    let steps = HopperK::of(kernel).steps(kernel);
+    let split = |t: &HopperTile| {
+        t.with_splits(splits_for(t, s, steps))
+            .expect("splits_for stays in range")
+    };
+    let candidates: Vec<HopperTile> = candidate_tiles(s, tma)
+        .into_iter()
+        .filter(|t| steps > MAX_STEPS_WITHOUT_THE_WIDEST || t.bm * t.bn < 128 * 256)
+        .map(|t| t.with_tma(tma).unwrap_or(t))
+        .collect();
+    let chosen = candidates
+        .iter()
+        .enumerate()
+        .find_map(|(i, t)| {
+            if t.fill(s) >= MIN_FILL {
+                return Some(split(t));
+            }
+            let w = split(t);
+            // Where a narrower tile fills the GPU unsplit, a split must be longer to pay for
+            // its workspace and second launch.
+            let unsplit_later = candidates[i + 1..].iter().any(|u| u.fill(s) >= MIN_FILL);
+            let need = if unsplit_later {
+                over_unsplit
+            } else {
+                wide_split_steps
+            };
+            (w.splits > 1 && steps / w.splits >= need && w.fill(s) >= MIN_FILL).then_some(w)
+        })
+        .unwrap_or_else(|| split(&most_blocks(&candidates, s)));
+    let fuller = tma.then(|| super::wave_fill::fuller_wave_tile(kernel, &chosen));
+    fuller.flatten().unwrap_or(chosen)
+}
+
+/// The candidate tiles for `s`, widest first, none wider than O (wider tiles compute zeros):
+/// 128 x 256 (four stages, one block per SM); 128 x 128 with three stages and no multiplies in
+/// flight across steps (two blocks per SM); 128 x 128 with four stages (one block); 128 x 64
+/// the same two ways; 64 x 64. Where O is under 256 and not a multiple of 64 (MobileNetV2's
+/// 16, 24, 96, 144, 160), tiles exactly as wide as O rounded up to 32 come first: 128 rows with
+/// three stages, and 64 rows with four (measured on MobileNetV2's pointwise layers at batch 8,
+/// 32 and 64, every tile forced: 1.1-1.5x over the 64- or 128-column tile, whose last columns
+/// computed zeros; `bench/results/conv.md`).
+fn candidate_tiles(s: &ConvShape, tma: bool) -> Vec<HopperTile> {
+    let fitted = s.o.next_multiple_of(32);
+    let narrow = (!s.o.is_multiple_of(64) && s.o < 256)
+        .then_some([(128, fitted, 3, 0), (64, fitted, 4, 1)])
+        .into_iter()
+        .flatten();
+    let widest = if tma {
+        (256, 128, 4, 1)
+    } else {
+        (128, 256, 4, 1)
+    };
+    let standard = [
+        widest,
+        (128, 128, 3, 0),
+        (128, 128, 4, 1),
+        (128, 64, 3, 0),
+        (128, 64, 4, 1),
+        (64, 64, 4, 1),
+    ]
+    .into_iter()
+    .filter(|&(bm, bn, _, _)| bn <= s.o.max(64) && (bm < 256 || s.o >= 256));
+    narrow
+        .chain(standard)
+        .filter_map(|(bm, bn, st, f)| HopperTile::new(bm, bn, st)?.with_in_flight(f))
+        .collect()
+}
+
+/// The candidate with the most blocks for `s` (the last, i.e. smallest, on a tie).
+fn most_blocks(candidates: &[HopperTile], s: &ConvShape) -> HopperTile {
+    *candidates
+        .iter()
+        .max_by_key(|t| {
+            let (x, y, _) = t.grid(s);
+            x * y
+        })
+        .expect("the candidate tiles are valid")
+}
+
+/// The tile for `s` without splitting K: the first of the candidate tiles (`candidate_tiles`)
+/// whose blocks fill at least 70% of the GPU's block slots on average over their waves, else
+/// the one with the most blocks (whose K walk a split then shortens). Measured on the H200
+/// (every tile on the ResNet-50 3x3 layers, `bench/results/conv.md`): the widest tile won wherever it filled the
+/// GPU (128 x 256 at 98 blocks for 132 SMs); two blocks per SM won by 5% where there are waves
+/// enough for them, and lost where there are not.
+pub fn hopper_tile(s: &ConvShape) -> HopperTile {
+    let candidates = candidate_tiles(s, false);
+    candidates
+        .iter()
+        .find(|t| t.fill(s) >= MIN_FILL)
+        .copied()
+        .unwrap_or_else(|| most_blocks(&candidates, s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use layoutkit_core::DType;
+
+    #[test]
+    fn a_split_shorter_than_twelve_steps_gives_way_to_a_narrower_tile_that_fills_unsplit() {
+        let plan = |n, c, hw, o, k| {
+            let kk = crate::conv::test_kernel(n, c, hw, o, k, DType::F16);
+            assert!(crate::conv::tma_applies(&kk));
+            let p = hopper_plan_with(&kk, true);
+            (p.bm, p.bn, p.splits, HopperK::of(&kk).steps(&kk))
+        };
+        // ResNet-50's l4 1x1 2048 -> 512 at batch 32: 32 K steps; 256 x 128 would fill the
+        // GPU only in 4 splits of 8 steps, while 64 x 64 fills it unsplit (200 blocks).
+        assert_eq!(plan(32, 2048, 7, 512, 1), (64, 64, 1, 32));
+        // VGG-16's conv4_1 at batch 2: 36 steps, 4 splits of 9; 64 x 64 fills unsplit.
+        assert_eq!(plan(2, 256, 28, 512, 3), (64, 64, 1, 36));
+        // Splits of 12 steps or more stay (VGG-16's conv4_2 at batch 2: 72 steps), and so do
+        // 8-step splits where no narrower tile fills unsplit (l4 3x3 at batch 8, 8 splits of
+        // 9 steps).
+        let (_, _, splits, steps) = plan(2, 512, 28, 512, 3);
+        assert!(
+            splits > 1 && steps / splits >= 12,
+            "{splits} splits of {steps} steps"
+        );
+        assert_eq!(plan(8, 512, 7, 512, 3), (128, 128, 8, 72));
+    }
+}
