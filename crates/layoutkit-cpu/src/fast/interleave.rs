@@ -11,6 +11,10 @@
 
 use layoutkit_core::plan::LoopDim;
 
+#[cfg(target_arch = "x86_64")]
+#[path = "record_split.rs"]
+mod record_split;
+
 /// The most rows (channels) these kernels take.
 pub(super) const MAX_ROWS: usize = 4;
 
@@ -63,9 +67,24 @@ pub(super) unsafe fn deinterleave(
     dispatch_ce!(go, c, e)
 }
 
+/// Whether [`deinterleave_strided`] splits records of `src_px` bytes into `c` rows of
+/// `e`-byte elements by vector permutes on this CPU.
+fn record_split_runs(src_px: usize, c: usize, e: usize) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        record_split::applies(src_px, c, e) && super::transpose::avx512_builds()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (src_px, c, e);
+        false
+    }
+}
+
 /// [`deinterleave`] from pixels `src_px` bytes apart (`src_px > c * e`: a blocked layout's
 /// padded records, such as kHWC8's with 3 channels): `dst[k * dst_row + p] = src[p * src_px
-/// + k]`. Element moves (the records are read a line or two each; no shuffle pays here).
+/// + k]`. Records of 8 elements of 2 or 4 bytes by vector permutes where AVX-512 runs
+/// (`record_split`), others element by element (the records are read a line or two each).
 ///
 /// # Safety
 /// As [`deinterleave`], the source being `n` records of `src_px` bytes.
@@ -78,6 +97,21 @@ pub(super) unsafe fn deinterleave_strided(
     c: usize,
     e: usize,
 ) -> bool {
+    // Records of 8 elements of 2 or 4 bytes (kHWC8's) by vector permutes where AVX-512 runs,
+    // the rest element by element.
+    #[cfg(target_arch = "x86_64")]
+    let (src, dst, n) = {
+        let mut done = 0;
+        if record_split::applies(src_px, c, e) && super::transpose::avx512_builds() {
+            // SAFETY: the caller's contract; AVX-512 F and BW present (checked).
+            done = unsafe { record_split::split_records(src, src_px, dst, dst_row, n, c, e) };
+        }
+        (
+            src.wrapping_add(done * src_px),
+            dst.wrapping_add(done * e),
+            n - done,
+        )
+    };
     macro_rules! go {
         ($e:literal, $c:literal) => {{
             for p in 0..n {
@@ -312,8 +346,12 @@ impl super::Job<'_> {
         // Streamed identity tiles from records apart, except four 4-byte elements, which
         // the transposes' 4 x 4 blocks move faster (f32 kHWC8 -> NCHW with C = 4: 86-88% of
         // the copy against 67-74% here; C = 3, which those blocks do not take: 61-68% there,
-        // 71-77% here; one thread, three alternating runs).
-        let apart_ok = !identity || (self.stream && !(a.extent == 4 && unit * ds == 4));
+        // 71-77% here; one thread, three alternating runs), unless the records are split by
+        // vector permutes (`record_split`: 8-element records where AVX-512 runs; on a Zen 5
+        // the 4 x 4 blocks ran f32 kHWC8 -> NCHW with C = 4 at 50-53% of the copy).
+        let permuted = record_split_runs(b.src_stride as usize * ds, a.extent, unit * ds);
+        let four_fours = a.extent == 4 && unit * ds == 4 && !permuted;
+        let apart_ok = !identity || (self.stream && !four_fours);
         if few(a.extent) && fits(b.src_stride, a.extent, apart_ok) && e_ok(unit * ds) {
             return Some((a.extent, pixels(a.extent).min(b.extent)));
         }
@@ -371,8 +409,10 @@ impl super::Job<'_> {
         // through the scratch tile's three ranges (see `few_rows_shape`).
         let (third, per_pixel) = self.few_rows_scratch(rows, unit, pad);
         let (records, third) = (pixels * (rows + pad) * unit * ds, pixels * third);
+        // (Four 4-byte elements from records apart: as in `few_rows_shape`.)
+        let four_fours = rows == 4 && e == 4 && !record_split_runs(s_row * ss, rows, e);
         let fits = pixels * per_pixel <= super::SCRATCH_BYTES
-            && (packed || !identity || (splitting && self.stream && !(rows == 4 && e == 4)));
+            && (packed || !identity || (splitting && self.stream && !four_fours));
         if !matches!(e, 1 | 2 | 4 | 8) || !fits {
             return false;
         }
