@@ -1,9 +1,11 @@
 //! Table blocks ([`super::gather`]) moved by vector permutes: where a block's destination is
-//! one range from its first element (dense) and every element it reads lies within 128 bytes
-//! of the lowest, each repetition is two masked loads of the source window, one two-source
-//! permute per 64 destination bytes (`vpermt2b/w/d/q`, AVX-512 VBMI, BW or F) and one masked
-//! store each, instead of one load and one store per element. The index vectors are made once
-//! per work item from the block's table.
+//! one range from its first element (dense) and every element it reads lies within
+//! [`MAX_WINDOW`] bytes of the lowest, each repetition loads the source window (one vector
+//! per 64 bytes) and makes each 64 destination bytes by one two-source permute
+//! (`vpermt2b/w/d/q`, AVX-512 VBMI, BW or F) per pair of window vectors its elements come
+//! from (merged by lane masks where more than one pair serves it), then one store, instead of
+//! one load and one store per element. The index vectors are made once per work item from the
+//! block's table.
 //!
 //! OIHW16i16o -> OIHW with three input channels is such a block (48 elements of f16 from 96
 //! bytes), which the table moved one element at a time: 16-18% of the copy on an AMD EPYC
@@ -14,17 +16,30 @@ use std::arch::x86_64::*;
 
 use layoutkit_core::plan::LoopDim;
 
+/// The widest source window a block is permuted from (16 vectors; a 14-pixel row of 16 f16
+/// channels into a MACE channel image reads 448 bytes).
+const MAX_WINDOW: usize = 1024;
+
+/// One pair of window vectors' share of 64 destination bytes.
+struct Part {
+    /// The pair: window vectors `2 * pair` and `2 * pair + 1`.
+    pair: usize,
+    /// Index vector (lanes of the element size, little endian) into the pair.
+    index: [u8; 64],
+    /// The destination lanes this pair fills (bit per element lane).
+    lanes: u64,
+}
+
 /// A block's moves as permutes of its source window.
 pub(super) struct Permutes {
     /// The lowest source element the block reads (from the repetition's start).
     low: isize,
-    /// Bytes of the source window read (at most 128).
+    /// Bytes of the source window read (at most [`MAX_WINDOW`]).
     window: usize,
     /// Destination bytes of one repetition.
     bytes: usize,
-    /// Per 64 destination bytes, the index vector (lanes of the element size, little endian)
-    /// into the window's two 64-byte halves.
-    index: Vec<[u8; 64]>,
+    /// Per 64 destination bytes, the pairs its elements come from.
+    parts: Vec<Vec<Part>>,
 }
 
 impl Permutes {
@@ -37,26 +52,44 @@ impl Permutes {
         let low = moves.iter().map(|m| m.1).min()?;
         let high = moves.iter().map(|m| m.1).max()?;
         let window = (high - low + 1) as usize * size;
-        if !dense || window > 128 || ![1, 2, 4, 8].contains(&size) {
+        if !dense || window > MAX_WINDOW || ![1, 2, 4, 8].contains(&size) {
             return None;
         }
         let lanes = 64 / size;
-        let index = moves
+        // Elements of one pair of vectors (128 bytes).
+        let per_pair = 128 / size;
+        let parts = moves
             .chunks(lanes)
             .map(|chunk| {
-                let mut v = [0u8; 64];
+                let mut parts: Vec<Part> = Vec::new();
                 for (lane, m) in chunk.iter().enumerate() {
-                    let i = (m.1 - low) as u64;
-                    v[lane * size..(lane + 1) * size].copy_from_slice(&i.to_le_bytes()[..size]);
+                    let at = (m.1 - low) as usize;
+                    let pair = at / per_pair;
+                    let k = match parts.iter().position(|p| p.pair == pair) {
+                        Some(k) => k,
+                        None => {
+                            parts.push(Part {
+                                pair,
+                                index: [0; 64],
+                                lanes: 0,
+                            });
+                            parts.len() - 1
+                        }
+                    };
+                    let i = (at % per_pair) as u64;
+                    let part = &mut parts[k];
+                    part.index[lane * size..(lane + 1) * size]
+                        .copy_from_slice(&i.to_le_bytes()[..size]);
+                    part.lanes |= 1 << lane;
                 }
-                v
+                parts
             })
             .collect();
         Some(Permutes {
             low,
             window,
             bytes: moves.len() * size,
-            index,
+            parts,
         })
     }
 }
@@ -96,34 +129,138 @@ pub(super) unsafe fn permute_blocks<const N: usize>(
     let (d_first, d_last) = (d0, d0 + last * batch.dst_stride);
     assert!(s_first.min(s_last) >= 0 && s_first.max(s_last) as usize * N + p.window <= src.len());
     assert!(d_first.min(d_last) >= 0 && d_first.max(d_last) as usize * N + p.bytes <= dst.len());
-    let index: Vec<__m512i> = p
-        .index
+    if p.window <= 128 {
+        // SAFETY: as this function's; the window is one pair.
+        unsafe { permute_narrow::<N>(src, dst, (so, d0), batch, p) };
+        return;
+    }
+    // Per destination vector, its parts: (pair, index vector, lane mask).
+    let parts: Vec<Vec<(usize, __m512i, u64)>> = p
+        .parts
         .iter()
-        // SAFETY: 64 bytes each.
-        .map(|v| unsafe { _mm512_loadu_si512(v.as_ptr() as *const __m512i) })
+        .map(|parts| {
+            parts
+                .iter()
+                // SAFETY: 64 bytes each.
+                .map(|q| unsafe {
+                    (
+                        q.pair,
+                        _mm512_loadu_si512(q.index.as_ptr() as *const __m512i),
+                        q.lanes,
+                    )
+                })
+                .collect()
+        })
         .collect();
-    let (lo_mask, hi_mask) = (first(p.window), first(p.window.saturating_sub(64)));
+    let vectors = p.window.div_ceil(64);
     // Where the repetitions' destinations follow each other with no gap, each repetition whose
     // whole vectors end inside the batch stores them whole (the repetitions after it overwrite
-    // what ran over), and where 128 bytes from the window's start lie inside `src` the loads
-    // are whole too: masked stores of part of a vector cost the small blocks more than the
+    // what ran over), and where the window's whole vectors lie inside `src` the loads are
+    // whole too: masked stores of part of a vector cost the small blocks more than the
     // table's moves (AMD EPYC Zen 5: MACE's 1x1 filter image with I = 3, f32, 86% -> 32% of
     // the copy with every store masked).
+    let follow = batch.dst_stride as usize * N == p.bytes && batch.dst_stride > 0;
+    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
+    let mut w = [_mm512_setzero_si512(); MAX_WINDOW / 64 + 1];
+    for b in 0..batch.extent as isize {
+        let s = (so + p.low + b * batch.src_stride) as usize * N;
+        let d = (d0 + b * batch.dst_stride) as usize * N;
+        let whole_loads = s + vectors * 64 <= src.len();
+        // Whole vectors end inside the batch's last repetition at the latest.
+        let whole_stores =
+            follow && (b as usize * p.bytes + parts.len() * 64) <= batch.extent * p.bytes;
+        // SAFETY: the window `s .. s + p.window` and the destination `d .. d + p.bytes` are
+        // inside `src` and `dst` (asserted above for the first and last repetition, and the
+        // repetitions lie between them); masked lanes are neither read nor written; whole
+        // loads read `s .. s + 64 * vectors` inside `src` (checked); whole stores write past
+        // this repetition's bytes only into the repetitions after it (which follow with no
+        // gap, end no earlier than the stores, checked, and are written after).
+        unsafe {
+            for (i, v) in w.iter_mut().enumerate().take(vectors) {
+                *v = if whole_loads {
+                    _mm512_loadu_si512(sp.add(s + 64 * i) as *const __m512i)
+                } else {
+                    let mask = first(p.window - 64 * i);
+                    _mm512_maskz_loadu_epi8(mask, sp.add(s + 64 * i) as *const i8)
+                };
+            }
+            for (c, parts) in parts.iter().enumerate() {
+                let mut v = _mm512_setzero_si512();
+                for &(pair, idx, lanes) in parts {
+                    let (a, h) = (w[2 * pair], w[2 * pair + 1]);
+                    if parts.len() == 1 {
+                        // One pair serves every lane (lanes past the block's end are stored
+                        // only where later repetitions overwrite them, or masked off).
+                        v = match N {
+                            1 => _mm512_permutex2var_epi8(a, idx, h),
+                            2 => _mm512_permutex2var_epi16(a, idx, h),
+                            4 => _mm512_permutex2var_epi32(a, idx, h),
+                            _ => _mm512_permutex2var_epi64(a, idx, h),
+                        };
+                        continue;
+                    }
+                    v = match N {
+                        1 => _mm512_mask_mov_epi8(v, lanes, _mm512_permutex2var_epi8(a, idx, h)),
+                        2 => _mm512_mask_mov_epi16(
+                            v,
+                            lanes as u32,
+                            _mm512_permutex2var_epi16(a, idx, h),
+                        ),
+                        4 => _mm512_mask_mov_epi32(
+                            v,
+                            lanes as u16,
+                            _mm512_permutex2var_epi32(a, idx, h),
+                        ),
+                        _ => _mm512_mask_mov_epi64(
+                            v,
+                            lanes as u8,
+                            _mm512_permutex2var_epi64(a, idx, h),
+                        ),
+                    };
+                }
+                let at = dp.add(d + c * 64);
+                if whole_stores {
+                    _mm512_storeu_si512(at as *mut __m512i, v);
+                } else {
+                    _mm512_mask_storeu_epi8(at as *mut i8, first(p.bytes - c * 64), v);
+                }
+            }
+        }
+    }
+}
+
+/// [`permute_blocks`] for windows of at most 128 bytes (one pair of vectors, one permute per
+/// destination vector), after its checks.
+///
+/// # Safety
+/// As [`permute_blocks`], whose checks have passed; `p.window <= 128`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+unsafe fn permute_narrow<const N: usize>(
+    src: &[u8],
+    dst: &mut [u8],
+    (so, d0): (isize, isize),
+    batch: LoopDim,
+    p: &Permutes,
+) {
+    let index: Vec<__m512i> = p
+        .parts
+        .iter()
+        // SAFETY: 64 bytes each; one part per destination vector (the window is one pair).
+        .map(|parts| unsafe { _mm512_loadu_si512(parts[0].index.as_ptr() as *const __m512i) })
+        .collect();
+    let (lo_mask, hi_mask) = (first(p.window), first(p.window.saturating_sub(64)));
+    // As in `permute_blocks`: whole stores where the repetitions follow each other, whole
+    // loads where 128 bytes from the window's start lie inside `src`.
     let follow = batch.dst_stride as usize * N == p.bytes && batch.dst_stride > 0;
     let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
     for b in 0..batch.extent as isize {
         let s = (so + p.low + b * batch.src_stride) as usize * N;
         let d = (d0 + b * batch.dst_stride) as usize * N;
         let whole_loads = s + 128 <= src.len();
-        // Whole vectors end inside the batch's last repetition at the latest.
         let whole_stores =
             follow && (b as usize * p.bytes + index.len() * 64) <= batch.extent * p.bytes;
-        // SAFETY: the window `s .. s + p.window` and the destination `d .. d + p.bytes` are
-        // inside `src` and `dst` (asserted above for the first and last repetition, and the
-        // repetitions lie between them); masked lanes are neither read nor written; whole
-        // loads read `s .. s + 128` inside `src` (checked); whole stores write past this
-        // repetition's bytes only into the repetitions after it (which follow with no gap,
-        // end no earlier than the stores, checked, and are written after).
+        // SAFETY: as in `permute_blocks`.
         unsafe {
             let (a, h) = if whole_loads {
                 (
@@ -161,7 +298,8 @@ mod tests {
     use crate::fast::loop_dim as l;
 
     /// Blocks moved by permutes equal the table's moves, byte for byte, for every element size,
-    /// blocks of one to three 64-byte destination chunks, windows up to 128 bytes, repetitions
+    /// blocks of one to fourteen 64-byte destination chunks, windows up to 1024 bytes (one to
+    /// eight pairs of vectors, destination vectors served by several pairs), repetitions
     /// overlapping in the source and at odd offsets; blocks the permutes do not take say so.
     #[test]
     fn permutes_move_what_the_table_moves() {
@@ -169,22 +307,34 @@ mod tests {
             return;
         }
         // (block loops, unit, size)
-        let blocks: [(&[LoopDim], usize, usize); 7] = [
+        // NHWC -> MACE channel image, one row of 14 (7) pixels of 16 channels: [4][14][4]
+        // from [14][16] (units of the 4 lanes).
+        let mace: &[LoopDim] = &[l(4, 4, 56), l(14, 16, 4)];
+        let mace7: &[LoopDim] = &[l(4, 4, 28), l(7, 16, 4)];
+        let blocks: [(&[LoopDim], usize, usize); 11] = [
             (&[l(3, 16, 1), l(16, 1, 3)], 1, 2), // OIHW16i16o -> OIHW, I = 3, f16
-            (&[l(3, 16, 1), l(16, 1, 3)], 1, 4), // the same, f32 (window 192: refused)
+            (&[l(3, 16, 1), l(16, 1, 3)], 1, 4), // the same, f32 (window 192)
             (&[l(3, 1, 4), l(4, 3, 1)], 1, 4),   // MACE 1x1 filter image, I = 3
             (&[l(4, 1, 3), l(3, 4, 1)], 1, 1),   // bytes
             (&[l(2, 2, 4), l(2, 4, 2)], 2, 8),   // units of two 8-byte elements
-            (&[l(9, 1, 12), l(3, 9, 4), l(4, 27, 1)], 1, 2), // 108 f16, window 216: refused
+            (&[l(9, 1, 12), l(3, 9, 4), l(4, 27, 1)], 1, 2), // 108 f16, window 216
             (&[l(2, 8, 1), l(8, 1, 2)], 1, 8),   // 16 elements of 8 bytes, window 128
+            (mace, 4, 2),                        // window 448
+            (mace7, 4, 4),                       // window 448, f32
+            (&[l(2, 200, 1), l(2, 1, 2)], 1, 8), // window 1616: refused
+            (&[l(2, 100, 1), l(2, 1, 2)], 1, 8), // window 816, one element per pair
         ];
         let mut took = 0;
         for (k, (loops, unit, size)) in blocks.into_iter().enumerate() {
             let moves = block_moves(loops, unit, size, false).expect("a table block");
             let Some(p) = Permutes::of(&moves, size) else {
-                assert!(k == 1 || k == 5, "block {k} refused");
+                assert_eq!(k, 9, "block {k} refused");
                 continue;
             };
+            if k == 7 {
+                // Destination vectors served by two pairs each.
+                assert!(p.parts.iter().any(|parts| parts.len() > 1));
+            }
             took += 1;
             let count = moves.len() as isize;
             let span = moves.iter().map(|m| m.1).max().unwrap() + 1;
@@ -217,6 +367,6 @@ mod tests {
                 assert_eq!(got, want, "block {k}, batch {batch:?}");
             }
         }
-        assert_eq!(took, 5);
+        assert_eq!(took, 10);
     }
 }
