@@ -102,7 +102,7 @@ pub(super) unsafe fn deinterleave_strided(
     #[cfg(target_arch = "x86_64")]
     let (src, dst, n) = {
         let mut done = 0;
-        if record_split::applies(src_px, c, e) && super::transpose::avx512_builds() {
+        if record_split_runs(src_px, c, e) {
             // SAFETY: the caller's contract; AVX-512 F and BW present (checked).
             done = unsafe { record_split::split_records(src, src_px, dst, dst_row, n, c, e) };
         }

@@ -103,6 +103,52 @@ fn first(n: usize) -> u64 {
     }
 }
 
+/// The two-source permute of `N`-byte lanes: lane `i` of the result is lane `idx[i]` of the
+/// 128 bytes `a`, `h`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+#[inline]
+fn permute2<const N: usize>(a: __m512i, idx: __m512i, h: __m512i) -> __m512i {
+    match N {
+        1 => _mm512_permutex2var_epi8(a, idx, h),
+        2 => _mm512_permutex2var_epi16(a, idx, h),
+        4 => _mm512_permutex2var_epi32(a, idx, h),
+        _ => _mm512_permutex2var_epi64(a, idx, h),
+    }
+}
+
+/// `v` with its `N`-byte lanes set in `lanes` taken from `t`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+#[inline]
+fn merge<const N: usize>(v: __m512i, lanes: u64, t: __m512i) -> __m512i {
+    match N {
+        1 => _mm512_mask_mov_epi8(v, lanes, t),
+        2 => _mm512_mask_mov_epi16(v, lanes as u32, t),
+        4 => _mm512_mask_mov_epi32(v, lanes as u16, t),
+        _ => _mm512_mask_mov_epi64(v, lanes as u8, t),
+    }
+}
+
+/// Stores destination vector `v` at `at`: whole, or its first `left` bytes (at most 64 of
+/// them).
+///
+/// # Safety
+/// 64 bytes at `at` are writable with `whole`, else `left.min(64)`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+#[inline]
+unsafe fn store(at: *mut u8, v: __m512i, whole: bool, left: usize) {
+    // SAFETY: the caller's contract; masked bytes are not written.
+    unsafe {
+        if whole {
+            _mm512_storeu_si512(at as *mut __m512i, v);
+        } else {
+            _mm512_mask_storeu_epi8(at as *mut i8, first(left), v);
+        }
+    }
+}
+
 /// [`super::gather::move_blocks`] by the permutes `p` of its table: repetition `b` from source
 /// element `so + b * batch.src_stride` to destination element `d0 + b * batch.dst_stride`,
 /// elements of `N` bytes.
@@ -185,45 +231,22 @@ pub(super) unsafe fn permute_blocks<const N: usize>(
                 };
             }
             for (c, parts) in parts.iter().enumerate() {
-                let mut v = _mm512_setzero_si512();
-                for &(pair, idx, lanes) in parts {
-                    let (a, h) = (w[2 * pair], w[2 * pair + 1]);
-                    if parts.len() == 1 {
-                        // One pair serves every lane (lanes past the block's end are stored
-                        // only where later repetitions overwrite them, or masked off).
-                        v = match N {
-                            1 => _mm512_permutex2var_epi8(a, idx, h),
-                            2 => _mm512_permutex2var_epi16(a, idx, h),
-                            4 => _mm512_permutex2var_epi32(a, idx, h),
-                            _ => _mm512_permutex2var_epi64(a, idx, h),
-                        };
-                        continue;
+                // A loop, not `fold`: closures compile without this function's features
+                // and would be called, not inlined.
+                let v = match parts[..] {
+                    // One pair serves every lane (lanes past the block's end are stored only
+                    // where later repetitions overwrite them, or masked off).
+                    [(pair, idx, _)] => permute2::<N>(w[2 * pair], idx, w[2 * pair + 1]),
+                    _ => {
+                        let mut v = _mm512_setzero_si512();
+                        for &(pair, idx, lanes) in parts {
+                            let t = permute2::<N>(w[2 * pair], idx, w[2 * pair + 1]);
+                            v = merge::<N>(v, lanes, t);
+                        }
+                        v
                     }
-                    v = match N {
-                        1 => _mm512_mask_mov_epi8(v, lanes, _mm512_permutex2var_epi8(a, idx, h)),
-                        2 => _mm512_mask_mov_epi16(
-                            v,
-                            lanes as u32,
-                            _mm512_permutex2var_epi16(a, idx, h),
-                        ),
-                        4 => _mm512_mask_mov_epi32(
-                            v,
-                            lanes as u16,
-                            _mm512_permutex2var_epi32(a, idx, h),
-                        ),
-                        _ => _mm512_mask_mov_epi64(
-                            v,
-                            lanes as u8,
-                            _mm512_permutex2var_epi64(a, idx, h),
-                        ),
-                    };
-                }
-                let at = dp.add(d + c * 64);
-                if whole_stores {
-                    _mm512_storeu_si512(at as *mut __m512i, v);
-                } else {
-                    _mm512_mask_storeu_epi8(at as *mut i8, first(p.bytes - c * 64), v);
-                }
+                };
+                store(dp.add(d + c * 64), v, whole_stores, p.bytes - c * 64);
             }
         }
     }
@@ -274,18 +297,8 @@ unsafe fn permute_narrow<const N: usize>(
                 )
             };
             for (c, &idx) in index.iter().enumerate() {
-                let v = match N {
-                    1 => _mm512_permutex2var_epi8(a, idx, h),
-                    2 => _mm512_permutex2var_epi16(a, idx, h),
-                    4 => _mm512_permutex2var_epi32(a, idx, h),
-                    _ => _mm512_permutex2var_epi64(a, idx, h),
-                };
-                let at = dp.add(d + c * 64);
-                if whole_stores {
-                    _mm512_storeu_si512(at as *mut __m512i, v);
-                } else {
-                    _mm512_mask_storeu_epi8(at as *mut i8, first(p.bytes - c * 64), v);
-                }
+                let v = permute2::<N>(a, idx, h);
+                store(dp.add(d + c * 64), v, whole_stores, p.bytes - c * 64);
             }
         }
     }
