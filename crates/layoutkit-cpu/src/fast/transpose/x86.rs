@@ -7,6 +7,7 @@ use super::Rows;
 use std::arch::x86_64::*;
 
 mod bytes;
+pub(super) mod edges;
 mod sse2;
 use sse2::u8_block as sse2_u8_block;
 pub(super) use sse2::{
@@ -387,6 +388,16 @@ unsafe fn u16_block16<R: Rows>(rows: R, a: usize, b: usize, pf: Prefetch) -> [__
             *v = _mm256_loadu_si256(rows.src(b + k).add(a * 2) as *const __m256i);
             pf.ahead_of(rows.src(b + k).wrapping_add(a * 2));
         }
+        u16_transpose16(r)
+    }
+}
+
+/// The 16 x 16 transpose of sixteen rows of sixteen 2-byte elements: vector `c` is column
+/// `c`. Always inlined into a caller that has AVX2.
+#[inline(always)]
+unsafe fn u16_transpose16(r: [__m256i; 16]) -> [__m256i; 16] {
+    // SAFETY: the caller has AVX2 (this is inlined into its kernels).
+    unsafe {
         // Within each 128-bit lane (columns 8L..8L+8): pairs of rows, then quads, then eights.
         let mut t = [_mm256_setzero_si256(); 16];
         for i in 0..8 {
