@@ -144,10 +144,11 @@ fn candidate_tiles(s: &ConvShape, tma: bool) -> Vec<HopperTile> {
     } else {
         (128, 256, 4, 1)
     };
+    let mid = if ninety_six_columns(s.o) { 96 } else { 128 };
     let standard = [
         widest,
-        (128, 128, 3, 0),
-        (128, 128, 4, 1),
+        (128, mid, 3, 0),
+        (128, mid, 4, 1),
         (128, 64, 3, 0),
         (128, 64, 4, 1),
         (64, 64, 4, 1),
@@ -158,6 +159,18 @@ fn candidate_tiles(s: &ConvShape, tma: bool) -> Vec<HopperTile> {
         .chain(standard)
         .filter_map(|(bm, bn, st, f)| HopperTile::new(bm, bn, st)?.with_in_flight(f))
         .collect()
+}
+
+/// Whether the 128-column candidates give way to 96 columns for `o` output channels: where
+/// O is over 128, 96 divides it and 128-column tiles would compute 20% or more zeros (O = 192: two tiles of 128
+/// for 192 channels). Measured on an H200 (MobileNetV2's pointwise layers at batch 1, 8, 32 and
+/// 64, GPU time, three alternations; `bench/results/conv.md`): `pw 1x1 32->192 @28` 1.18x /
+/// 1.10x / 1.07x at batch 8 / 32 / 64; where less is wasted, 96 columns in their place lost
+/// (O = 576: 0.86-0.87x at batch 32 and 64) or did not always win (O = 960: 1.15x at batch 64,
+/// 0.93x at 32, where the 128 x 128 tile it displaced was the rule's).
+fn ninety_six_columns(o: usize) -> bool {
+    let waste = o.next_multiple_of(128) - o;
+    o > 128 && o.is_multiple_of(96) && waste * 5 >= o.next_multiple_of(128)
 }
 
 /// The candidate with the most blocks for `s` (the last, i.e. smallest, on a tie).
@@ -213,5 +226,20 @@ mod tests {
             "{splits} splits of {steps} steps"
         );
         assert_eq!(plan(8, 512, 7, 512, 3), (128, 128, 8, 72));
+    }
+
+    #[test]
+    fn ninety_six_columns_where_a_128_column_tile_would_compute_a_fifth_zeros() {
+        assert!(ninety_six_columns(192));
+        for o in [96, 128, 256, 288, 384, 576, 960, 1152] {
+            assert_eq!(ninety_six_columns(o), o == 288, "O = {o}");
+        }
+        // MobileNetV2's pw 1x1 32->192 @28 at batch 64: 128 x 96, three stages, unsplit.
+        let kk = crate::conv::test_kernel(64, 32, 28, 192, 1, DType::F16);
+        let p = hopper_plan_with(&kk, false);
+        assert_eq!((p.bm, p.bn, p.splits), (128, 96, 1));
+        // O = 960 keeps the 128-column tiles.
+        let kk = crate::conv::test_kernel(64, 160, 7, 960, 1, DType::F16);
+        assert_eq!(hopper_plan_with(&kk, false).bn, 128);
     }
 }
