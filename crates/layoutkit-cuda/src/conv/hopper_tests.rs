@@ -577,7 +577,8 @@ fn wide_tiles_split_k_only_into_eight_steps_or_more() {
     assert!(super::super::tma_applies(&k));
     let plan = hopper_plan_with(&k, true);
     assert_eq!(plan.splits, 1, "{plan:?}");
-    assert_eq!((plan.bm, plan.bn), (64, 64));
+    // 98 blocks of 64 x 128, one per SM in one wave (`tile_rule`'s one-wave tile).
+    assert_eq!((plan.bm, plan.bn), (64, 128));
     // ResNet-50's l4 3x3 at batch 8: 72 steps, 128 x 128 in 8 splits of 9.
     k.shape = layer(512, 512, 7, 1);
     k.shape.n = 8;

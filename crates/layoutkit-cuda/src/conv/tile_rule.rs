@@ -106,6 +106,9 @@ fn plan_with_thresholds(
         .iter()
         .enumerate()
         .find_map(|(i, t)| {
+            if (t.bm, t.bn, t.stages) == (ONE_WAVE_TILE.0, ONE_WAVE_TILE.1, ONE_WAVE_TILE.2) {
+                return fills_one_wave(t, s).then_some(*t);
+            }
             if t.fill(s) >= MIN_FILL {
                 return Some(split(t));
             }
@@ -151,9 +154,10 @@ fn candidate_tiles(s: &ConvShape, tma: bool) -> Vec<HopperTile> {
         (128, mid, 4, 1),
         (128, 64, 3, 0),
         (128, 64, 4, 1),
-        (64, 64, 4, 1),
     ]
     .into_iter()
+    .chain(tma.then_some(ONE_WAVE_TILE))
+    .chain([(64, 64, 4, 1)])
     .filter(|&(bm, bn, _, _)| bn <= s.o.max(64) && (bm < 256 || s.o >= 256));
     narrow
         .chain(standard)
@@ -171,6 +175,27 @@ fn candidate_tiles(s: &ConvShape, tma: bool) -> Vec<HopperTile> {
 fn ninety_six_columns(o: usize) -> bool {
     let waste = o.next_multiple_of(128) - o;
     o > 128 && o.is_multiple_of(96) && waste * 5 >= o.next_multiple_of(128)
+}
+
+/// The 64 x 128 tile with four stages: for the TMA kernel, a candidate (before 64 x 64) only
+/// where its blocks fill the SMs in one wave of one block each ([`fills_one_wave`]), where the
+/// rule took 64 x 64 with two blocks on most SMs. A 64 x 128 block reads each pixel tile's
+/// input once for 128 output channels, where two 64 x 64 blocks read it twice. Measured on an
+/// H200 (our NHWC kernels on every layer of three networks at batch 1, 4, 8, 16, 32 and 64,
+/// the rule with and without it; `bench/results/conv.md`): the 16 TMA layer-and-batch pairs it
+/// moves 1.05-1.21x (e.g. `l4 1x1 2048->512` at batch 32 1.20x, `l4 1x1/2 1024->2048` at batch
+/// 8 1.21x, VGG-16's `conv3_2` at batch 1 1.15x); in the `cp.async` kernel (layers of 1-3 K
+/// steps) the 5 pairs it would move ran 0.88-0.97x, so it is not a candidate there. (With six
+/// stages it is one block per SM everywhere; as a candidate by the block-slot fill it moved
+/// layers of several waves too, and lost 0.98x.)
+const ONE_WAVE_TILE: (usize, usize, usize, usize) = (64, 128, 4, 1);
+
+/// Whether `t`'s blocks, unsplit, fill at least [`MIN_FILL`] of the SMs and no more than one
+/// block each.
+fn fills_one_wave(t: &HopperTile, s: &ConvShape) -> bool {
+    let (x, y) = t.tiles(s);
+    let blocks = x * y;
+    blocks <= super::SMS && blocks as f64 >= MIN_FILL * super::SMS as f64
 }
 
 /// The candidate with the most blocks for `s` (the last, i.e. smallest, on a tie).
@@ -213,10 +238,12 @@ mod tests {
             (p.bm, p.bn, p.splits, HopperK::of(&kk).steps(&kk))
         };
         // ResNet-50's l4 1x1 2048 -> 512 at batch 32: 32 K steps; 256 x 128 would fill the
-        // GPU only in 4 splits of 8 steps, while 64 x 64 fills it unsplit (200 blocks).
-        assert_eq!(plan(32, 2048, 7, 512, 1), (64, 64, 1, 32));
-        // VGG-16's conv4_1 at batch 2: 36 steps, 4 splits of 9; 64 x 64 fills unsplit.
-        assert_eq!(plan(2, 256, 28, 512, 3), (64, 64, 1, 36));
+        // GPU only in 4 splits of 8 steps, while narrower tiles fill it unsplit.
+        // (The TMA kernel then takes 64 x 128, one block per SM in one wave: ONE_WAVE_TILE.)
+        assert_eq!(plan(32, 2048, 7, 512, 1), (64, 128, 1, 32));
+        // VGG-16's conv4_1 at batch 2: 36 steps, 4 splits of 9; unsplit narrower tiles fill
+        // (the one-wave 64 x 128: 98 blocks).
+        assert_eq!(plan(2, 256, 28, 512, 3), (64, 128, 1, 36));
         // Splits of 12 steps or more stay (VGG-16's conv4_2 at batch 2: 72 steps), and so do
         // 8-step splits where no narrower tile fills unsplit (l4 3x3 at batch 8, 8 splits of
         // 9 steps).
@@ -226,6 +253,22 @@ mod tests {
             "{splits} splits of {steps} steps"
         );
         assert_eq!(plan(8, 512, 7, 512, 3), (128, 128, 8, 72));
+    }
+
+    #[test]
+    fn the_one_wave_tile_is_taken_by_the_tma_kernel_where_it_fills_the_sms_once() {
+        // ResNet-50's l4 1x1 1024->512 at batch 8: 1568 pixels, 25 x 4 = 100 blocks of 64 x 128.
+        let kk = crate::conv::test_kernel(8, 1024, 14, 512, 1, DType::F16);
+        let p = hopper_plan_with(&kk, true);
+        assert_eq!((p.bm, p.bn, p.stages, p.splits), (64, 128, 4, 1));
+        assert!(fills_one_wave(&p, &kk.shape));
+        // Not for the cp.async kernel.
+        let p = hopper_plan_with(&kk, false);
+        assert_eq!((p.bm, p.bn), (64, 64));
+        // Not where its blocks would take more than one wave (batch 16: 200 blocks).
+        let kk = crate::conv::test_kernel(16, 1024, 14, 512, 1, DType::F16);
+        let p = hopper_plan_with(&kk, true);
+        assert_ne!((p.bm, p.bn), (64, 128));
     }
 
     #[test]
