@@ -33,6 +33,7 @@ pub(crate) struct Run {
 }
 
 /// What all tiles of one work item share.
+#[derive(Clone, Copy)]
 pub(crate) struct Shape<'a> {
     /// Per filter tap: offset of the tap's input pixel from the output pixel's base, and the
     /// offset of the tap's rows in the chunk's filter panel (floats).
@@ -46,6 +47,10 @@ pub(crate) struct Shape<'a> {
     /// Output stride between neighbouring pixels, and between the tile's channel vectors.
     pub psy: usize,
     pub yb: usize,
+    /// For tiles over two output rows (`PX < P`): the input and output offsets of the second
+    /// row's first pixel from the first row's (0 for tiles of one row).
+    pub xrow: usize,
+    pub yrow: usize,
     /// Floats per filter panel row (`B_MAX * LANES`).
     pub row: usize,
     /// `B * LANES` bias values for the tile's channels (used when `first`).
@@ -59,20 +64,31 @@ pub(crate) struct Shape<'a> {
 /// One tile: input at the first output pixel's base, the reduction chunk's filter panel,
 /// output at the first pixel. `PSX` is the input stride between pixels when it is known at
 /// compile time (the broadcasts then address with constant displacements and need no index
-/// arithmetic), 0 to read it from the shape.
+/// arithmetic), 0 to read it from the shape. The tile's `P` pixels are rows of `PX`: pixel `p`
+/// is column `p % PX` of row `p / PX`, rows `s.xrow` (input) and `s.yrow` (output) apart
+/// (`PX = P`: one row).
 ///
 /// # Safety
 /// Every address the shape implies from `x`, `w` and `y` must be in bounds (the caller's
-/// geometry guarantees it), `PSX` must be 0 or `s.psx`, and `S`'s instruction set must be
-/// present.
+/// geometry guarantees it), `PSX` must be 0 or `s.psx`, `PX` must divide `P`, and `S`'s
+/// instruction set must be present.
 #[inline(always)]
-pub(crate) unsafe fn tile<S: Simd, const P: usize, const B: usize, const PSX: usize>(
+pub(crate) unsafe fn tile<
+    S: Simd,
+    const P: usize,
+    const B: usize,
+    const PSX: usize,
+    const PX: usize,
+>(
     x: *const f32,
     w: *const f32,
     y: *mut f32,
     s: &Shape<'_>,
 ) {
     let psx = if PSX == 0 { s.psx } else { PSX };
+    // Input and output offsets of pixel `p` (constant-folded for one row).
+    let px_off = |p: usize| (p % PX) * psx + (p / PX) * s.xrow;
+    let yo = |p: usize| (p % PX) * s.psy + (p / PX) * s.yrow;
     let mut acc = [[S::zero(); B]; P];
     if s.first {
         let mut bv = [S::zero(); B];
@@ -85,7 +101,7 @@ pub(crate) unsafe fn tile<S: Simd, const P: usize, const B: usize, const PSX: us
     } else {
         for (p, a) in acc.iter_mut().enumerate() {
             for (b, v) in a.iter_mut().enumerate() {
-                *v = S::load(y.add(p * s.psy + b * s.yb));
+                *v = S::load(y.add(yo(p) + b * s.yb));
             }
         }
     }
@@ -99,7 +115,7 @@ pub(crate) unsafe fn tile<S: Simd, const P: usize, const B: usize, const PSX: us
                     *v = S::load(wp.add(b * S::LANES));
                 }
                 for (p, a) in acc.iter_mut().enumerate() {
-                    let xv = S::splat(*xp.add(p * psx));
+                    let xv = S::splat(*xp.add(px_off(p)));
                     for b in 0..B {
                         a[b] = S::fma(xv, wv[b], a[b]);
                     }
@@ -112,7 +128,7 @@ pub(crate) unsafe fn tile<S: Simd, const P: usize, const B: usize, const PSX: us
     for (p, a) in acc.iter().enumerate() {
         for (b, &v) in a.iter().enumerate() {
             let v = if s.relu { S::relu(v) } else { v };
-            S::store(y.add(p * s.psy + b * s.yb), v);
+            S::store(y.add(yo(p) + b * s.yb), v);
         }
     }
 }
@@ -140,9 +156,24 @@ macro_rules! tile_tables {
         ]
     };
 }
-// The x86 builds use the table macro from their own module.
+/// The tables of an instruction set's two-row entry `$entry::<P, PX, B, PSX>` for `$lanes`
+/// lanes: `[S][PX - 1][B - 1]` for the listed `(P PX)` pairs, `P = 2 * PX`.
 #[cfg(target_arch = "x86_64")]
-pub(crate) use tile_tables;
+macro_rules! two_row_tables {
+    ($entry:ident, $lanes:literal, $(($p:literal $px:literal))*) => {
+        [
+            [$([$entry::<$p, $px, 1, 0> as crate::conv_blocked::microkernel::TileFn,
+                $entry::<$p, $px, 2, 0> as crate::conv_blocked::microkernel::TileFn]),*],
+            [$([$entry::<$p, $px, 1, $lanes> as crate::conv_blocked::microkernel::TileFn,
+                $entry::<$p, $px, 2, $lanes> as crate::conv_blocked::microkernel::TileFn]),*],
+            [$([$entry::<$p, $px, 1, { 2 * $lanes }> as crate::conv_blocked::microkernel::TileFn,
+                $entry::<$p, $px, 2, { 2 * $lanes }> as crate::conv_blocked::microkernel::TileFn]),*],
+        ]
+    };
+}
+// The x86 builds use the table macros from their own module.
+#[cfg(target_arch = "x86_64")]
+pub(crate) use {tile_tables, two_row_tables};
 
 /// Eight lanes in plain Rust: the build every target has (compilers vectorise the fixed-size
 /// lane loops: SSE2 on x86-64, NEON on aarch64).
@@ -196,7 +227,7 @@ pub(crate) unsafe fn tile_portable<const P: usize, const B: usize>(
     s: &Shape<'_>,
 ) {
     // SAFETY: forwarded contract.
-    unsafe { tile::<Portable, P, B, 0>(x, w, y, s) }
+    unsafe { tile::<Portable, P, B, 0, P>(x, w, y, s) }
 }
 
 /// Portable tiles: up to 4 pixels by 2 vectors of 8 channels, the stride read from the shape.

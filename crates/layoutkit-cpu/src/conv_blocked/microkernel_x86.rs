@@ -1,11 +1,12 @@
 //! The x86-64 builds of the tile: AVX2 + FMA (8 lanes, up to 6 pixels by 2 vectors: 12
 //! accumulators of the 16 ymm registers) and AVX-512F (16 lanes, up to 12 pixels by 2 vectors:
 //! 24 accumulators of the 32 zmm registers, leaving room for the weights and the broadcast).
-//! Each is compiled with its features and chosen at run time.
+//! Each is compiled with its features and chosen at run time; each also has two-row tiles
+//! (2 x up to 3 pixels on AVX2, 2 x up to 6 on AVX-512) for short output rows.
 
 use std::arch::x86_64::*;
 
-use super::microkernel::{tile, tile_tables, Shape, Simd, TileTables};
+use super::microkernel::{tile, tile_tables, two_row_tables, Shape, Simd, TileTables};
 
 #[derive(Clone, Copy)]
 pub(crate) struct Avx2(__m256);
@@ -85,7 +86,26 @@ pub(crate) unsafe fn tile_avx2<const P: usize, const B: usize, const PSX: usize>
     y: *mut f32,
     s: &Shape<'_>,
 ) {
-    tile::<Avx2, P, B, PSX>(x, w, y, s)
+    tile::<Avx2, P, B, PSX, P>(x, w, y, s)
+}
+
+/// The AVX2 entry over two rows of `PX = P / 2` pixels.
+///
+/// # Safety
+/// As [`tile`]; the CPU must have AVX2 and FMA.
+#[target_feature(enable = "avx2,fma")]
+pub(crate) unsafe fn tile_avx2_rows<
+    const P: usize,
+    const PX: usize,
+    const B: usize,
+    const PSX: usize,
+>(
+    x: *const f32,
+    w: *const f32,
+    y: *mut f32,
+    s: &Shape<'_>,
+) {
+    tile::<Avx2, P, B, PSX, PX>(x, w, y, s)
 }
 
 /// The AVX-512 entry.
@@ -99,9 +119,33 @@ pub(crate) unsafe fn tile_avx512<const P: usize, const B: usize, const PSX: usiz
     y: *mut f32,
     s: &Shape<'_>,
 ) {
-    tile::<Avx512, P, B, PSX>(x, w, y, s)
+    tile::<Avx512, P, B, PSX, P>(x, w, y, s)
+}
+
+/// The AVX-512 entry over two rows of `PX = P / 2` pixels.
+///
+/// # Safety
+/// As [`tile`]; the CPU must have AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn tile_avx512_rows<
+    const P: usize,
+    const PX: usize,
+    const B: usize,
+    const PSX: usize,
+>(
+    x: *const f32,
+    w: *const f32,
+    y: *mut f32,
+    s: &Shape<'_>,
+) {
+    tile::<Avx512, P, B, PSX, PX>(x, w, y, s)
 }
 
 pub(crate) static AVX2: TileTables<6> = tile_tables!(tile_avx2, 8, 1 2 3 4 5 6);
 pub(crate) static AVX512: TileTables<12> =
     tile_tables!(tile_avx512, 16, 1 2 3 4 5 6 7 8 9 10 11 12);
+
+/// Two-row tiles (`[S][PX - 1][B - 1]`): AVX2 up to 2 x 3 pixels, AVX-512 up to 2 x 6.
+pub(crate) static AVX2_ROWS: TileTables<3> = two_row_tables!(tile_avx2_rows, 8, (2 1) (4 2) (6 3));
+pub(crate) static AVX512_ROWS: TileTables<6> =
+    two_row_tables!(tile_avx512_rows, 16, (2 1) (4 2) (6 3) (8 4) (10 5) (12 6));

@@ -4,9 +4,10 @@
 //! (output-channel pair, row band) items, bias and ReLU fused into the tile's store.
 //!
 //! Each tile keeps `P` output pixels by two vectors of output channels in registers for the
-//! whole reduction chunk (taps times the chunk's input channels), see [`microkernel`]. Builds:
-//! AVX-512F (16 lanes, P <= 12), AVX2 + FMA (8 lanes, P <= 6), portable (8 lanes, P <= 4; the
-//! aarch64 path), chosen at run time ([`ConvKernels`]). The reduction is split into chunks
+//! whole reduction chunk (taps times the chunk's input channels), see [`microkernel`]; on x86,
+//! rows too short for full tiles (7 pixels on AVX2) go two at a time ([`schedule::two_rows_win`]).
+//! Builds: AVX-512F (16 lanes, P <= 12), AVX2 + FMA (8 lanes, P <= 6), portable (8 lanes,
+//! P <= 4; the aarch64 path), chosen at run time ([`ConvKernels`]). The reduction is split into chunks
 //! whose weights fit half of the L1 data cache (sizes from sysfs), and each group of output
 //! rows whose partial sums fit a quarter of it runs chunk by chunk: every tile of the group
 //! reads the chunk's weights from L1, and the partial sums (kept in the output between
@@ -254,7 +255,7 @@ pub fn conv2d_blocked_into(
     } else {
         None
     };
-    let (lanes, tables) = w.kernels.tables();
+    let (lanes, tables, row_tables) = w.kernels.tables();
     let [n, o, oh, ow] = [0, 1, 2, 3].map(|i| out_dims.entries()[i].1);
     let [_, cg, kh, kw] = [0, 1, 2, 3].map(|i| w.oihw.extents()[i]);
     let (groups, og) = (conv.groups, o / conv.groups);
@@ -403,11 +404,12 @@ pub fn conv2d_blocked_into(
     };
     // Tiles with the pixel stride built in where it is one or two vectors.
     let psx = sw * input.sw;
-    let table = match psx {
-        p if p == lanes => tables[1],
-        p if p == 2 * lanes => tables[2],
-        _ => tables[0],
+    let stride_index = match psx {
+        p if p == lanes => 1,
+        p if p == 2 * lanes => 2,
+        _ => 0,
     };
+    let (table, row_table) = (tables[stride_index], row_tables[stride_index]);
     let p_max = table.len();
     // Rows: (input offset, output offset, pixels).
     let group_px = packing::group_pixels(lanes);
@@ -487,6 +489,7 @@ pub fn conv2d_blocked_into(
     let panels = f32s(&w.panels);
     let tiles = schedule::Tiles {
         table,
+        row_table,
         chunks: &chunks,
         chunk_taps: &chunk_taps,
         runs: &runs,

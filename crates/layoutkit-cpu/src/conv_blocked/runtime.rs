@@ -74,22 +74,32 @@ impl ConvKernels {
 
     /// Vector lanes and the tile tables of a resolved build: `[stride][P - 1][B - 1]`, the
     /// pixel stride 0 (read from the shape), one vector or two (see
-    /// [`microkernel::TileTables`]).
-    pub(super) fn tables(self) -> (usize, [&'static [[TileFn; 2]]; 3]) {
-        fn slices<const N: usize>(
-            t: &'static microkernel::TileTables<N>,
-        ) -> [&'static [[TileFn; 2]]; 3] {
+    /// [`microkernel::TileTables`]), then the two-row tiles' `[stride][PX - 1][B - 1]` (none
+    /// for the portable build).
+    pub(super) fn tables(self) -> (usize, Tables, Tables) {
+        fn slices<const N: usize>(t: &'static microkernel::TileTables<N>) -> Tables {
             [&t[0], &t[1], &t[2]]
         }
         match self {
             #[cfg(target_arch = "x86_64")]
-            ConvKernels::Avx512 => (16, slices(&microkernel_x86::AVX512)),
+            ConvKernels::Avx512 => (
+                16,
+                slices(&microkernel_x86::AVX512),
+                slices(&microkernel_x86::AVX512_ROWS),
+            ),
             #[cfg(target_arch = "x86_64")]
-            ConvKernels::Avx2 => (8, slices(&microkernel_x86::AVX2)),
-            _ => (8, slices(&microkernel::PORTABLE)),
+            ConvKernels::Avx2 => (
+                8,
+                slices(&microkernel_x86::AVX2),
+                slices(&microkernel_x86::AVX2_ROWS),
+            ),
+            _ => (8, slices(&microkernel::PORTABLE), [&[]; 3]),
         }
     }
 }
+
+/// Tile tables by pixel stride (see [`ConvKernels::tables`]).
+pub(super) type Tables = [&'static [[TileFn; 2]]; 3];
 
 /// `bytes` as f32 values: in place when aligned, else copied.
 pub(super) fn f32s(bytes: &[u8]) -> std::borrow::Cow<'_, [f32]> {

@@ -18,6 +18,9 @@ pub(super) type Row = (usize, usize, usize);
 pub(super) struct Tiles<'a> {
     /// The tile entries `[P - 1][B - 1]` for this pixel stride.
     pub table: &'a [[TileFn; 2]],
+    /// The two-row tile entries `[PX - 1][B - 1]` (2 x `PX` pixels) for this pixel stride
+    /// (empty where the build has none).
+    pub row_table: &'a [[TileFn; 2]],
     /// Reduction chunks: channels `k0..k1` of a group.
     pub chunks: &'a [(usize, usize)],
     /// Per chunk, per tap: input offset and offset of the tap's rows in the chunk's panel.
@@ -79,6 +82,8 @@ impl Tiles<'_> {
                     psx: self.psx,
                     psy: map.sw,
                     yb,
+                    xrow: 0,
+                    yrow: 0,
                     row,
                     bias: self.bias[(g * blocks.pairs + j) * row..].as_ptr(),
                     first: ci == 0,
@@ -86,31 +91,69 @@ impl Tiles<'_> {
                 };
                 // SAFETY: the chunk's rows start at `k0 * taps` in the pair's panel.
                 let wc = unsafe { wp.add(k0 * self.taps * row) };
-                for &(xr, yr, len) in &rows[g0..g1] {
-                    let tiles = len.div_ceil(p_max);
+                let group = &rows[g0..g1];
+                let mut i = 0;
+                while i < group.len() {
+                    let (xr, yr, len) = group[i];
+                    // Two rows of the same length at once where that gives the tiles more
+                    // pixels (rows shorter than two of the widest tiles: 7 pixels on AVX2).
+                    let pair = group.get(i + 1).filter(|next| {
+                        next.2 == len
+                            && next.0 > xr
+                            && next.1 > yr
+                            && two_rows_win(len, p_max, self.row_table.len())
+                    });
+                    let (shape2, rows_here, px_max, table) = match pair {
+                        Some(&(xn, yn, _)) => (
+                            Shape {
+                                xrow: xn - xr,
+                                yrow: yn - yr,
+                                ..shape
+                            },
+                            2,
+                            self.row_table.len(),
+                            self.row_table,
+                        ),
+                        None => (shape, 1, p_max, self.table),
+                    };
+                    let tiles = len.div_ceil(px_max);
                     let (base, extra) = (len / tiles, len % tiles);
                     let mut start = 0;
                     for t in 0..tiles {
                         let p = base + usize::from(t < extra);
                         // SAFETY: the caller's contract covers the pixels, taps and output
-                        // vectors; the chunk's panel holds taps * (k1 - k0) rows for this
-                        // pair; the table's stride is 0 or `psx`, its build resolved against
-                        // this CPU.
+                        // vectors (of both rows of a two-row tile); the chunk's panel holds
+                        // taps * (k1 - k0) rows for this pair; the table's stride is 0 or
+                        // `psx`, its build resolved against this CPU.
                         unsafe {
-                            self.table[p - 1][b - 1](
+                            table[p - 1][b - 1](
                                 x.add(xr + start * self.psx),
                                 wc,
                                 self.y.get().add(yr + start * map.sw + map.vec[v0]),
-                                &shape,
+                                &shape2,
                             );
                         }
                         start += p;
                     }
+                    i += rows_here;
                 }
             }
             g0 = g1;
         }
     }
+}
+
+/// Whether rows of `len` pixels run faster two at a time in tiles of up to `2 * px_max`
+/// pixels (two rows of `px_max`) than one at a time in tiles of up to `p_max`: where the
+/// smallest tile gets more pixels (more accumulators for the FMA units to keep in flight). On
+/// AVX2 (`p_max` 6, `px_max` 3), 7-pixel rows: tiles of 4 and 3 pixels one row at a time,
+/// 2 x 3, 2 x 2 and 2 x 2 two rows at a time (ResNet-50's `l4` 3x3 layers on 7 x 7 outputs).
+pub(super) fn two_rows_win(len: usize, p_max: usize, px_max: usize) -> bool {
+    if px_max == 0 || len == 0 {
+        return false;
+    }
+    let smallest = |len: usize, widest: usize| len / len.div_ceil(widest);
+    2 * smallest(len, px_max) > smallest(len, p_max)
 }
 
 /// Appends the output row at input offset `xr`, output offset `yr`, `len` pixels (input and

@@ -142,3 +142,62 @@ fn band_copies_match_the_reference() {
     }
     SMALL_CACHES.with(|c| c.set(false));
 }
+
+#[test]
+fn two_row_tiles_match_the_reference() {
+    // Output rows of 1, 2, 3 and 7 pixels, where the tiles take two rows at a time (AVX2:
+    // 7-pixel rows in 2 x 3 and 2 x 2 tiles; both x86 builds: rows of up to 3 pixels), with an
+    // odd row count (a row alone, or a pair whose second row is the next image's first) and
+    // several images, strides 1 and 2, bias and ReLU, on 1 and 2 threads.
+    let bias: Vec<f64> = (0..40).map(|i| i as f64 * 0.05 - 1.0).collect();
+    let ep = Epilogue {
+        bias: Some(&bias),
+        relu: true,
+        scale: None,
+    };
+    for kernels in builds() {
+        for (layout, xd, stride, threads) in [
+            ("NCHW8c", "N=2,C=24,H=5,W=7", 1, 1),
+            ("NHWC", "N=3,C=16,H=7,W=7", 1, 2),
+            ("NCHW16c", "N=2,C=32,H=13,W=13", 2, 1),
+            ("NCHW", "N=1,C=8,H=9,W=3", 1, 1),
+            ("NCHW8c", "N=2,C=16,H=5,W=2", 1, 2),
+            ("NHWC", "N=2,C=8,H=3,W=1", 1, 1),
+        ] {
+            let conv = Conv2d {
+                padding: [1, 1],
+                stride: [stride, stride],
+                ..Conv2d::default()
+            };
+            let c: usize = xd
+                .split("C=")
+                .nth(1)
+                .unwrap()
+                .split(',')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            let wd = format!("O=40,I={c},H=3,W=3");
+            let what = format!("{xd} stride {stride} threads {threads}");
+            assert_matches_reference(&conv, xd, &wd, layout, &ep, threads, kernels, (5, 6), &what);
+        }
+    }
+}
+
+#[test]
+fn two_rows_win_only_where_the_smallest_tile_grows() {
+    use super::schedule::two_rows_win;
+    // AVX2 (tiles of up to 6 pixels, two rows of up to 3): 7-pixel rows yes (4 + 3 -> 2 x 3,
+    // 2 x 2, 2 x 2), 14 no (5, 5, 4 -> 2 x 3 ... 2 x 2: 4 either way), short rows yes.
+    assert!(two_rows_win(7, 6, 3));
+    assert!(!two_rows_win(14, 6, 3));
+    assert!(!two_rows_win(56, 6, 3));
+    for len in 1..=3 {
+        assert!(two_rows_win(len, 6, 3), "{len}");
+    }
+    // AVX-512 (12, two rows of 6): 7-pixel rows stay one tile of 7.
+    assert!(!two_rows_win(7, 12, 6));
+    // No two-row tiles in the build.
+    assert!(!two_rows_win(7, 4, 0));
+}
