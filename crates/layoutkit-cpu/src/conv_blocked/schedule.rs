@@ -144,16 +144,21 @@ impl Tiles<'_> {
 }
 
 /// Whether rows of `len` pixels run faster two at a time in tiles of up to `2 * px_max`
-/// pixels (two rows of `px_max`) than one at a time in tiles of up to `p_max`: where the
-/// smallest tile gets more pixels (more accumulators for the FMA units to keep in flight). On
-/// AVX2 (`p_max` 6, `px_max` 3), 7-pixel rows: tiles of 4 and 3 pixels one row at a time,
-/// 2 x 3, 2 x 2 and 2 x 2 two rows at a time (ResNet-50's `l4` 3x3 layers on 7 x 7 outputs).
+/// pixels (two rows of `px_max`) than one at a time in tiles of up to `p_max`: where one row
+/// at a time leaves a tile of fewer than 4 pixels (6 accumulators, fewer than two FMA units
+/// of 4 cycles' latency keep busy) and two rows make the smallest tile larger. On AVX2
+/// (`p_max` 6, `px_max` 3), 7-pixel rows: tiles of 4 and 3 pixels one row at a time, 2 x 3,
+/// 2 x 2 and 2 x 2 two at a time (ResNet-50's `l4` 3x3 layers on 7 x 7 outputs: 1.15x in the
+/// AVX2 build). Not where every tile already has 4 pixels or more: on AVX-512, 14- and
+/// 28-pixel rows (tiles of 7 and 9 or more pixels) ran 0.97-1.0x in two-row tiles of 2 x 4
+/// and 2 x 5.
 pub(super) fn two_rows_win(len: usize, p_max: usize, px_max: usize) -> bool {
     if px_max == 0 || len == 0 {
         return false;
     }
     let smallest = |len: usize, widest: usize| len / len.div_ceil(widest);
-    2 * smallest(len, px_max) > smallest(len, p_max)
+    let one_row = smallest(len, p_max);
+    one_row < 4 && 2 * smallest(len, px_max) > one_row
 }
 
 /// Appends the output row at input offset `xr`, output offset `yr`, `len` pixels (input and

@@ -196,8 +196,12 @@ fn two_rows_win_only_where_the_smallest_tile_grows() {
     for len in 1..=3 {
         assert!(two_rows_win(len, 6, 3), "{len}");
     }
-    // AVX-512 (12, two rows of 6): 7-pixel rows stay one tile of 7.
+    // AVX-512 (12, two rows of 6): 7-, 14- and 28-pixel rows stay one row at a time (tiles
+    // of 7 pixels or more), rows of 1-3 pixels go two at a time.
     assert!(!two_rows_win(7, 12, 6));
+    assert!(!two_rows_win(14, 12, 6));
+    assert!(!two_rows_win(28, 12, 6));
+    assert!(two_rows_win(3, 12, 6));
     // No two-row tiles in the build.
     assert!(!two_rows_win(7, 4, 0));
 }
