@@ -4,10 +4,11 @@
 //! (output-channel pair, row band) items, bias and ReLU fused into the tile's store.
 //!
 //! Each tile keeps `P` output pixels by two vectors of output channels in registers for the
-//! whole reduction chunk (taps times the chunk's input channels), see [`microkernel`]; on x86,
-//! rows too short for full tiles (7 pixels on AVX2) go two at a time ([`schedule::two_rows_win`]).
-//! Builds: AVX-512F (16 lanes, P <= 12), AVX2 + FMA (8 lanes, P <= 6), portable (8 lanes,
-//! P <= 4; the aarch64 path), chosen at run time ([`ConvKernels`]). The reduction is split into chunks
+//! whole reduction chunk (taps times the chunk's input channels), see [`microkernel`]; on
+//! x86, rows too short for full tiles (7 pixels on AVX2) go two at a time
+//! ([`schedule::two_rows_win`]). Builds: AVX-512F (16 lanes, P <= 12), AVX2 + FMA (8 lanes,
+//! P <= 6), portable (8 lanes, P <= 4; the aarch64 path), chosen at run time
+//! ([`ConvKernels`]). The reduction is split into chunks
 //! whose weights fit half of the L1 data cache (sizes from sysfs), and each group of output
 //! rows whose partial sums fit a quarter of it runs chunk by chunk: every tile of the group
 //! reads the chunk's weights from L1, and the partial sums (kept in the output between

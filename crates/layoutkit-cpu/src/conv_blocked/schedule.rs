@@ -95,8 +95,8 @@ impl Tiles<'_> {
                 let mut i = 0;
                 while i < group.len() {
                     let (xr, yr, len) = group[i];
-                    // Two rows of the same length at once where that gives the tiles more
-                    // pixels (rows shorter than two of the widest tiles: 7 pixels on AVX2).
+                    // Two rows of the same length at once where one row at a time would
+                    // leave a tile under 4 pixels (`two_rows_win`: 7-pixel rows on AVX2).
                     let pair = group.get(i + 1).filter(|next| {
                         next.2 == len
                             && next.0 > xr

@@ -166,8 +166,8 @@ fn candidate_tiles(s: &ConvShape, tma: bool) -> Vec<HopperTile> {
 }
 
 /// Whether the 128-column candidates give way to 96 columns for `o` output channels: where
-/// O is over 128, 96 divides it and 128-column tiles would compute 20% or more zeros (O = 192: two tiles of 128
-/// for 192 channels). Measured on an H200 (MobileNetV2's pointwise layers at batch 1, 8, 32 and
+/// O is over 128, 96 divides it and 128-column tiles would compute 20% or more zeros (O = 192:
+/// two tiles of 128 for 192 channels). Measured on an H200 (MobileNetV2's pointwise layers at batch 1, 8, 32 and
 /// 64, GPU time, three alternations; `bench/results/conv.md`): `pw 1x1 32->192 @28` 1.18x /
 /// 1.10x / 1.07x at batch 8 / 32 / 64; where less is wasted, 96 columns in their place lost
 /// (O = 576: 0.86-0.87x at batch 32 and 64) or did not always win (O = 960: 1.15x at batch 64,
