@@ -38,9 +38,11 @@ pub const MAX_STEPS_WITHOUT_THE_WIDEST: usize = 3;
 /// The tile and the splits of K the Hopper kernel runs `kernel` with. In the order of
 /// [`hopper_tile`]'s candidates, the first tile whose blocks fill at least 70% of the GPU's
 /// block slots, or that fills them with K split among 3 or more blocks ([`splits_for`]) of at
-/// least 8 K steps each (12 where a later, narrower candidate fills them unsplit); else the
-/// tile with the most blocks, with the splits [`splits_for`] gives it. For the TMA kernel, then a 192-row tile where that fills the last wave of blocks
-/// and this tile does not ([`super::wave_fill::fuller_wave_tile`]).
+/// least 8 K steps each (12 where a later, narrower candidate fills them unsplit), the TMA
+/// kernel's 64 x 128 by its own test ([`ONE_WAVE_TILE`]); else the tile with the most blocks,
+/// with the splits [`splits_for`] gives it. For the TMA kernel, then a 192-row tile where that
+/// fills the last wave of blocks and this tile does not
+/// ([`super::wave_fill::fuller_wave_tile`]).
 ///
 /// Why the split counts: measured on an H100 (every tile forced on the 52 layers of three
 /// networks that are not depthwise, batch 1, 8 and 32, `bench/results/conv.md`), a wide tile
@@ -131,7 +133,9 @@ fn plan_with_thresholds(
 /// The candidate tiles for `s`, widest first, none wider than O (wider tiles compute zeros):
 /// 128 x 256 (four stages, one block per SM); 128 x 128 with three stages and no multiplies in
 /// flight across steps (two blocks per SM); 128 x 128 with four stages (one block); 128 x 64
-/// the same two ways; 64 x 64. Where O is under 256 and not a multiple of 64 (MobileNetV2's
+/// the same two ways; for the TMA kernel 64 x 128 ([`ONE_WAVE_TILE`], taken only where its
+/// blocks are one per SM in one wave); 64 x 64; 96 columns in place of 128 where
+/// [`ninety_six_columns`] says so. Where O is under 256 and not a multiple of 64 (MobileNetV2's
 /// 16, 24, 96, 144, 160), tiles exactly as wide as O rounded up to 32 come first: 128 rows with
 /// three stages, and 64 rows with four (measured on MobileNetV2's pointwise layers at batch 8,
 /// 32 and 64, every tile forced: 1.1-1.5x over the 64- or 128-column tile, whose last columns
@@ -167,8 +171,9 @@ fn candidate_tiles(s: &ConvShape, tma: bool) -> Vec<HopperTile> {
 
 /// Whether the 128-column candidates give way to 96 columns for `o` output channels: where
 /// O is over 128, 96 divides it and 128-column tiles would compute 20% or more zeros (O = 192:
-/// two tiles of 128 for 192 channels). Measured on an H200 (MobileNetV2's pointwise layers at batch 1, 8, 32 and
-/// 64, GPU time, three alternations; `bench/results/conv.md`): `pw 1x1 32->192 @28` 1.18x /
+/// two tiles of 128 for 192 channels). Measured on an H200 (MobileNetV2's pointwise layers at
+/// batch 1, 8, 32 and 64, GPU time, three alternations; `bench/results/conv.md`): `pw 1x1
+/// 32->192 @28` 1.18x /
 /// 1.10x / 1.07x at batch 8 / 32 / 64; where less is wasted, 96 columns in their place lost
 /// (O = 576: 0.86-0.87x at batch 32 and 64) or did not always win (O = 960: 1.15x at batch 64,
 /// 0.93x at 32, where the 128 x 128 tile it displaced was the rule's).
