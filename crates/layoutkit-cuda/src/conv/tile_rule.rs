@@ -39,7 +39,7 @@ pub const MAX_STEPS_WITHOUT_THE_WIDEST: usize = 3;
 /// [`hopper_tile`]'s candidates, the first tile whose blocks fill at least 70% of the GPU's
 /// block slots, or that fills them with K split among 3 or more blocks ([`splits_for`]) of at
 /// least 8 K steps each (12 where a later, narrower candidate fills them unsplit), the TMA
-/// kernel's 64 x 128 by its own test ([`ONE_WAVE_TILE`]); else the tile with the most blocks,
+/// kernel's 64 x 128 by its own test (`ONE_WAVE_TILE`); else the tile with the most blocks,
 /// with the splits [`splits_for`] gives it. For the TMA kernel, then a 192-row tile where that
 /// fills the last wave of blocks and this tile does not
 /// ([`super::wave_fill::fuller_wave_tile`]).
