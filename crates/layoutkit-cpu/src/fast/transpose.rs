@@ -356,15 +356,19 @@ pub(crate) unsafe fn transpose_rows<const N: usize, R: Rows>(rows: R, stream: bo
             b0: db,
             na: da,
         };
-        // With AVX-512BW, a strip the narrower blocks would not finish goes to masked blocks
-        // whole (see `x86::edges`), and so do the rows past the last whole block where there
-        // are two or more: f16 NCHW -> NHWC N=16,C=250,H=W=64, whose tiles of 131 pixels left
-        // 2 of 250 channels and 3 pixels to the element loop, one thread 0.37-0.38 -> 0.42-0.45
-        // of the copy (two sets of three alternating runs). A single row stays with the element
-        // loop: a block that stores one row still loads and transposes sixteen (f16 NCHW ->
-        // NHWC of 7 x 7 planes, C = 1000: 0.91x that way).
-        let masked = (N == 2 || N == 4) && avx512_bw();
-        let strip_masked = masked && !(nb - db).is_multiple_of(if N == 2 { 8 } else { 4 });
+        // With AVX-512BW, after a 2-byte block kernel: a strip of 9-15 columns (which the 8 x 8
+        // blocks would leave 1-7 columns of to the element loop) goes to masked blocks whole
+        // (see `x86::edges`), and so do two or more rows past the last whole block: f16
+        // NCHW -> NHWC N=16,C=250,H=W=64, whose tiles of 131 pixels left 2 of 250 channels
+        // and 3 pixels to the element loop, one thread 0.37-0.38 -> 0.42-0.45 of the copy
+        // (two sets of three alternating runs). Not narrower strips, single rows, tiles no
+        // block kernel ran on, or 4-byte elements: a masked block that stores a few columns
+        // or rows still loads and transposes sixteen, and masked stores of 8-12 bytes ran
+        // slower than the narrow kernels and the element loop (f16 MACE filter images with
+        // 4-column strips 0.15 -> 0.06 of the copy, f32 height-major images of 3 channels
+        // 0.17 -> 0.09; f16 7 x 7 planes with one row left 0.91x).
+        let masked = N == 2 && db > 0 && avx512_bw();
+        let strip_masked = masked && (9..16).contains(&(nb - db));
         // SAFETY (both): the strip is inside the tile (rows ..da, columns db..nb).
         let (sa, sb) = match N {
             _ if strip_masked => unsafe {
@@ -377,16 +381,13 @@ pub(crate) unsafe fn transpose_rows<const N: usize, R: Rows>(rows: R, stream: bo
             _ => (0, 0),
         };
         // The strips left: columns db + sb.. of rows ..sa, columns db.. of rows sa..da, then
-        // rows da.. whole (masked blocks as above, else the element loop).
+        // rows da.. whole (two or more in masked blocks as above, else the element loop).
         let rows_end = if masked && na - da >= 2 { na } else { da };
         unsafe {
-            if masked {
-                x86::edges::masked_region::<N, R>(rows, (0, sa), (db + sb, nb));
-                x86::edges::masked_region::<N, R>(rows, (sa, da), (db, nb));
+            scalar::<N, R>(src, dst, 0, sa, db + sb, nb);
+            scalar::<N, R>(src, dst, sa, da, db, nb);
+            if rows_end > da {
                 x86::edges::masked_region::<N, R>(rows, (da, rows_end), (0, nb));
-            } else {
-                scalar::<N, R>(src, dst, 0, sa, db + sb, nb);
-                scalar::<N, R>(src, dst, sa, da, db, nb);
             }
             scalar::<N, R>(src, dst, rows_end, na, 0, nb);
         }
