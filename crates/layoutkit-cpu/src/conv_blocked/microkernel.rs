@@ -136,30 +136,18 @@ pub(crate) unsafe fn tile<
 /// A tile entry for one instruction set and tile size.
 pub(crate) type TileFn = unsafe fn(*const f32, *const f32, *mut f32, &Shape<'_>);
 
-/// An instruction set's tables: `[S][P - 1][B - 1]`, `P` in `1..=$p`, `B` in 1..=2, and `S`
-/// the pixel stride: 0 read from the shape, 1 one vector (`NCHW<lanes>c` at stride 1), 2 two
-/// vectors (stride 2).
+/// An instruction set's tables: `[S][i][B - 1]`, `i` the tile (`P - 1` for one-row tiles,
+/// `PX - 1` for two-row ones), `B` in 1..=2, and `S` the pixel stride: 0 read from the shape, 1
+/// one vector (`NCHW<lanes>c` at stride 1), 2 two vectors (stride 2).
 pub(crate) type TileTables<const N: usize> = [[[TileFn; 2]; N]; 3];
 
-/// The tables of an instruction set's entry `$entry::<P, B, PSX>` for `$lanes` lanes (x86-64
-/// only so far: NEON has no tile tables).
+/// The tables of an instruction set's entry `$entry::<P, PX, B, PSX>` for `$lanes` lanes:
+/// `[S][i][B - 1]` for the listed `(P PX)` pairs (`i` their index), `B` in 1..=2, and `S` the
+/// pixel stride: 0 read from the shape, 1 one vector (`NCHW<lanes>c` at stride 1), 2 two
+/// vectors (stride 2). One-row tables list `(P P)` for `P` in `1..`, two-row tables
+/// `(2PX PX)` (x86-64 only so far: NEON has no tile tables).
 #[cfg(target_arch = "x86_64")]
 macro_rules! tile_tables {
-    ($entry:ident, $lanes:literal, $($p:literal)*) => {
-        [
-            [$([$entry::<$p, 1, 0> as crate::conv_blocked::microkernel::TileFn,
-                $entry::<$p, 2, 0> as crate::conv_blocked::microkernel::TileFn]),*],
-            [$([$entry::<$p, 1, $lanes> as crate::conv_blocked::microkernel::TileFn,
-                $entry::<$p, 2, $lanes> as crate::conv_blocked::microkernel::TileFn]),*],
-            [$([$entry::<$p, 1, { 2 * $lanes }> as crate::conv_blocked::microkernel::TileFn,
-                $entry::<$p, 2, { 2 * $lanes }> as crate::conv_blocked::microkernel::TileFn]),*],
-        ]
-    };
-}
-/// The tables of an instruction set's two-row entry `$entry::<P, PX, B, PSX>` for `$lanes`
-/// lanes: `[S][PX - 1][B - 1]` for the listed `(P PX)` pairs, `P = 2 * PX`.
-#[cfg(target_arch = "x86_64")]
-macro_rules! two_row_tables {
     ($entry:ident, $lanes:literal, $(($p:literal $px:literal))*) => {
         [
             [$([$entry::<$p, $px, 1, 0> as crate::conv_blocked::microkernel::TileFn,
@@ -171,9 +159,9 @@ macro_rules! two_row_tables {
         ]
     };
 }
-// The x86 builds use the table macros from their own module.
+// The x86 builds use the table macro from their own module.
 #[cfg(target_arch = "x86_64")]
-pub(crate) use {tile_tables, two_row_tables};
+pub(crate) use tile_tables;
 
 /// Eight lanes in plain Rust: the build every target has (compilers vectorise the fixed-size
 /// lane loops: SSE2 on x86-64, NEON on aarch64).

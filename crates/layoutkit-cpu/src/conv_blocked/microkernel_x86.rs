@@ -6,7 +6,7 @@
 
 use std::arch::x86_64::*;
 
-use super::microkernel::{tile, tile_tables, two_row_tables, Shape, Simd, TileTables};
+use super::microkernel::{tile, tile_tables, Shape, Simd, TileTables};
 
 #[derive(Clone, Copy)]
 pub(crate) struct Avx2(__m256);
@@ -75,26 +75,12 @@ impl Simd for Avx512 {
     }
 }
 
-/// The AVX2 entry.
+/// The AVX2 entry: `P` pixels in rows of `PX` (one row where `PX = P`).
 ///
 /// # Safety
 /// As [`tile`]; the CPU must have AVX2 and FMA.
 #[target_feature(enable = "avx2,fma")]
-pub(crate) unsafe fn tile_avx2<const P: usize, const B: usize, const PSX: usize>(
-    x: *const f32,
-    w: *const f32,
-    y: *mut f32,
-    s: &Shape<'_>,
-) {
-    tile::<Avx2, P, B, PSX, P>(x, w, y, s)
-}
-
-/// The AVX2 entry over two rows of `PX = P / 2` pixels.
-///
-/// # Safety
-/// As [`tile`]; the CPU must have AVX2 and FMA.
-#[target_feature(enable = "avx2,fma")]
-pub(crate) unsafe fn tile_avx2_rows<
+pub(crate) unsafe fn tile_avx2<
     const P: usize,
     const PX: usize,
     const B: usize,
@@ -108,26 +94,12 @@ pub(crate) unsafe fn tile_avx2_rows<
     tile::<Avx2, P, B, PSX, PX>(x, w, y, s)
 }
 
-/// The AVX-512 entry.
+/// The AVX-512 entry: `P` pixels in rows of `PX` (one row where `PX = P`).
 ///
 /// # Safety
 /// As [`tile`]; the CPU must have AVX-512F.
 #[target_feature(enable = "avx512f")]
-pub(crate) unsafe fn tile_avx512<const P: usize, const B: usize, const PSX: usize>(
-    x: *const f32,
-    w: *const f32,
-    y: *mut f32,
-    s: &Shape<'_>,
-) {
-    tile::<Avx512, P, B, PSX, P>(x, w, y, s)
-}
-
-/// The AVX-512 entry over two rows of `PX = P / 2` pixels.
-///
-/// # Safety
-/// As [`tile`]; the CPU must have AVX-512F.
-#[target_feature(enable = "avx512f")]
-pub(crate) unsafe fn tile_avx512_rows<
+pub(crate) unsafe fn tile_avx512<
     const P: usize,
     const PX: usize,
     const B: usize,
@@ -141,11 +113,12 @@ pub(crate) unsafe fn tile_avx512_rows<
     tile::<Avx512, P, B, PSX, PX>(x, w, y, s)
 }
 
-pub(crate) static AVX2: TileTables<6> = tile_tables!(tile_avx2, 8, 1 2 3 4 5 6);
-pub(crate) static AVX512: TileTables<12> =
-    tile_tables!(tile_avx512, 16, 1 2 3 4 5 6 7 8 9 10 11 12);
+pub(crate) static AVX2: TileTables<6> =
+    tile_tables!(tile_avx2, 8, (1 1) (2 2) (3 3) (4 4) (5 5) (6 6));
+pub(crate) static AVX512: TileTables<12> = tile_tables!(tile_avx512, 16,
+    (1 1) (2 2) (3 3) (4 4) (5 5) (6 6) (7 7) (8 8) (9 9) (10 10) (11 11) (12 12));
 
 /// Two-row tiles (`[S][PX - 1][B - 1]`): AVX2 up to 2 x 3 pixels, AVX-512 up to 2 x 6.
-pub(crate) static AVX2_ROWS: TileTables<3> = two_row_tables!(tile_avx2_rows, 8, (2 1) (4 2) (6 3));
+pub(crate) static AVX2_ROWS: TileTables<3> = tile_tables!(tile_avx2, 8, (2 1) (4 2) (6 3));
 pub(crate) static AVX512_ROWS: TileTables<6> =
-    two_row_tables!(tile_avx512_rows, 16, (2 1) (4 2) (6 3) (8 4) (10 5) (12 6));
+    tile_tables!(tile_avx512, 16, (2 1) (4 2) (6 3) (8 4) (10 5) (12 6));
