@@ -39,10 +39,11 @@ pub const MAX_STEPS_WITHOUT_THE_WIDEST: usize = 3;
 /// [`hopper_tile`]'s candidates, the first tile whose blocks fill at least 70% of the GPU's
 /// block slots, or that fills them with K split among 3 or more blocks ([`splits_for`]) of at
 /// least 8 K steps each (12 where a later, narrower candidate fills them unsplit), the TMA
-/// kernel's 64 x 128 by its own test (`ONE_WAVE_TILE`); else the tile with the most blocks,
+/// kernel's 64 x 128 or 64 x 96 by its own test ([`one_wave_tile`]); else the tile with the most blocks,
 /// with the splits [`splits_for`] gives it. For the TMA kernel, then a 192-row tile where that
 /// fills the last wave of blocks and this tile does not
-/// ([`super::wave_fill::fuller_wave_tile`]).
+/// ([`super::wave_fill::fuller_wave_tile`]). Candidates of the `cp.async` kernel for a layer
+/// of one K step have two stages ([`one_step_stages`]).
 ///
 /// Why the split counts: measured on an H100 (every tile forced on the 52 layers of three
 /// networks that are not depthwise, batch 1, 8 and 32, `bench/results/conv.md`), a wide tile
@@ -102,13 +103,15 @@ fn plan_with_thresholds(
     let candidates: Vec<HopperTile> = candidate_tiles(s, tma)
         .into_iter()
         .filter(|t| steps > MAX_STEPS_WITHOUT_THE_WIDEST || t.bm * t.bn < 128 * 256)
+        .map(|t| one_step_stages(t, tma, steps))
         .map(|t| t.with_tma(tma).unwrap_or(t))
         .collect();
+    let one_wave = one_wave_tile(s.o);
     let chosen = candidates
         .iter()
         .enumerate()
         .find_map(|(i, t)| {
-            if (t.bm, t.bn, t.stages) == (ONE_WAVE_TILE.0, ONE_WAVE_TILE.1, ONE_WAVE_TILE.2) {
+            if (t.bm, t.bn, t.stages) == (one_wave.0, one_wave.1, one_wave.2) {
                 return fills_one_wave(t, s).then_some(*t);
             }
             if t.fill(s) >= MIN_FILL {
@@ -133,8 +136,8 @@ fn plan_with_thresholds(
 /// The candidate tiles for `s`, widest first, none wider than O (wider tiles compute zeros):
 /// 128 x 256 (four stages, one block per SM); 128 x 128 with three stages and no multiplies in
 /// flight across steps (two blocks per SM); 128 x 128 with four stages (one block); 128 x 64
-/// the same two ways; for the TMA kernel 64 x 128 ([`ONE_WAVE_TILE`], taken only where its
-/// blocks are one per SM in one wave); 64 x 64; 96 columns in place of 128 where
+/// the same two ways; for the TMA kernel 64 x 128 or 64 x 96 ([`one_wave_tile`], taken only
+/// where its blocks are one per SM in one wave); 64 x 64; 96 columns in place of 128 where
 /// [`ninety_six_columns`] says so. Where O is under 256 and not a multiple of 64 (MobileNetV2's
 /// 16, 24, 96, 144, 160), tiles exactly as wide as O rounded up to 32 come first: 128 rows with
 /// three stages, and 64 rows with four (measured on MobileNetV2's pointwise layers at batch 8,
@@ -160,7 +163,7 @@ fn candidate_tiles(s: &ConvShape, tma: bool) -> Vec<HopperTile> {
         (128, 64, 4, 1),
     ]
     .into_iter()
-    .chain(tma.then_some(ONE_WAVE_TILE))
+    .chain(tma.then_some(one_wave_tile(s.o)))
     .chain([(64, 64, 4, 1)])
     .filter(|&(bm, bn, _, _)| bn <= s.o.max(64) && (bm < 256 || s.o >= 256));
     narrow
@@ -182,7 +185,7 @@ fn ninety_six_columns(o: usize) -> bool {
     o > 128 && o.is_multiple_of(96) && waste * 5 >= o.next_multiple_of(128)
 }
 
-/// The 64 x 128 tile with four stages: for the TMA kernel, a candidate (before 64 x 64) only
+/// The 64 x 128 tile with four stages for `o` output channels: for the TMA kernel, a candidate (before 64 x 64) only
 /// where its blocks fill the SMs in one wave of one block each ([`fills_one_wave`]), where the
 /// rule took 64 x 64 with two blocks on most SMs. A 64 x 128 block reads each pixel tile's
 /// input once for 128 output channels, where two 64 x 64 blocks read it twice. Measured on an
@@ -193,7 +196,34 @@ fn ninety_six_columns(o: usize) -> bool {
 /// steps) the 5 pairs it would move ran 0.88-0.97x, so it is not a candidate there. (With six
 /// stages it is one block per SM everywhere; as a candidate by the block-slot fill it moved
 /// layers of several waves too, and lost 0.98x.)
-const ONE_WAVE_TILE: (usize, usize, usize, usize) = (64, 128, 4, 1);
+///
+/// Where O is over 128 and 96-column tiles are as many as 128-column ones (O = 129-192,
+/// 257-288), the tile is 64 x 96: the same blocks with fewer columns of zeros (O = 160: 192
+/// columns computed against 256). Measured on an H100 (every layer of three networks at batch
+/// 1, 8, 32 and 64, two alternations, GPU time; `bench/results/conv.md`): MobileNetV2's `pw
+/// 1x1 576->160 @7` and `960->160 @7` at batch 64 1.15x and 1.22x.
+fn one_wave_tile(o: usize) -> (usize, usize, usize, usize) {
+    if o > 128 && o.div_ceil(96) == o.div_ceil(128) {
+        (64, 96, 4, 1)
+    } else {
+        (64, 128, 4, 1)
+    }
+}
+
+/// `t` with two stages and no multiplies in flight where the `cp.async` kernel (not `tma`)
+/// walks a single K step (`steps`): a block then fills one stage and multiplies it once, so
+/// further stages only hold shared memory that other blocks could use. Measured on an H100
+/// (every layer of three networks at batch 1, 8, 32 and 64, two alternations, GPU time;
+/// `bench/results/conv.md`): MobileNetV2's `pw 1x1 32->16 @112` (128 x 32 tiles, more blocks
+/// per SM) 1.05x / 1.10x / 1.13x at batch 8 / 32 / 64, ResNet-50's `l1 1x1 64->64` at batch 1
+/// 1.05x; the other one-step layers, whose blocks are held to two per SM by their registers,
+/// within 1%.
+fn one_step_stages(t: HopperTile, tma: bool, steps: usize) -> HopperTile {
+    if tma || steps != 1 || t.stages == 2 {
+        return t;
+    }
+    HopperTile::new(t.bm, t.bn, 2).unwrap_or(t)
+}
 
 /// Whether `t`'s blocks, unsplit, fill at least [`MIN_FILL`] of the SMs and no more than one
 /// block each.
@@ -244,7 +274,7 @@ mod tests {
         };
         // ResNet-50's l4 1x1 2048 -> 512 at batch 32: 32 K steps; 256 x 128 would fill the
         // GPU only in 4 splits of 8 steps, while narrower tiles fill it unsplit.
-        // (The TMA kernel then takes 64 x 128, one block per SM in one wave: ONE_WAVE_TILE.)
+        // (The TMA kernel then takes 64 x 128, one block per SM in one wave: one_wave_tile.)
         assert_eq!(plan(32, 2048, 7, 512, 1), (64, 128, 1, 32));
         // VGG-16's conv4_1 at batch 2: 36 steps, 4 splits of 9; unsplit narrower tiles fill
         // (the one-wave 64 x 128: 98 blocks).
@@ -274,6 +304,33 @@ mod tests {
         let kk = crate::conv::test_kernel(16, 1024, 14, 512, 1, DType::F16);
         let p = hopper_plan_with(&kk, true);
         assert_ne!((p.bm, p.bn), (64, 128));
+    }
+
+    #[test]
+    fn the_one_wave_tile_is_96_columns_wide_where_that_takes_no_more_tiles() {
+        for (o, bn) in [(160, 96), (192, 96), (136, 96), (288, 96), (128, 128), (256, 128)] {
+            assert_eq!(one_wave_tile(o).1, bn, "O = {o}");
+        }
+        // MobileNetV2's pw 1x1 960->160 @7 at batch 64: 49 x 2 blocks of 64 x 96, one wave.
+        let kk = crate::conv::test_kernel(64, 960, 7, 160, 1, DType::F16);
+        let p = hopper_plan_with(&kk, true);
+        assert_eq!((p.bm, p.bn, p.stages, p.splits), (64, 96, 4, 1));
+    }
+
+    #[test]
+    fn one_step_layers_take_two_stages_in_the_cp_async_kernel() {
+        // MobileNetV2's pw 1x1 32->16 @112 at batch 64: one K step, 128 x 32.
+        let kk = crate::conv::test_kernel(64, 32, 112, 16, 1, DType::F16);
+        assert_eq!(HopperK::of(&kk).steps(&kk), 1);
+        let p = hopper_plan_with(&kk, false);
+        assert_eq!((p.bm, p.bn, p.stages, p.in_flight), (128, 32, 2, 0));
+        // Two steps keep the rule's stages (C = 128 at batch 64 on 28 x 28).
+        let kk = crate::conv::test_kernel(64, 128, 28, 512, 1, DType::F16);
+        assert_eq!(HopperK::of(&kk).steps(&kk), 2);
+        assert!(hopper_plan_with(&kk, false).stages >= 3);
+        // The TMA kernel keeps its stages on one step.
+        let kk = crate::conv::test_kernel(64, 64, 56, 256, 1, DType::F16);
+        assert!(hopper_plan_with(&kk, true).stages >= 3);
     }
 
     #[test]
