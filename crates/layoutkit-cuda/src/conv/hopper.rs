@@ -301,7 +301,7 @@ pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
     );
     let (ar, br) = (bm / step, bn / step);
     let walk = HopperK::of(kernel);
-    let registers = walk == HopperK::Chunks { registers: true };
+    let registers = walk.registers();
     let steps = walk.steps(kernel);
     let stage_bytes = (bm + bn) * 128;
     let mut k = String::new();
@@ -360,7 +360,7 @@ pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
             chunk_async_loads(&mut k, kernel, (ar, br, step), &a_dst, &b_dst);
             k.push_str("  };\n");
         }
-        HopperK::Chunks { registers: true } => {
+        HopperK::Chunks { registers: true } | HopperK::Dense => {
             let at_stage = |d: &str| d.replace("sa + ", &format!("smem + st * {stage_bytes} + "));
             register_loads(
                 &mut k,

@@ -7,6 +7,15 @@
 //! * [`HopperK::Taps`]: C a multiple of 8 chunks (64 f16 or 128 int8 channels) in NHWC or
 //!   NC/32HW32. A K step is one tap and 8 chunks of channels; every chunk is 16 bytes of one
 //!   pixel's channels, copied with `cp.async`.
+//! * [`HopperK::Dense`]: fewer channels than a chunk (the stem's RGB images) with a filter
+//!   of several taps, 2-byte inputs, NHWC or NC/32HW32: K is walked as the filter's (tap,
+//!   channel) elements with no padding, 64 per step, so a chunk holds 8 consecutive elements
+//!   of several taps (the stem: 147 elements in 3 steps, against 7 steps of chunks padded
+//!   from 3 channels to 8), loaded element by element through registers like the chunks
+//!   below. Measured on an H100 (the stem at batch 1-64, two alternations, GPU time;
+//!   `bench/results/conv.md`): NHWC 1.05-1.10x. In NCHW, where a chunk's elements then lie in
+//!   several channel planes instead of one pixel's few bytes, it ran 0.93-0.98x, so NCHW
+//!   keeps the padded chunks.
 //! * [`HopperK::Chunks`]: any other channel count, and NCHW. K is walked as (tap, chunk of
 //!   channels) with C rounded up to a whole chunk (the missing channels are zeros), and a K
 //!   step is 8 consecutive chunks, so chunk `j` of step `t` is chunk `8t + j` of that order:
@@ -37,6 +46,9 @@ pub enum HopperK {
     /// Eight chunks of channels per K step, each of its own (tap, channel chunk); through
     /// registers when `registers`, else `cp.async`.
     Chunks { registers: bool },
+    /// 64 consecutive elements of the unpadded (tap, channel) order per K step, through
+    /// registers.
+    Dense,
 }
 
 impl HopperK {
@@ -45,6 +57,12 @@ impl HopperK {
         let (c, per) = (k.shape.c, chunk_channels(k));
         if c % (8 * per) == 0 && k.layout != ConvLayout::Nchw {
             HopperK::Taps
+        } else if c < per
+            && k.shape.kh * k.shape.kw > 1
+            && k.input.size_bytes() == 2
+            && k.layout != ConvLayout::Nchw
+        {
+            HopperK::Dense
         } else {
             HopperK::Chunks {
                 registers: k.layout == ConvLayout::Nchw || c % per != 0,
@@ -58,7 +76,13 @@ impl HopperK {
         match self {
             HopperK::Taps => s.kh * s.kw * s.c / (8 * per),
             HopperK::Chunks { .. } => (s.kh * s.kw * s.c.div_ceil(per)).div_ceil(8),
+            HopperK::Dense => (s.kh * s.kw * s.c).div_ceil(8 * per),
         }
+    }
+
+    /// Whether the walk loads through registers (`fetch` and `put`, [`register_loads`]).
+    pub fn registers(&self) -> bool {
+        matches!(self, HopperK::Chunks { registers: true } | HopperK::Dense)
     }
 }
 
@@ -137,31 +161,15 @@ pub(super) fn register_loads(
     a_dst: &str,
     b_dst: &str,
 ) {
-    let s = &kernel.shape;
-    let dl = s.conv.dilation;
     let _ = writeln!(
         k,
         "  unsigned short xa[{ar}][8], wb[{br}][8];\n  auto fetch = [&](int t) {{"
     );
-    chunk_tap(k, kernel);
-    let _ = writeln!(
-        k,
-        "    #pragma unroll\n    for (int i = 0; i < {ar}; ++i) {{\n      const int ih = ph[i] + r * {}, iw = pw[i] + sx * {};\n      const bool ok = qv && pv[i] && ih >= 0 && ih < {} && iw >= 0 && iw < {};\n      #pragma unroll\n      for (int j = 0; j < 8; ++j) xa[i][j] = ok && cc + j < {c} ? x[{}] : (unsigned short)0;\n    }}",
-        dl[0],
-        dl[1],
-        s.h,
-        s.w,
-        x_offset(kernel, "cc + j"),
-        c = s.c
-    );
-    let _ = writeln!(
-        k,
-        "    #pragma unroll\n    for (int i = 0; i < {br}; ++i) {{\n      const int oc = n0 + lrow + i * {step};\n      const bool ok = qv && oc < {o};\n      #pragma unroll\n      for (int j = 0; j < 8; ++j) wb[i][j] = ok && cc + j < {c} ? w[((oc * {kh} + r) * {kw} + sx) * {c} + cc + j] : (unsigned short)0;\n    }}\n  }};",
-        o = s.o,
-        kh = s.kh,
-        kw = s.kw,
-        c = s.c
-    );
+    if HopperK::of(kernel) == HopperK::Dense {
+        dense_fetch(k, kernel, (ar, br, step));
+    } else {
+        chunk_fetch(k, kernel, (ar, br, step));
+    }
     let pack = |v: &str| {
         format!(
             "make_uint4({v}[i][0] | ((unsigned){v}[i][1] << 16), {v}[i][2] | ((unsigned){v}[i][3] << 16), {v}[i][4] | ((unsigned){v}[i][5] << 16), {v}[i][6] | ((unsigned){v}[i][7] << 16))"
@@ -233,4 +241,60 @@ pub(super) fn block_steps(k: &mut String, steps: usize, splits: usize) {
     } else {
         let _ = writeln!(k, "  const int t0 = 0, nsteps = {steps};");
     }
+}
+
+/// `fetch(t)`'s body for [`HopperK::Chunks`] through registers (see [`register_loads`]).
+fn chunk_fetch(k: &mut String, kernel: &ConvKernel, (ar, br, step): (usize, usize, usize)) {
+    let s = &kernel.shape;
+    let dl = s.conv.dilation;
+    chunk_tap(k, kernel);
+    let _ = writeln!(
+        k,
+        "    #pragma unroll\n    for (int i = 0; i < {ar}; ++i) {{\n      const int ih = ph[i] + r * {}, iw = pw[i] + sx * {};\n      const bool ok = qv && pv[i] && ih >= 0 && ih < {} && iw >= 0 && iw < {};\n      #pragma unroll\n      for (int j = 0; j < 8; ++j) xa[i][j] = ok && cc + j < {c} ? x[{}] : (unsigned short)0;\n    }}",
+        dl[0],
+        dl[1],
+        s.h,
+        s.w,
+        x_offset(kernel, "cc + j"),
+        c = s.c
+    );
+    let _ = writeln!(
+        k,
+        "    #pragma unroll\n    for (int i = 0; i < {br}; ++i) {{\n      const int oc = n0 + lrow + i * {step};\n      const bool ok = qv && oc < {o};\n      #pragma unroll\n      for (int j = 0; j < 8; ++j) wb[i][j] = ok && cc + j < {c} ? w[((oc * {kh} + r) * {kw} + sx) * {c} + cc + j] : (unsigned short)0;\n    }}\n  }};",
+        o = s.o,
+        kh = s.kh,
+        kw = s.kw,
+        c = s.c
+    );
+}
+
+/// `fetch(t)`'s body for [`HopperK::Dense`]: chunk `q = 8t + lch` holds K elements `8q ..
+/// 8q + 7` of the filter's (tap, channel) order, each with its own tap `(r, sx)` and channel
+/// (computed once per chunk for all of the thread's rows); zeros past K, outside the input
+/// and past O. The filter (OHWI) holds that order contiguously: element `kk` of output
+/// channel `oc` at `oc * K + kk`.
+fn dense_fetch(k: &mut String, kernel: &ConvKernel, (ar, br, step): (usize, usize, usize)) {
+    let s = &kernel.shape;
+    let dl = s.conv.dilation;
+    let kk_all = s.kh * s.kw * s.c;
+    let _ = writeln!(
+        k,
+        "    const int q = t * 8 + lch;\n    int dr[8], ds[8], dc[8];\n    bool dv[8];\n    #pragma unroll\n    for (int j = 0; j < 8; ++j) {{\n      const int kk = q * 8 + j, rs = kk / {c};\n      dv[j] = kk < {kk_all};\n      dc[j] = kk - rs * {c};\n      dr[j] = rs / {kw};\n      ds[j] = rs - dr[j] * {kw};\n    }}",
+        c = s.c,
+        kw = s.kw
+    );
+    let _ = writeln!(
+        k,
+        "    #pragma unroll\n    for (int i = 0; i < {ar}; ++i) {{\n      #pragma unroll\n      for (int j = 0; j < 8; ++j) {{\n        const int ih = ph[i] + dr[j] * {}, iw = pw[i] + ds[j] * {};\n        const bool ok = dv[j] && pv[i] && ih >= 0 && ih < {} && iw >= 0 && iw < {};\n        xa[i][j] = ok ? x[{}] : (unsigned short)0;\n      }}\n    }}",
+        dl[0],
+        dl[1],
+        s.h,
+        s.w,
+        x_offset(kernel, "dc[j]"),
+    );
+    let _ = writeln!(
+        k,
+        "    #pragma unroll\n    for (int i = 0; i < {br}; ++i) {{\n      const int oc = n0 + lrow + i * {step};\n      #pragma unroll\n      for (int j = 0; j < 8; ++j) wb[i][j] = dv[j] && oc < {o} ? w[(long long)oc * {kk_all} + q * 8 + j] : (unsigned short)0;\n    }}\n  }};",
+        o = s.o,
+    );
 }

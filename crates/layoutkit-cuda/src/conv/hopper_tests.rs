@@ -178,14 +178,18 @@ fn stem(layout: ConvLayout, n: usize) -> ConvKernel {
 }
 
 #[test]
-fn channel_counts_not_multiples_of_64_walk_k_in_chunks_of_8() {
-    // The stem: 49 taps of 3 channels, each tap one chunk (padded to 8): 7 steps.
-    for layout in [ConvLayout::Nhwc, ConvLayout::Nchw] {
+fn channel_counts_not_multiples_of_64_walk_k_in_chunks_or_unpadded_elements() {
+    // The stem: 49 taps of 3 channels. In NHWC 147 elements of K with no padding: 3 steps
+    // of 64; in NCHW each tap a chunk padded to 8 channels: 7 steps.
+    for (layout, walk, steps) in [
+        (ConvLayout::Nhwc, HopperK::Dense, 3),
+        (ConvLayout::Nchw, HopperK::Chunks { registers: true }, 7),
+    ] {
         let k = stem(layout, 8);
         assert!(hopper_unsupported_reason(&k).is_none(), "{layout:?}");
-        let walk = HopperK::of(&k);
-        assert_eq!(walk, HopperK::Chunks { registers: true });
-        assert_eq!(walk.steps(&k), 7);
+        assert_eq!(HopperK::of(&k), walk);
+        assert!(walk.registers());
+        assert_eq!(walk.steps(&k), steps);
         let src = hopper_source(&k, &hopper_plan(&k));
         assert!(src.contains("auto fetch = [&](int t)"));
         assert!(

@@ -308,7 +308,14 @@ mod tests {
 
     #[test]
     fn the_one_wave_tile_is_96_columns_wide_where_that_takes_no_more_tiles() {
-        for (o, bn) in [(160, 96), (192, 96), (136, 96), (288, 96), (128, 128), (256, 128)] {
+        for (o, bn) in [
+            (160, 96),
+            (192, 96),
+            (136, 96),
+            (288, 96),
+            (128, 128),
+            (256, 128),
+        ] {
             assert_eq!(one_wave_tile(o).1, bn, "O = {o}");
         }
         // MobileNetV2's pw 1x1 960->160 @7 at batch 64: 49 x 2 blocks of 64 x 96, one wave.
