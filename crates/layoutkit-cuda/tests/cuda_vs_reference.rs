@@ -253,6 +253,20 @@ fn benchmark_conversions_with_tails_match_the_cpu_reference() {
         ("NCHW", "NCHW32c", "N=5,C=1000,H=1,W=1"),
         ("NCHW32c", "NCHW", "N=7,C=12,H=1,W=1"),
         ("NCHW32c", "NCHW", "N=7,C=250,H=1,W=1"),
+        // Compound source rows written in destination order (columns first), in tiles of
+        // whole channel extents: MACE height-major images both ways, filter images and
+        // 16i16o blocks.
+        ("NHWC", "mace:in_out_height", "N=2,H=8,W=9,C=24"),
+        ("NHWC", "mace:in_out_height", "N=3,H=4,W=64,C=16"),
+        ("NHWC", "mace:in_out_height", "N=2,H=8,W=14,C=250"),
+        ("mace:in_out_height", "NHWC", "N=2,H=8,W=9,C=24"),
+        ("mace:in_out_height", "NHWC", "N=2,H=6,W=14,C=250"),
+        ("mace:conv2d_filter", "OIHW", "O=8,I=16,H=3,W=3"),
+        ("mace:conv2d_filter", "OIHW", "O=12,I=250,H=3,W=3"),
+        ("OIHW", "mace:conv2d_filter", "O=12,I=24,H=3,W=3"),
+        ("OIHW16i16o", "OIHW", "O=32,I=32,H=3,W=3"),
+        ("OIHW16i16o", "OIHW", "O=40,I=3,H=7,W=7"),
+        ("OIHW", "OIHW16i16o", "O=32,I=250,H=3,W=3"),
     ];
     let mut checked = 0;
     for (from, to, dims) in cases {
