@@ -270,7 +270,9 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
         (wv * ta).div_ceil(THREADS)
     );
     match order {
-        Some(WriteOrder { inner, outer: m, .. }) => {
+        Some(WriteOrder {
+            inner, outer: m, ..
+        }) => {
             let _ = writeln!(
                 k,
                 "    const unsigned int lw = {step}, la = (lw % {m}u) * {inner}u + lw / {m}u, j = {col};"
