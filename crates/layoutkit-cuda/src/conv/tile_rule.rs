@@ -39,9 +39,9 @@ pub const MAX_STEPS_WITHOUT_THE_WIDEST: usize = 3;
 /// [`hopper_tile`]'s candidates, the first tile whose blocks fill at least 70% of the GPU's
 /// block slots, or that fills them with K split among 3 or more blocks ([`splits_for`]) of at
 /// least 8 K steps each (12 where a later, narrower candidate fills them unsplit), the TMA
-/// kernel's 64 x 128 or 64 x 96 by its own test ([`one_wave_tile`]); else the tile with the most blocks,
-/// with the splits [`splits_for`] gives it. For the TMA kernel, then a 192-row tile where that
-/// fills the last wave of blocks and this tile does not
+/// kernel's 64 x 128 or 64 x 96 by its own test ([`one_wave_tile`]); else the tile with the
+/// most blocks, with the splits [`splits_for`] gives it. For the TMA kernel, then a 192-row
+/// tile where that fills the last wave of blocks and this tile does not
 /// ([`super::wave_fill::fuller_wave_tile`]). Candidates of the `cp.async` kernel for a layer
 /// of one K step have two stages ([`one_step_stages`]).
 ///
@@ -185,9 +185,10 @@ fn ninety_six_columns(o: usize) -> bool {
     o > 128 && o.is_multiple_of(96) && waste * 5 >= o.next_multiple_of(128)
 }
 
-/// The 64 x 128 tile with four stages for `o` output channels: for the TMA kernel, a candidate (before 64 x 64) only
-/// where its blocks fill the SMs in one wave of one block each ([`fills_one_wave`]), where the
-/// rule took 64 x 64 with two blocks on most SMs. A 64 x 128 block reads each pixel tile's
+/// The one-wave tile for `o` output channels: 64 x 128 with four stages (64 x 96 below). For
+/// the TMA kernel, a candidate (before 64 x 64) only where its blocks fill the SMs in one wave
+/// of one block each ([`fills_one_wave`]), where the rule took 64 x 64 with two blocks on most
+/// SMs. A 64 x 128 block reads each pixel tile's
 /// input once for 128 output channels, where two 64 x 64 blocks read it twice. Measured on an
 /// H200 (our NHWC kernels on every layer of three networks at batch 1, 4, 8, 16, 32 and 64,
 /// the rule with and without it; `bench/results/conv.md`): the 16 TMA layer-and-batch pairs it
