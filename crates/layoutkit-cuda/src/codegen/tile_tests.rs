@@ -1,0 +1,179 @@
+//! Tests of the transposition kernel's tile shapes, write order and shared memory.
+
+use super::*;
+
+/// A padded destination row of 8-byte elements as wide as the tile allows still fits the
+/// static shared memory.
+#[test]
+fn wide_padded_rows_fit_the_shared_memory() {
+    use layoutkit_core::DType;
+    let l = |extent, src_stride, dst_stride| LoopDim {
+        extent,
+        src_stride,
+        dst_stride,
+    };
+    let cast = CastSpec::identity(DType::F64);
+    let job = TileJob {
+        src_offset: 0,
+        dst_offset: 0,
+        axes: TileAxes {
+            outer: vec![l(4, 200 * 1024, 1024 * 256)],
+            a: vec![l(1024, 1, 256)],
+            b: l(200, 1024, 1),
+        },
+        unit: 1,
+        b_pad: 56,
+        a_tail: 0,
+        cast: &cast,
+        small: true,
+        tuning: Tuning::default(),
+    };
+    let source = tile_kernel(&job).source;
+    let dims = source
+        .split("sm[")
+        .nth(1)
+        .and_then(|r| r.split(';').next())
+        .expect("a shared tile");
+    let sizes: Vec<usize> = dims
+        .trim_end_matches(']')
+        .split("][")
+        .map(|v| v.parse().unwrap())
+        .collect();
+    assert!(sizes[0] * sizes[1] * 8 <= SHARED_BYTES, "{dims}");
+}
+
+/// NHWC -> MACE's height-major image: compound source rows (channels, then columns) whose
+/// destination rows are adjacent along the columns are written columns first, in tiles of
+/// whole channel extents; a plain transposition keeps the source order.
+#[test]
+fn scattered_compound_rows_are_written_in_destination_order() {
+    use layoutkit_core::DType;
+    let l = |extent, src_stride, dst_stride| LoopDim {
+        extent,
+        src_stride,
+        dst_stride,
+    };
+    let cast = CastSpec::identity(DType::F16);
+    let job = |a: Vec<LoopDim>, b: LoopDim| TileJob {
+        src_offset: 0,
+        dst_offset: 0,
+        axes: TileAxes {
+            outer: vec![l(16, 65536, 65536)],
+            a,
+            b,
+        },
+        unit: 1,
+        b_pad: 0,
+        a_tail: 0,
+        cast: &cast,
+        small: true,
+        tuning: Tuning::default(),
+    };
+    // N=16, H=64, W=64, C=250: channels 64 * 4 apart in the image, columns 4 apart.
+    let image = job(vec![l(64, 250, 4), l(250, 1, 256)], l(4, 16000, 1));
+    let order = write_order(&[l(250, 1, 256), l(64, 250, 4)], 1024, 4, 4, &image);
+    assert_eq!(
+        order,
+        Some(WriteOrder {
+            rows: 1000,
+            inner: 250,
+            outer: 4
+        })
+    );
+    let src = tile_kernel(&image).source;
+    assert!(src.contains("la = (lw % 4u) * 250u + lw / 4u"), "{src}");
+    assert!(src.contains("a0 = ta * 1000u"), "{src}");
+    // 3 channels: 340 columns (1020 rows, a multiple of the 4-element read vector), not
+    // 341 (1023 rows: single-element reads).
+    let rgb = job(vec![l(1024, 3, 4), l(3, 1, 4096)], l(4, 3072, 1));
+    let src = tile_kernel(&rgb).source;
+    assert!(src.contains("la = (lw % 340u) * 3u + lw / 340u"), "{src}");
+    assert!(src.contains("uint2 q"), "{src}");
+    // NCHW -> NHWC (one source loop): rows in source order.
+    let plain = job(vec![l(4096, 1, 256)], l(256, 4096, 1));
+    assert!(!tile_kernel(&plain).source.contains("lw %"));
+}
+
+/// The write order's contract over many shapes: whole extents of the first loop, at least
+/// two steps of the second and no more than it has, no more rows than the tile allowed,
+/// the read vector kept; and its row map a permutation of the tile's rows.
+#[test]
+fn write_orders_cover_the_tile_once() {
+    use layoutkit_core::DType;
+    let cast = CastSpec::identity(DType::F32);
+    let l = |extent, src_stride, dst_stride| LoopDim {
+        extent,
+        src_stride,
+        dst_stride,
+    };
+    for inner in [1, 3, 9, 16, 24, 250, 256, 1000] {
+        for second in [1, 2, 7, 14, 64] {
+            for (ta, keep) in [(256, 2), (1024, 4), (1024, 1), (4096, 4)] {
+                let group = [
+                    l(inner, 1, 4 * second as isize),
+                    l(second, inner as isize, 4),
+                ];
+                let job = TileJob {
+                    src_offset: 0,
+                    dst_offset: 0,
+                    axes: TileAxes {
+                        outer: vec![],
+                        a: vec![group[1], group[0]],
+                        b: l(4, (inner * second) as isize, 1),
+                    },
+                    unit: 1,
+                    b_pad: 0,
+                    a_tail: 0,
+                    cast: &cast,
+                    small: true,
+                    tuning: Tuning::default(),
+                };
+                let Some(o) = write_order(&group, ta, 4, keep, &job) else {
+                    continue;
+                };
+                assert_eq!(o.inner, inner);
+                assert!(o.outer >= 2 && o.outer <= second, "{o:?}");
+                assert!(o.rows == o.outer * inner && o.rows <= ta, "{o:?}");
+                assert_eq!(o.rows % keep, 0, "{o:?}");
+                let mut seen = vec![false; o.rows];
+                for lw in 0..o.rows {
+                    let la = (lw % o.outer) * o.inner + lw / o.outer;
+                    assert!(!seen[la], "{o:?}: row {la} twice");
+                    seen[la] = true;
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn unit_rows_hold_an_odd_number_of_cells() {
+    for ta in 1..70 {
+        assert_eq!((ta + row_padding(ta, 4)) % 2, 1);
+        assert_eq!(row_padding(ta, 1), 1);
+    }
+}
+
+/// Shapes stay inside the extents and the shared-memory budget, and unit and compound
+/// tiles take a power of two of source cells.
+#[test]
+fn tile_shapes_fit() {
+    for a in [1, 3, 9, 16, 62, 63, 100, 3136, 36864] {
+        for b in [1, 3, 16, 32, 56, 250, 4096] {
+            for unit in [1, 2, 4] {
+                for compound in [false, true] {
+                    for sizes in [(1, 1), (2, 2), (4, 4), (4, 1), (4, 2), (8, 8)] {
+                        for n in [0, 2048, 4096] {
+                            let (ta, tb) = tile_shape(a, b, unit, compound, sizes, n);
+                            assert!(ta >= 1 && ta <= a && tb >= 1 && tb <= b);
+                            assert!(ta * tb * unit * sizes.0 <= 32 * 1024);
+                            if n > 0 && (unit > 1 || compound) && ta < a {
+                                assert!(ta.is_power_of_two());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
