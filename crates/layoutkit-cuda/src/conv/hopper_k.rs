@@ -150,7 +150,7 @@ pub(super) fn chunk_async_loads(
 }
 
 /// Declarations of the registers and the two halves of the register loader for
-/// [`HopperK::Chunks`] through registers: `fetch(t)` loads a thread's `ar` activation chunks
+/// [`HopperK::Chunks`] through registers and [`HopperK::Dense`]: `fetch(t)` loads a thread's `ar` activation chunks
 /// and `br` filter chunks of step `t` into registers (zeros outside the input, past C, past O
 /// and past K), `put(st)` stores them to stage `st` (`a_dst` and `b_dst` as in
 /// [`chunk_async_loads`], with `st` in them). Contract: 2-byte inputs (f16, bf16).
