@@ -80,7 +80,7 @@ impl HopperK {
         }
     }
 
-    /// Whether the walk loads through registers (`fetch` and `put`, [`register_loads`]).
+    /// Whether the walk loads through registers (`fetch` and `put` of the register loader).
     pub fn registers(&self) -> bool {
         matches!(self, HopperK::Chunks { registers: true } | HopperK::Dense)
     }
