@@ -2,16 +2,20 @@
 
 use super::*;
 
+/// A loop of `extent` steps, `src_stride` and `dst_stride` elements apart in the two layouts.
+fn l(extent: usize, src_stride: isize, dst_stride: isize) -> LoopDim {
+    LoopDim {
+        extent,
+        src_stride,
+        dst_stride,
+    }
+}
+
 /// A padded destination row of 8-byte elements as wide as the tile allows still fits the
 /// static shared memory.
 #[test]
 fn wide_padded_rows_fit_the_shared_memory() {
     use layoutkit_core::DType;
-    let l = |extent, src_stride, dst_stride| LoopDim {
-        extent,
-        src_stride,
-        dst_stride,
-    };
     let cast = CastSpec::identity(DType::F64);
     let job = TileJob {
         src_offset: 0,
@@ -48,11 +52,6 @@ fn wide_padded_rows_fit_the_shared_memory() {
 #[test]
 fn scattered_compound_rows_are_written_in_destination_order() {
     use layoutkit_core::DType;
-    let l = |extent, src_stride, dst_stride| LoopDim {
-        extent,
-        src_stride,
-        dst_stride,
-    };
     let cast = CastSpec::identity(DType::F16);
     let job = |a: Vec<LoopDim>, b: LoopDim| TileJob {
         src_offset: 0,
@@ -101,11 +100,6 @@ fn scattered_compound_rows_are_written_in_destination_order() {
 fn write_orders_cover_the_tile_once() {
     use layoutkit_core::DType;
     let cast = CastSpec::identity(DType::F32);
-    let l = |extent, src_stride, dst_stride| LoopDim {
-        extent,
-        src_stride,
-        dst_stride,
-    };
     for inner in [1, 3, 9, 16, 24, 250, 256, 1000] {
         for second in [1, 2, 7, 14, 64] {
             for (ta, keep) in [(256, 2), (1024, 4), (1024, 1), (4096, 4)] {

@@ -30,7 +30,7 @@ use std::fmt::Write;
 
 use layoutkit_core::DType;
 
-use super::source::element_type;
+use super::source::{element_type, tap_pixel};
 use super::{ConvKernel, ConvLayout};
 
 /// Channels in one 16-byte chunk of `k`'s input type: 8 f16 or bf16, 16 int8.
@@ -127,16 +127,12 @@ pub(super) fn chunk_async_loads(
     b_dst: &str,
 ) {
     let s = &kernel.shape;
-    let dl = s.conv.dilation;
     let x_t = element_type(kernel.input);
     chunk_tap(k, kernel);
     let _ = writeln!(
         k,
-        "    #pragma unroll\n    for (int i = 0; i < {ar}; ++i) {{\n      const int ih = ph[i] + r * {}, iw = pw[i] + sx * {};\n      const bool ok = qv && pv[i] && ih >= 0 && ih < {} && iw >= 0 && iw < {};\n      const {x_t}* ga = ok ? x + {} : x;\n      cp16({a_dst}, ga, ok ? 16 : 0);\n    }}",
-        dl[0],
-        dl[1],
-        s.h,
-        s.w,
+        "    #pragma unroll\n    for (int i = 0; i < {ar}; ++i) {{\n      {}\n      const {x_t}* ga = ok ? x + {} : x;\n      cp16({a_dst}, ga, ok ? 16 : 0);\n    }}",
+        tap_pixel(kernel, "r", "sx", "qv"),
         x_offset(kernel, "cc"),
     );
     let _ = writeln!(
@@ -246,15 +242,11 @@ pub(super) fn block_steps(k: &mut String, steps: usize, splits: usize) {
 /// `fetch(t)`'s body for [`HopperK::Chunks`] through registers (see [`register_loads`]).
 fn chunk_fetch(k: &mut String, kernel: &ConvKernel, (ar, br, step): (usize, usize, usize)) {
     let s = &kernel.shape;
-    let dl = s.conv.dilation;
     chunk_tap(k, kernel);
     let _ = writeln!(
         k,
-        "    #pragma unroll\n    for (int i = 0; i < {ar}; ++i) {{\n      const int ih = ph[i] + r * {}, iw = pw[i] + sx * {};\n      const bool ok = qv && pv[i] && ih >= 0 && ih < {} && iw >= 0 && iw < {};\n      #pragma unroll\n      for (int j = 0; j < 8; ++j) xa[i][j] = ok && cc + j < {c} ? x[{}] : (unsigned short)0;\n    }}",
-        dl[0],
-        dl[1],
-        s.h,
-        s.w,
+        "    #pragma unroll\n    for (int i = 0; i < {ar}; ++i) {{\n      {}\n      #pragma unroll\n      for (int j = 0; j < 8; ++j) xa[i][j] = ok && cc + j < {c} ? x[{}] : (unsigned short)0;\n    }}",
+        tap_pixel(kernel, "r", "sx", "qv"),
         x_offset(kernel, "cc + j"),
         c = s.c
     );
@@ -275,7 +267,6 @@ fn chunk_fetch(k: &mut String, kernel: &ConvKernel, (ar, br, step): (usize, usiz
 /// channel `oc` at `oc * K + kk`.
 fn dense_fetch(k: &mut String, kernel: &ConvKernel, (ar, br, step): (usize, usize, usize)) {
     let s = &kernel.shape;
-    let dl = s.conv.dilation;
     let kk_all = s.kh * s.kw * s.c;
     let _ = writeln!(
         k,
@@ -285,11 +276,8 @@ fn dense_fetch(k: &mut String, kernel: &ConvKernel, (ar, br, step): (usize, usiz
     );
     let _ = writeln!(
         k,
-        "    #pragma unroll\n    for (int i = 0; i < {ar}; ++i) {{\n      #pragma unroll\n      for (int j = 0; j < 8; ++j) {{\n        const int ih = ph[i] + dr[j] * {}, iw = pw[i] + ds[j] * {};\n        const bool ok = dv[j] && pv[i] && ih >= 0 && ih < {} && iw >= 0 && iw < {};\n        xa[i][j] = ok ? x[{}] : (unsigned short)0;\n      }}\n    }}",
-        dl[0],
-        dl[1],
-        s.h,
-        s.w,
+        "    #pragma unroll\n    for (int i = 0; i < {ar}; ++i) {{\n      #pragma unroll\n      for (int j = 0; j < 8; ++j) {{\n      {}\n        xa[i][j] = ok ? x[{}] : (unsigned short)0;\n      }}\n    }}",
+        tap_pixel(kernel, "dr[j]", "ds[j]", "dv[j]"),
         x_offset(kernel, "dc[j]"),
     );
     let _ = writeln!(

@@ -261,19 +261,32 @@ pub(super) fn pixel_rows(k: &mut String, s: &super::ConvShape, ar: usize, step: 
 /// zero-filled outside the input) to `dst` (a C expression of `i`, the `{step}` in it
 /// replaced).
 pub(super) fn a_loads(k: &mut String, kernel: &ConvKernel, ar: usize, step: usize, dst: &str) {
-    let s = &kernel.shape;
-    let dl = s.conv.dilation;
     let x_t = element_type(kernel.input);
     let dst = dst.replace("{step}", &step.to_string());
     let _ = writeln!(
         k,
-        "    #pragma unroll\n    for (int i = 0; i < {ar}; ++i) {{\n      const int ih = ph[i] + r * {}, iw = pw[i] + sx * {};\n      const bool ok = pv[i] && ih >= 0 && ih < {} && iw >= 0 && iw < {};\n      const {x_t}* ga = ok ? {} : x;\n      cp16({dst}, ga, ok ? 16 : 0);\n    }}",
-        dl[0],
-        dl[1],
-        s.h,
-        s.w,
+        "    #pragma unroll\n    for (int i = 0; i < {ar}; ++i) {{\n      {}\n      const {x_t}* ga = ok ? {} : x;\n      cp16({dst}, ga, ok ? 16 : 0);\n    }}",
+        tap_pixel(kernel, "r", "sx", ""),
         a_address(kernel)
     );
+}
+
+/// The statements (in a loop over a thread's rows `i`) setting input pixel `ih`, `iw` of
+/// tap (`r`, `sx`: C expressions) for row `i`'s output pixel (`ph[i]`, `pw[i]`, the padding
+/// already subtracted), and `ok`: `valid` (a C condition, or empty for none), the row holds
+/// a pixel (`pv[i]`) and the input pixel lies inside the image.
+pub(super) fn tap_pixel(kernel: &ConvKernel, r: &str, sx: &str, valid: &str) -> String {
+    let s = &kernel.shape;
+    let [dh, dw] = s.conv.dilation;
+    let valid = if valid.is_empty() {
+        String::new()
+    } else {
+        format!("{valid} && ")
+    };
+    format!(
+        "const int ih = ph[i] + {r} * {dh}, iw = pw[i] + {sx} * {dw};\n      const bool ok = {valid}pv[i] && ih >= 0 && ih < {} && iw >= 0 && iw < {};",
+        s.h, s.w
+    )
 }
 
 /// The `cp.async` copies of a thread's `br` filter chunks (OHWI) of one K step (after
