@@ -32,13 +32,14 @@ cargo test --workspace --doc
 echo "== the CPU engine's property tests again on the AVX2 builds of its kernels"
 # On a CPU with AVX-512VL the kernels above ran as compiled for it; the AVX2 builds are what
 # other x86-64 CPUs run.
-LAYOUTKIT_CPU_KERNELS=avx2 cargo test -p layoutkit-cpu --test planned_vs_reference
+LAYOUTKIT_CPU_KERNELS=avx2 cargo test -p layoutkit-cpu --test planned_vs_reference \
+  --test lane_blocks_vs_reference
 
 echo "== the CPU engine's property tests with streaming stores on every destination"
 # Destinations smaller than the L2 caches are written with plain stores, so the random (small)
 # shapes above ran those; here the streaming kernels run on the same shapes.
 LAYOUTKIT_CPU_STREAM=always cargo test -p layoutkit-cpu --test planned_vs_reference \
-  --test few_channels_vs_reference
+  --test few_channels_vs_reference --test lane_blocks_vs_reference
 
 echo "== the CPU engine on aarch64 (NEON kernels), under qemu"
 if rustup target list --installed 2>/dev/null | grep -q aarch64-unknown-linux-gnu \

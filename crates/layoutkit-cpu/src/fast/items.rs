@@ -4,6 +4,8 @@
 use layoutkit_core::plan::{LoopDim, Region};
 use layoutkit_core::{tiling, CastSpec};
 
+use super::lane_blocks::LaneBlock;
+
 /// A unit of work: a box of one region (loops outermost first, offsets in elements). The last
 /// one (run, strided, fill) or two (tile) loops are the kernel's; the item iterates the others.
 pub(super) struct Item {
@@ -27,6 +29,8 @@ pub(super) struct Item {
     /// For tiles: the destination-contiguous loops at the end, 1, or 2 for a compound
     /// destination row (see [`compound_b`]).
     pub(super) b_loops: usize,
+    /// For lane items: the block their last three loops are.
+    pub(super) lanes: Option<LaneBlock>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -40,6 +44,9 @@ pub(super) enum Kind {
     Strided,
     /// Padding: the fill value along the innermost loop.
     Fill,
+    /// The last three loops are a block of lane records turned inside out
+    /// ([`super::lane_blocks::LaneBlock`]).
+    Lanes,
 }
 
 impl Item {
@@ -48,6 +55,7 @@ impl Item {
         match self.kind {
             Kind::Tile => self.a_loops + self.b_loops,
             Kind::Fill => 2,
+            Kind::Lanes => 3,
             _ => 1,
         }
     }
@@ -150,9 +158,25 @@ pub(super) fn split(
     }
     let mut dims = r.loops();
     let size = cast.src.size_bytes().max(cast.dst.size_bytes());
+    // Blocks of lane records turned inside out: whole blocks per call, in items of the loops
+    // outside them (one of extent 1 where there is none).
+    let lane_block = (!fill && tail == 0 && cast.is_identity() && dims.len() >= 3)
+        .then(|| LaneBlock::of(&dims[dims.len() - 3..], pad, size))
+        .flatten();
+    let lanes = lane_block.is_some();
+    if lanes && dims.len() == 3 {
+        dims.insert(
+            0,
+            LoopDim {
+                extent: 1,
+                src_stride: 0,
+                dst_stride: 0,
+            },
+        );
+    }
     // A short innermost run contiguous in both layouts becomes the unit of the other loops.
     let mut unit = 1;
-    if !fill {
+    if !fill && !lanes {
         (unit, dims) = tiling::split_unit(&dims, MAX_UNIT_BYTES / size);
     }
     let n = dims.len();
@@ -161,6 +185,8 @@ pub(super) fn split(
     let (mut a_loops, mut b_loops) = (1, 1);
     let kind = if fill {
         Kind::Fill
+    } else if lanes {
+        Kind::Lanes
     } else if inner.src_stride == u && inner.dst_stride == u {
         Kind::Run
     } else if let Some(t) = tiling::tile_axes(&dims, unit) {
@@ -199,7 +225,10 @@ pub(super) fn split(
     // Padding after units (or single elements) is written by the strided kernel; after a tile's
     // destination-contiguous loop, by fill rows of a tile holding the whole padded run.
     let padded_tile = pad > 0 && unit == 1 && kind == Kind::Tile;
-    if pad > 0 && kind != Kind::Strided && !(padded_tile && (inner.extent + pad) * size <= 512) {
+    if pad > 0
+        && !matches!(kind, Kind::Strided | Kind::Lanes)
+        && !(padded_tile && (inner.extent + pad) * size <= 512)
+    {
         return false;
     }
     // A fill needs two loops for its kernel.
@@ -236,7 +265,10 @@ pub(super) fn split(
         && outside() * dims[n - 1].extent.div_ceil(16) < target
         && dims[n - 2].extent >= 2 * MIN_ITEM_ELEMENTS / dims[n - 1].extent.max(1);
     let reorder = kind == Kind::Tile && b_loops == 1 && !padded_tile && !along_a;
-    let last = if b_loops == 2 {
+    let last = if kind == Kind::Lanes {
+        // The block's three loops stay whole.
+        n - 4
+    } else if b_loops == 2 {
         // A compound destination row stays whole: chunks along the loops outside it.
         n - 3
     } else if reorder {
@@ -275,6 +307,7 @@ pub(super) fn split(
             pad,
             tail,
             b_loops,
+            lanes: lane_block,
         };
         for (j, d) in dims[..=k].iter().enumerate() {
             it.src_offset = (it.src_offset as isize + start[j] as isize * d.src_stride) as usize;

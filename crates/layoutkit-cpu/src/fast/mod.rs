@@ -17,6 +17,7 @@ mod gather;
 mod half_runs;
 mod interleave;
 mod items;
+mod lane_blocks;
 #[cfg(target_arch = "x86_64")]
 mod permute_blocks;
 #[cfg(target_arch = "x86_64")]
@@ -214,19 +215,25 @@ struct Scratch {
     stream_buf: Option<AlignedBuf>,
     /// The last periodic row table of tiles over compound rows, with what it was built from.
     periodic: Option<(tile_tables::PeriodicKey, tile_tables::PeriodicRows)>,
+    /// The lane blocks' output area, lane planes and fill line or sink (`lane_blocks`).
+    lane_buf: Option<AlignedBuf>,
 }
 
 /// Scratch buffers kept on this thread between work items (see [`Scratch`]).
-type KeptBuffers = (Option<Box<[TileBuf; 2]>>, Option<AlignedBuf>);
+type KeptBuffers = (
+    Option<Box<[TileBuf; 2]>>,
+    Option<AlignedBuf>,
+    Option<AlignedBuf>,
+);
 
 thread_local! {
-    static KEPT: std::cell::RefCell<KeptBuffers> = const { std::cell::RefCell::new((None, None)) };
+    static KEPT: std::cell::RefCell<KeptBuffers> = const { std::cell::RefCell::new((None, None, None)) };
 }
 
 impl Scratch {
     /// Empty row tables and the buffers this thread kept, if any.
     fn new() -> Scratch {
-        let (bufs, stream_buf) = KEPT
+        let (bufs, stream_buf, lane_buf) = KEPT
             .try_with(|k| std::mem::take(&mut *k.borrow_mut()))
             .unwrap_or_default();
         Scratch {
@@ -237,6 +244,7 @@ impl Scratch {
             bufs,
             stream_buf,
             periodic: None,
+            lane_buf,
         }
     }
 }
@@ -244,6 +252,7 @@ impl Scratch {
 impl Drop for Scratch {
     fn drop(&mut self) {
         let (bufs, stream) = (self.bufs.take(), self.stream_buf.take());
+        let lanes = self.lane_buf.take();
         let _ = KEPT.try_with(|k| {
             let mut k = k.borrow_mut();
             if k.0.is_none() {
@@ -251,6 +260,9 @@ impl Drop for Scratch {
             }
             if k.1.is_none() {
                 k.1 = stream;
+            }
+            if k.2.is_none() {
+                k.2 = lanes;
             }
         });
     }
@@ -507,6 +519,10 @@ impl Job<'_> {
                     fill.copy_from_slice(pad);
                 }
             }
+            Kind::Lanes => match it.lanes {
+                Some(b) => self.lane_block(so, d0, b, scratch),
+                None => unreachable!("a lane item carries its block"),
+            },
             Kind::Tile if it.b_loops == 2 => {
                 let [a, b_outer, b_inner] = k else {
                     unreachable!("a compound destination row follows one source-contiguous loop")

@@ -1,0 +1,594 @@
+//! Blocks of lane records turned inside out: three loops whose order one layout reverses,
+//! dense in both, with one side's innermost loop padded to whole records of `lanes`. A MACE
+//! height-major image and NHWC are such a pair: per block of four image rows `(n, h / 4)` the
+//! image holds `[C][W][4]` (each image pixel the four rows' values of one channel) and NHWC
+//! the same elements as `[4][W][C]` (four rows of `W` pixels of `C` channels); in the last
+//! block the lanes past `H` are image padding.
+//!
+//! Both blocks are contiguous in their buffers, so the conversion can read the source and
+//! write the destination each in one sequential pass, the reordering done in cache. The tiles
+//! of the general engine cut it along the plan's loops instead: rows of 4 lanes and strips of
+//! single pixels (f16 `mace:in_out_height -> NHWC` with C = 16 on 14 x 14 planes at 15% of the
+//! copy on a Zen 5, the lanes of the last block one tile per image column). Here each block,
+//! or a chunk of it that fits the lane scratch ([`out_bytes`]), is
+//! * transposed in cache by the [`transpose`](super::transpose) kernels, whose rows are
+//!   addressed by lane and pixel (rows of padding lanes read from a fill line or written to a
+//!   sink), or, for 1-4 channels, split into lane planes and interleaved
+//!   ([`super::interleave`]);
+//! * written out as whole runs (streamed past the cache where the job streams).
+
+use layoutkit_core::plan::LoopDim;
+
+use super::interleave::{deinterleave, interleave, MAX_ROWS};
+use super::transpose::{transpose_rows_dyn, Ahead, Table};
+use super::{AlignedBuf, Job, Scratch};
+
+/// Which side of the block holds the lane records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum LaneDir {
+    /// Out of lane records: source `[x][m][lanes]` (lanes `..r` read), destination `[r][m][x]`.
+    Out,
+    /// Into lane records: source `[r][m][x]`, destination `[x][m][lanes]` with lanes `r..`
+    /// written with the fill value.
+    In,
+}
+
+/// One block's shape, from the last three loops of a copy (see [`LaneBlock::of`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct LaneBlock {
+    pub dir: LaneDir,
+    /// The loop innermost on the plain side (channels).
+    pub x: usize,
+    /// The middle loop (pixels).
+    pub m: usize,
+    /// Elements per record on the lane side.
+    pub lanes: usize,
+    /// Lanes that hold data (`<= lanes`).
+    pub r: usize,
+}
+
+/// The most lanes per record taken (a MACE image has 4).
+const MAX_LANES: usize = 16;
+
+/// The fewest lanes in a block's pixel row (`m * lanes`, the short side of its
+/// transposition) taken for the transposing kernels. Seven-pixel rows (28 lanes) of 250-2048
+/// channels ran slower this way than through the general tiles (both directions, f32 and
+/// f16, one thread on the Zen 5: e.g. f32 `NHWC -> mace:in_out_height` with C = 256 on 7 x 7
+/// planes 0.55 -> 0.36 of the copy, C = 2048 0.53 -> 0.39; only f16 images read back with
+/// C = 250 and 1000 gained), while rows of 14 pixels and more gained on most shapes.
+const MIN_PIXEL_ROW_LANES: usize = 32;
+
+/// Destination runs shorter than this many bytes are avoided when a block is chunked: the
+/// write runs of one line per pixel were the slowest pattern on the Zen 5 (13.5 GB/s against
+/// 41-44 for four lines or more, `bench/probes/write_runs.c`).
+const MIN_RUN_BYTES: usize = 256;
+
+/// Bytes of the lane scratch's output area (a chunk's reordered elements before they are
+/// written out): a quarter of the core's L2 (found at run time), 64 KiB to 1 MiB. The block
+/// of C = 250 f32 channels on 64-pixel image rows (256 KiB) is then one chunk on a 1 MiB L2.
+pub(super) fn out_bytes() -> usize {
+    (crate::conv_blocked::cache_sizes().1 / 4).clamp(64 << 10, 1 << 20)
+}
+
+impl LaneBlock {
+    /// The block the last three loops `k` of a copy describe, with `pad` fill elements
+    /// after each destination run, for elements of `e` bytes; None where they are not one
+    /// or no kernel here suits it.
+    ///
+    /// * [`LaneDir::Out`]: `k = [lane (r; src 1, dst m*x), pixel (m; src lanes, dst x),
+    ///   channel (x; src lanes*m, dst 1)]`, no padding.
+    /// * [`LaneDir::In`]: `k = [channel (x; src 1, dst lanes*m), pixel (m; src x, dst
+    ///   lanes), lane (r; src x*m, dst 1)]`, `lanes = r + pad`.
+    ///
+    /// Taken where a record has 2 to [`MAX_LANES`] lanes, a pixel's records fit the lane
+    /// scratch, and the transposition has rows enough for the block kernels (a pixel row's
+    /// lanes `m * lanes >= 16`) or the channels are few enough for the interleaving ones.
+    pub(super) fn of(k: &[LoopDim], pad: usize, e: usize) -> Option<LaneBlock> {
+        let [l0, l1, l2] = k else { return None };
+        let i = |v: usize| v as isize;
+        let out = (pad == 0
+            && l0.src_stride == 1
+            && l2.dst_stride == 1
+            && l1.src_stride >= i(l0.extent)
+            && l2.src_stride == l1.src_stride * i(l1.extent)
+            && l1.dst_stride == i(l2.extent)
+            && l0.dst_stride == i(l1.extent * l2.extent))
+        .then_some(LaneBlock {
+            dir: LaneDir::Out,
+            x: l2.extent,
+            m: l1.extent,
+            lanes: l1.src_stride as usize,
+            r: l0.extent,
+        });
+        let into = (l0.src_stride == 1
+            && l2.dst_stride == 1
+            && l1.src_stride == i(l0.extent)
+            && l2.src_stride == i(l0.extent * l1.extent)
+            && l1.dst_stride == i(l2.extent + pad)
+            && l0.dst_stride == i((l2.extent + pad) * l1.extent))
+        .then_some(LaneBlock {
+            dir: LaneDir::In,
+            x: l0.extent,
+            m: l1.extent,
+            lanes: l2.extent + pad,
+            r: l2.extent,
+        });
+        let suits = |b: &LaneBlock| {
+            (2..=MAX_LANES).contains(&b.lanes)
+                && b.r >= 1
+                && b.x >= 1
+                && b.m >= 1
+                && b.lanes * b.x * e <= out_bytes()
+                && (b.m * b.lanes >= MIN_PIXEL_ROW_LANES || b.interleaves())
+        };
+        // A whole block without padding is both (`[x][m][k] -> [k][m][x]` read either way):
+        // the side with the fewer lanes holds the records.
+        [out, into]
+            .into_iter()
+            .flatten()
+            .filter(suits)
+            .min_by_key(|b| b.lanes)
+    }
+
+    /// Whether the block's chunks go through lane planes and the interleaving kernels:
+    /// records of 2-4 lanes and at most [`MAX_ROWS`] channels (which the transposing
+    /// kernels, in blocks of 8 or 16 rows, would walk element by element).
+    fn interleaves(&self) -> bool {
+        (2..=MAX_ROWS).contains(&self.lanes) && self.x <= MAX_ROWS
+    }
+
+    /// Elements of the block on its source side, from the first to one past the last read.
+    fn src_span(&self) -> usize {
+        match self.dir {
+            LaneDir::Out => self.x * self.m * self.lanes,
+            LaneDir::In => self.r * self.m * self.x,
+        }
+    }
+
+    /// Elements of the block on its destination side.
+    fn dst_span(&self) -> usize {
+        match self.dir {
+            LaneDir::Out => self.r * self.m * self.x,
+            LaneDir::In => self.x * self.m * self.lanes,
+        }
+    }
+
+    /// The chunks a block is cut into, `(channels, pixels)` per chunk, for elements of `e`
+    /// bytes and an output area of `cap` bytes: the whole block where it fits; else whole
+    /// pixel rows of fewer channels, where a pixel's share of them is at least
+    /// [`MIN_RUN_BYTES`] (the side without lanes then moves in runs that long, the side with
+    /// lanes in one run per chunk); else fewer pixels with every channel (runs of whole
+    /// records).
+    fn chunk(&self, e: usize, cap: usize) -> (usize, usize) {
+        let record = self.lanes * e;
+        if self.x * self.m * record <= cap {
+            return (self.x, self.m);
+        }
+        let nx = cap / (self.m * record);
+        if nx * e >= MIN_RUN_BYTES && !self.interleaves() {
+            return (nx, self.m);
+        }
+        (self.x, (cap / (self.x * record)).clamp(1, self.m))
+    }
+}
+
+/// The lines of the `bytes` after `start + bytes` (the next chunk or block, where the source
+/// reads them next: `follows`), for the transposition to ask for a few at a time; none
+/// otherwise. The blocks' transpositions read their source rows a few bytes at a time across
+/// the block, which the hardware prefetchers do not follow from one block to the next.
+fn next_lines(start: *const u8, bytes: usize, follows: bool) -> (*const u8, usize) {
+    if follows {
+        (start.wrapping_add(bytes), bytes / 64)
+    } else {
+        (std::ptr::null(), 0)
+    }
+}
+
+/// Writes `pattern` (one element) over `dst`, whose length is a multiple of it.
+fn fill_with(dst: &mut [u8], pattern: &[u8]) {
+    for v in dst.chunks_exact_mut(pattern.len()) {
+        v.copy_from_slice(pattern);
+    }
+}
+
+impl Job<'_> {
+    /// Runs one block `b` of an identity conversion from source element `so` and destination
+    /// element `d0` (see the module docs). A block whose last records would be read past the
+    /// end of the source (a strided view that stores only the lanes it uses) goes element by
+    /// element.
+    pub(super) fn lane_block(&self, so: usize, d0: usize, b: LaneBlock, scratch: &mut Scratch) {
+        let e = self.cast.src.size_bytes();
+        assert!(
+            (d0 + b.dst_span()) * e <= self.dst.len,
+            "a lane block lies outside the destination (plan and buffers disagree)"
+        );
+        if (so + b.src_span()) * e > self.src.len() {
+            self.lane_block_elements(so, d0, b);
+            return;
+        }
+        let cap = out_bytes();
+        let Scratch {
+            lane_buf,
+            src_ptrs,
+            dst_ptrs,
+            ..
+        } = scratch;
+        let tables = &mut (src_ptrs, dst_ptrs);
+        let buf = lane_buf.get_or_insert_with(|| AlignedBuf::zeroed(cap * 5 / 2));
+        let (out, rest) = buf.split_at_mut(cap);
+        let (planes, extra) = rest.split_at_mut(cap);
+        let (cx, cm) = b.chunk(e, cap);
+        let mut x0 = 0;
+        while x0 < b.x {
+            let nx = cx.min(b.x - x0);
+            let mut m0 = 0;
+            while m0 < b.m {
+                let n = cm.min(b.m - m0);
+                match b.dir {
+                    LaneDir::Out => {
+                        let chunk = (x0, nx, m0, n);
+                        self.lanes_out(so, d0, b, chunk, (out, planes, extra), tables)
+                    }
+                    LaneDir::In => {
+                        let chunk = (x0, nx, m0, n);
+                        self.lanes_in(so, d0, b, chunk, (out, planes, extra), tables)
+                    }
+                }
+                m0 += n;
+            }
+            x0 += nx;
+        }
+    }
+
+    /// Channels `x0..x0 + nx`, pixels `m0..m0 + n` of a block out of lane records.
+    ///
+    /// The reordered chunk goes straight to the destination where its rows are whole
+    /// aligned lines (streamed where the job streams) or the destination stays in cache;
+    /// otherwise through `out`, copied out in runs (streamed stores of rows shorter than a
+    /// line would leave partial lines).
+    #[allow(clippy::too_many_arguments)]
+    fn lanes_out(
+        &self,
+        so: usize,
+        d0: usize,
+        b: LaneBlock,
+        (x0, nx, m0, n): (usize, usize, usize, usize),
+        (out, planes, sink): (&mut [u8], &mut [u8], &mut [u8]),
+        (srcs, dsts): &mut (&mut Vec<*const u8>, &mut Vec<*mut u8>),
+    ) {
+        let e = self.cast.src.size_bytes();
+        let (k_all, r) = (b.lanes, b.r);
+        let src_row = b.m * k_all * e;
+        // SAFETY (pointer arithmetic): the block's source lies inside the source (checked by
+        // `lane_block`), and channels x0.. and pixels m0.. are inside the block.
+        let first = self
+            .src
+            .as_ptr()
+            .wrapping_add((so + x0 * b.m * k_all + m0 * k_all) * e);
+        // Destination byte offset of lane k, pixel p (of the chunk), channel x0.
+        let at = |k: usize, p: usize| (d0 + k * b.m * b.x + (m0 + p) * b.x + x0) * e;
+        let dst_ptr = self.dst.ptr;
+        let lines = |off: usize, row: usize| {
+            (dst_ptr as usize + off).is_multiple_of(64) && row.is_multiple_of(64)
+        };
+        if b.interleaves() {
+            for c in 0..nx {
+                // SAFETY: channel c's n records are inside the source; its lane planes
+                // [c][k][..n] are inside `planes` (nx * lanes * n * e <= cap bytes).
+                let done = unsafe {
+                    deinterleave(
+                        first.add(c * src_row),
+                        planes.as_mut_ptr().add(c * k_all * n * e),
+                        n * e,
+                        n,
+                        k_all,
+                        e,
+                    )
+                };
+                debug_assert!(done, "a kernel for 2-4 lanes of 1, 2, 4 or 8 bytes");
+            }
+            let dst = self.dst.slice();
+            for k in 0..r {
+                let run = &mut dst[at(k, 0)..at(k, 0) + n * nx * e];
+                if nx == 1 {
+                    run.copy_from_slice(&planes[k * n * e..(k + 1) * n * e]);
+                    continue;
+                }
+                // SAFETY: lane k's plane of every channel is in `planes`, `lanes * n * e`
+                // bytes apart; its n pixels of nx (= x) channels are one destination run.
+                let done = unsafe {
+                    interleave(
+                        planes.as_ptr().add(k * n * e),
+                        k_all * n * e,
+                        run.as_mut_ptr(),
+                        n,
+                        nx,
+                        e,
+                    )
+                };
+                debug_assert!(done, "a kernel for 2-4 channels of 1, 2, 4 or 8 bytes");
+            }
+            return;
+        }
+        let direct = !self.stream || lines(at(0, 0), b.x * e);
+        // Destination rows (pixel, lane): in the destination, or row k * n + p of `out`;
+        // padding lanes' rows all in `sink`.
+        let (row_ptr, row): (*mut u8, usize) = if direct {
+            (dst_ptr.wrapping_add(at(0, 0)), b.x * e)
+        } else {
+            (out.as_mut_ptr(), nx * e)
+        };
+        let lane_step = if direct { b.m * b.x * e } else { n * nx * e };
+        srcs.clear();
+        srcs.extend((0..nx).map(|c| first.wrapping_add(c * src_row)));
+        dsts.clear();
+        let sink = sink.as_mut_ptr();
+        for p in 0..n {
+            for k in 0..k_all {
+                dsts.push(if k < r {
+                    row_ptr.wrapping_add(k * lane_step + p * row)
+                } else {
+                    sink
+                });
+            }
+        }
+        let (next, ahead) = next_lines(first, nx * src_row, nx < b.x || n == b.m);
+        let rows = Ahead {
+            rows: Table {
+                src: srcs,
+                dst: dsts,
+            },
+            next,
+            lines: ahead,
+        };
+        // SAFETY: source rows are nx channels of n records (inside the block); destination
+        // rows are r * n runs of nx elements, in the destination (inside the block's
+        // destination, checked by `lane_block`, and this item's) or in `out` (r * n * nx * e
+        // <= cap bytes), and padding lanes' rows all in `sink` (nx * e <= cap / 2 bytes),
+        // which nothing reads.
+        unsafe { transpose_rows_dyn(rows, e, direct && self.stream) };
+        if direct {
+            return;
+        }
+        let dst = self.dst.slice();
+        if nx == b.x && n == b.m {
+            let len = r * n * nx * e;
+            self.out_copy(&mut dst[at(0, 0)..at(0, 0) + len], &out[..len]);
+        } else if nx == b.x {
+            let len = n * nx * e;
+            for k in 0..r {
+                let piece = &out[k * len..(k + 1) * len];
+                self.out_copy(&mut dst[at(k, 0)..at(k, 0) + len], piece);
+            }
+        } else {
+            let len = nx * e;
+            for k in 0..r {
+                for p in 0..n {
+                    let piece = &out[(k * n + p) * len..(k * n + p + 1) * len];
+                    self.out_copy(&mut dst[at(k, p)..at(k, p) + len], piece);
+                }
+            }
+        }
+    }
+
+    /// Channels `x0..x0 + nx`, pixels `m0..m0 + n` of a block into lane records, straight
+    /// to the destination or through `out` as [`Job::lanes_out`] decides. Lane planes
+    /// (few channels) take whole pixel rows of channels (`nx = x`).
+    #[allow(clippy::too_many_arguments)]
+    fn lanes_in(
+        &self,
+        so: usize,
+        d0: usize,
+        b: LaneBlock,
+        (x0, nx, m0, n): (usize, usize, usize, usize),
+        (out, planes, extra): (&mut [u8], &mut [u8], &mut [u8]),
+        (srcs, dsts): &mut (&mut Vec<*const u8>, &mut Vec<*mut u8>),
+    ) {
+        let e = self.cast.src.size_bytes();
+        let (k_all, r, x) = (b.lanes, b.r, b.x);
+        let fill = &self.fill[..e];
+        // Lane k's pixels m0.. start here (elements, channel x0), k < r.
+        let run = |k: usize| so + k * b.m * x + m0 * x + x0;
+        let len = n * k_all * e;
+        // Destination byte offset of channel x0 + c's records m0...
+        let at = |c: usize| (d0 + (x0 + c) * b.m * k_all + m0 * k_all) * e;
+        let dst_ptr = self.dst.ptr;
+        if b.interleaves() {
+            debug_assert_eq!(nx, x, "lane planes take every channel");
+            // Lane planes [k][c][..n], lanes past r of the fill.
+            for k in 0..k_all {
+                let plane = &mut planes[k * x * n * e..(k + 1) * x * n * e];
+                if k >= r {
+                    fill_with(plane, fill);
+                } else if x == 1 {
+                    plane.copy_from_slice(&self.src[run(k) * e..(run(k) + n) * e]);
+                } else {
+                    // SAFETY: lane k's n pixels of x channels are inside the block's source;
+                    // the plane holds x rows of n elements.
+                    let done = unsafe {
+                        deinterleave(
+                            self.src.as_ptr().add(run(k) * e),
+                            plane.as_mut_ptr(),
+                            n * e,
+                            n,
+                            x,
+                            e,
+                        )
+                    };
+                    debug_assert!(done, "a kernel for 2-4 channels of 1, 2, 4 or 8 bytes");
+                }
+            }
+            let dst = self.dst.slice();
+            for c in 0..x {
+                let records = &mut dst[at(c)..at(c) + len];
+                // SAFETY: channel c's lane planes are in `planes`, `x * n * e` bytes apart;
+                // its n records are one destination run.
+                let done = unsafe {
+                    interleave(
+                        planes.as_ptr().add(c * n * e),
+                        x * n * e,
+                        records.as_mut_ptr(),
+                        n,
+                        k_all,
+                        e,
+                    )
+                };
+                debug_assert!(done, "a kernel for 2-4 lanes of 1, 2, 4 or 8 bytes");
+            }
+            return;
+        }
+        let fill_line = &mut extra[..nx * e];
+        fill_with(fill_line, fill);
+        let direct = !self.stream
+            || ((dst_ptr as usize + at(0)).is_multiple_of(64)
+                && (b.m * k_all * e).is_multiple_of(64));
+        let (row_ptr, row) = if direct {
+            (dst_ptr.wrapping_add(at(0)), b.m * k_all * e)
+        } else {
+            (out.as_mut_ptr(), len)
+        };
+        // Source rows: (pixel, lane), lanes past r reading the fill line; destination rows:
+        // the channels, each n records.
+        let base = self.src.as_ptr().wrapping_add(run(0) * e);
+        let (plane, px, fill) = (b.m * x * e, x * e, fill_line.as_ptr());
+        srcs.clear();
+        for p in 0..n {
+            for k in 0..k_all {
+                srcs.push(if k < r {
+                    base.wrapping_add(k * plane + p * px)
+                } else {
+                    fill
+                });
+            }
+        }
+        dsts.clear();
+        dsts.extend((0..nx).map(|c| row_ptr.wrapping_add(c * row)));
+        let whole = self.src.as_ptr().wrapping_add(so * e);
+        let (next, ahead) = next_lines(whole, r * b.m * x * e, n == b.m && nx == x);
+        let rows = Ahead {
+            rows: Table {
+                src: srcs,
+                dst: dsts,
+            },
+            next,
+            lines: ahead,
+        };
+        // SAFETY: each data row is nx of a pixel's channels inside the block's source, each
+        // padding row the fill line of nx elements; the destination rows are nx runs of n
+        // records, in the destination (inside the block's, checked by `lane_block`, and this
+        // item's) or in `out` (nx * len <= cap bytes).
+        unsafe { transpose_rows_dyn(rows, e, direct && self.stream) };
+        if direct {
+            return;
+        }
+        let dst = self.dst.slice();
+        if n == b.m {
+            self.out_copy(&mut dst[at(0)..at(0) + nx * len], &out[..nx * len]);
+        } else {
+            for c in 0..nx {
+                self.out_copy(&mut dst[at(c)..at(c) + len], &out[c * len..(c + 1) * len]);
+            }
+        }
+    }
+
+    /// The block element by element (the source's last records are not whole).
+    fn lane_block_elements(&self, so: usize, d0: usize, b: LaneBlock) {
+        let e = self.cast.src.size_bytes();
+        let dst = self.dst.slice();
+        for c in 0..b.x {
+            for p in 0..b.m {
+                for k in 0..b.lanes {
+                    let (s, d) = match b.dir {
+                        LaneDir::Out if k < b.r => (
+                            Some(so + (c * b.m + p) * b.lanes + k),
+                            d0 + (k * b.m + p) * b.x + c,
+                        ),
+                        LaneDir::Out => continue,
+                        LaneDir::In => (
+                            (k < b.r).then(|| so + (k * b.m + p) * b.x + c),
+                            d0 + (c * b.m + p) * b.lanes + k,
+                        ),
+                    };
+                    let out = &mut dst[d * e..(d + 1) * e];
+                    match s {
+                        Some(s) => out.copy_from_slice(&self.src[s * e..(s + 1) * e]),
+                        None => out.copy_from_slice(&self.fill[..e]),
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fast::loop_dim as l;
+
+    #[test]
+    fn height_major_image_blocks_are_recognised_both_ways() {
+        // mace:in_out_height -> NHWC, C = 16, W = 14: [4 lanes][14 pixels][16 channels].
+        let out = [l(4, 1, 224), l(14, 4, 16), l(16, 56, 1)];
+        assert_eq!(
+            LaneBlock::of(&out, 0, 2),
+            Some(LaneBlock {
+                dir: LaneDir::Out,
+                x: 16,
+                m: 14,
+                lanes: 4,
+                r: 4
+            })
+        );
+        // The last block of H = 14: two lanes of four read.
+        let tail = [l(2, 1, 224), l(14, 4, 16), l(16, 56, 1)];
+        assert_eq!(
+            LaneBlock::of(&tail, 0, 2).map(|b| (b.r, b.lanes)),
+            Some((2, 4))
+        );
+        // NHWC -> mace:in_out_height, and its last block with two lanes of padding.
+        let into = [l(16, 1, 56), l(14, 16, 4), l(4, 224, 1)];
+        assert_eq!(LaneBlock::of(&into, 0, 2).map(|b| b.dir), Some(LaneDir::In));
+        let into_tail = [l(16, 1, 56), l(14, 16, 4), l(2, 224, 1)];
+        assert_eq!(
+            LaneBlock::of(&into_tail, 2, 2).map(|b| (b.r, b.lanes)),
+            Some((2, 4))
+        );
+        // Without the padding absorbed, the destination's lanes past r are another region's.
+        assert_eq!(LaneBlock::of(&into_tail, 0, 2), None);
+        // Not a reversal: NCHW -> NHWC's plane (two loops), a permutation that keeps the
+        // middle loop's strides apart.
+        assert_eq!(LaneBlock::of(&[l(16, 196, 1), l(196, 1, 16)], 0, 4), None);
+        assert_eq!(
+            LaneBlock::of(&[l(4, 1, 224), l(14, 4, 32), l(16, 56, 1)], 0, 2),
+            None
+        );
+        // One pixel of three records per channel (W = 1, H = 3): too few rows for the block
+        // kernels, too many channels for the interleaving ones.
+        assert_eq!(
+            LaneBlock::of(&[l(3, 1, 1000), l(1, 4, 1000), l(1000, 4, 1)], 0, 4),
+            None
+        );
+    }
+
+    #[test]
+    fn chunks_cover_the_block_in_long_runs() {
+        let cap = 64 << 10;
+        let b = |dir, x, m| LaneBlock {
+            dir,
+            x,
+            m,
+            lanes: 4,
+            r: 4,
+        };
+        // Fits whole.
+        assert_eq!(b(LaneDir::Out, 16, 14).chunk(2, cap), (16, 14));
+        // C = 250 f32 on 64-pixel rows (256 KiB): whole pixel rows of 64 channels.
+        assert_eq!(b(LaneDir::Out, 250, 64).chunk(4, cap), (64, 64));
+        // Into the image the same: its destination is then one run per chunk.
+        assert_eq!(b(LaneDir::In, 250, 64).chunk(4, cap), (64, 64));
+        // Channel runs of a pixel shorter than 256 bytes: fewer pixels with every channel.
+        assert_eq!(b(LaneDir::In, 250, 1024).chunk(4, cap), (250, 16));
+        // Pixel rows too long for channel runs of 256 bytes: fewer pixels.
+        assert_eq!(b(LaneDir::Out, 24, 1024).chunk(4, cap), (24, 170));
+    }
+}
