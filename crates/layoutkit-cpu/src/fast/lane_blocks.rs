@@ -58,6 +58,13 @@ const MAX_LANES: usize = 16;
 /// C = 250 and 1000 gained), while rows of 14 pixels and more gained on most shapes.
 const MIN_PIXEL_ROW_LANES: usize = 32;
 
+/// The fewest channels (the other side of the transposition) taken for the transposing
+/// kernels, which work in blocks of 8 or 16 rows. A whole block reads as either direction
+/// (`[x][m][k] -> [k][m][x]`); a MACE 3x3 filter image of 4 input channels from OIHW, seen as
+/// 4 channels of 9-lane records, ran at 0.3 of the general tiles' speed (f16, 79% -> 24% of
+/// the copy) before this bound.
+const MIN_CHANNELS: usize = 8;
+
 /// Destination runs shorter than this many bytes are avoided when a block is chunked: the
 /// write runs of one line per pixel were the slowest pattern on the Zen 5 (13.5 GB/s against
 /// 41-44 for four lines or more, `bench/probes/write_runs.c`).
@@ -81,8 +88,9 @@ impl LaneBlock {
     ///   lanes), lane (r; src x*m, dst 1)]`, `lanes = r + pad`.
     ///
     /// Taken where a record has 2 to [`MAX_LANES`] lanes, a pixel's records fit the lane
-    /// scratch, and the transposition has rows enough for the block kernels (a pixel row's
-    /// lanes `m * lanes >= 16`) or the channels are few enough for the interleaving ones.
+    /// scratch, and the channels are few enough for the interleaving kernels or the
+    /// transposition has rows enough on both sides for the block kernels
+    /// ([`MIN_PIXEL_ROW_LANES`], [`MIN_CHANNELS`]).
     pub(super) fn of(k: &[LoopDim], pad: usize, e: usize) -> Option<LaneBlock> {
         let [l0, l1, l2] = k else { return None };
         let i = |v: usize| v as isize;
@@ -119,7 +127,8 @@ impl LaneBlock {
                 && b.x >= 1
                 && b.m >= 1
                 && b.lanes * b.x * e <= out_bytes()
-                && (b.m * b.lanes >= MIN_PIXEL_ROW_LANES || b.interleaves())
+                && (b.interleaves()
+                    || (b.m * b.lanes >= MIN_PIXEL_ROW_LANES && b.x >= MIN_CHANNELS))
         };
         // A whole block without padding is both (`[x][m][k] -> [k][m][x]` read either way):
         // the side with the fewer lanes holds the records.
@@ -567,6 +576,23 @@ mod tests {
         assert_eq!(
             LaneBlock::of(&[l(3, 1, 1000), l(1, 4, 1000), l(1000, 4, 1)], 0, 4),
             None
+        );
+        // Seven-pixel rows of many channels: the general tiles.
+        assert_eq!(
+            LaneBlock::of(&[l(4, 1, 1750), l(7, 4, 250), l(250, 28, 1)], 0, 4),
+            None
+        );
+        // OIHW -> mace:conv2d_filter with I = 4, 3x3: read as taps x input channels x 4
+        // output-channel lanes (9 channels, 16 lanes per pixel row: too few) or as 4
+        // channels of 9-lane records (too few channels): neither.
+        assert_eq!(
+            LaneBlock::of(&[l(9, 1, 16), l(4, 9, 4), l(4, 36, 1)], 0, 2),
+            None
+        );
+        // With 64 input channels the first reading holds.
+        assert_eq!(
+            LaneBlock::of(&[l(9, 1, 256), l(64, 9, 4), l(4, 576, 1)], 0, 2).map(|b| b.dir),
+            Some(LaneDir::In)
         );
     }
 
