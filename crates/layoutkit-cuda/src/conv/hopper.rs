@@ -433,3 +433,7 @@ pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
 #[cfg(test)]
 #[path = "hopper_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "hopper_int8_tests.rs"]
+mod int8_tests;

@@ -15,7 +15,9 @@
 //!   below. Measured on an H100 (the stem at batch 1-64, two alternations, GPU time;
 //!   `bench/results/conv.md`): NHWC 1.05-1.10x. In NCHW, where a chunk's elements then lie in
 //!   several channel planes instead of one pixel's few bytes, it ran 0.93-0.98x, so NCHW
-//!   keeps the padded chunks.
+//!   keeps the padded chunks; so do filters where the padded walk is less than
+//!   [`MIN_DENSE_SAVING`] steps longer (3x3 filters of 3 channels: 2 steps against 1, and
+//!   0.70-0.86x unpadded).
 //! * [`HopperK::Chunks`]: any other channel count, and NCHW. K is walked as (tap, chunk of
 //!   channels) with C rounded up to a whole chunk (the missing channels are zeros), and a K
 //!   step is 8 consecutive chunks, so chunk `j` of step `t` is chunk `8t + j` of that order:
@@ -61,6 +63,7 @@ impl HopperK {
             && k.shape.kh * k.shape.kw > 1
             && k.input.size_bytes() == 2
             && k.layout != ConvLayout::Nchw
+            && padded_steps(k) >= HopperK::Dense.steps(k) + MIN_DENSE_SAVING
         {
             HopperK::Dense
         } else {
@@ -259,6 +262,18 @@ fn chunk_fetch(k: &mut String, kernel: &ConvKernel, (ar, br, step): (usize, usiz
         c = s.c
     );
 }
+
+/// K steps of the padded chunk walk ([`HopperK::Chunks`]) for `k`.
+fn padded_steps(k: &ConvKernel) -> usize {
+    HopperK::Chunks { registers: true }.steps(k)
+}
+
+/// The fewest K steps the unpadded walk must save over the padded one to be taken: its loads
+/// do more index arithmetic per element (each of a chunk's 8 elements finds its own tap and
+/// its bounds). Measured on an H100 (fair benchmark, GPU time, batch 64): the 7x7 stem (7 ->
+/// 3 steps) 70.4 -> 74.8 TFLOP/s; the 3x3 layers of 3 channels (2 -> 1 steps) slower,
+/// MobileNetV2's 3x3/2 stem 25.2 -> 17.7 and VGG-16's `conv1_1` 41.1 -> 35.2.
+const MIN_DENSE_SAVING: usize = 2;
 
 /// `fetch(t)`'s body for [`HopperK::Dense`]: chunk `q = 8t + lch` holds K elements `8q ..
 /// 8q + 7` of the filter's (tap, channel) order, each with its own tap `(r, sx)` and channel
