@@ -27,6 +27,7 @@ mod quantise_avx512;
 mod record_casts;
 mod records;
 mod reverse;
+mod scratch;
 mod shape;
 mod table_tiles;
 mod tile_tables;
@@ -44,6 +45,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::{check_buffers, Error};
 use casts::{run_kernel, RunKernel};
 use items::{split, Item, Kind, MAX_TILE_A};
+use scratch::Scratch;
 
 /// Runs `plan` on `threads` threads (1 runs on the calling thread).
 ///
@@ -198,75 +200,7 @@ const TILE_BYTES: usize = 16384;
 
 /// A tile-sized scratch buffer, aligned so the cast kernels can view it as typed elements.
 #[repr(align(64))]
-struct TileBuf([u8; TILE_BYTES]);
-
-/// Per work item scratch: row tables of the current tile, and for casting tiles two buffers
-/// made on first use (zeroing them per tile cost more than the tile). The buffers outlive the
-/// item: [`Scratch::new`] takes the ones a previous item on this thread left, and dropping a
-/// `Scratch` leaves its buffers for the next (zeroing a fresh 64 KiB buffer on every call
-/// doubled the time of a 4 KiB conversion).
-struct Scratch {
-    src_rows: Vec<isize>,
-    dst_rows: Vec<isize>,
-    src_ptrs: Vec<*const u8>,
-    dst_ptrs: Vec<*mut u8>,
-    bufs: Option<Box<[TileBuf; 2]>>,
-    /// A tile whose destination is contiguous, before it is streamed out.
-    stream_buf: Option<AlignedBuf>,
-    /// The last periodic row table of tiles over compound rows, with what it was built from.
-    periodic: Option<(tile_tables::PeriodicKey, tile_tables::PeriodicRows)>,
-    /// The lane blocks' output area, lane planes and fill line or sink (`lane_blocks`).
-    lane_buf: Option<AlignedBuf>,
-}
-
-/// Scratch buffers kept on this thread between work items (see [`Scratch`]).
-type KeptBuffers = (
-    Option<Box<[TileBuf; 2]>>,
-    Option<AlignedBuf>,
-    Option<AlignedBuf>,
-);
-
-thread_local! {
-    static KEPT: std::cell::RefCell<KeptBuffers> = const { std::cell::RefCell::new((None, None, None)) };
-}
-
-impl Scratch {
-    /// Empty row tables and the buffers this thread kept, if any.
-    fn new() -> Scratch {
-        let (bufs, stream_buf, lane_buf) = KEPT
-            .try_with(|k| std::mem::take(&mut *k.borrow_mut()))
-            .unwrap_or_default();
-        Scratch {
-            src_rows: Vec::new(),
-            dst_rows: Vec::new(),
-            src_ptrs: Vec::new(),
-            dst_ptrs: Vec::new(),
-            bufs,
-            stream_buf,
-            periodic: None,
-            lane_buf,
-        }
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let (bufs, stream) = (self.bufs.take(), self.stream_buf.take());
-        let lanes = self.lane_buf.take();
-        let _ = KEPT.try_with(|k| {
-            let mut k = k.borrow_mut();
-            if k.0.is_none() {
-                k.0 = bufs;
-            }
-            if k.1.is_none() {
-                k.1 = stream;
-            }
-            if k.2.is_none() {
-                k.2 = lanes;
-            }
-        });
-    }
-}
+pub(super) struct TileBuf([u8; TILE_BYTES]);
 
 /// The scratch tile for contiguous destinations.
 const SCRATCH_BYTES: usize = IDENTITY_TILE_BYTES;
