@@ -1,7 +1,8 @@
 //! The fast engine against the reference converter on blocks of lane records turned inside
 //! out (`fast/lane_blocks.rs`): MACE height-major images and NHWC both ways (heights that
 //! leave the last block of lanes partial, one to many channels, pixel rows of a few to
-//! hundreds of pixels), MACE filter images and OIHW, every element size, 1-4 threads, sources
+//! hundreds of pixels), MACE filter images and OIHW, blocked filters (`OIHW16i16o`) and
+//! OIHW, every element size, 1-4 threads, sources
 //! at any byte offset, and blocks larger than the lane scratch (cut into chunks of channels
 //! or of pixels). Run a second time with `LAYOUTKIT_CPU_KERNELS=avx2` on AVX-512 machines for
 //! the AVX2 builds, and with `LAYOUTKIT_CPU_STREAM=always` for streamed stores.
@@ -20,6 +21,17 @@ const ACTIVATIONS: &[(&str, &str)] = &[
 const FILTERS: &[(&str, &str)] = &[
     ("mace:conv2d_filter", "OIHW"),
     ("OIHW", "mace:conv2d_filter"),
+];
+
+/// Blocked filters, whose blocks of output and input channels are lane blocks with the
+/// plain filter's rows of records apart (`OIHW16i16o -> OIHW` after its loop over blocks of
+/// input channels is moved out).
+const BLOCKED: &[(&str, &str)] = &[
+    ("OIHW16i16o", "OIHW"),
+    ("OIHW", "OIHW16i16o"),
+    ("OIHW8i8o", "OIHW"),
+    ("OIHW", "OIHW8i8o"),
+    ("OIHW4i16o4i", "OIHW"),
 ];
 
 const TYPES: &[DType] = &[DType::F32, DType::F16, DType::U8, DType::F64];
@@ -87,6 +99,27 @@ proptest! {
         offset in 0usize..64,
     ) {
         let (from, to) = FILTERS[pair];
+        let dims = format!("O={o},I={i},H={k},W={k}");
+        let diff = difference(&shaped(from, &dims), &shaped(to, &dims), TYPES[t], seed, threads, offset);
+        prop_assert!(diff.is_none(), "{from} -> {to} {dims} {:?} threads {threads} offset {offset}: byte {diff:?}", TYPES[t]);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn blocked_filters_equal_the_reference(
+        pair in 0..BLOCKED.len(),
+        o in prop_oneof![1usize..40, 60usize..70],
+        i in prop_oneof![1usize..40, 250usize..262],
+        k in 1usize..8,
+        t in 0..TYPES.len(),
+        threads in 1usize..5,
+        seed in any::<u64>(),
+        offset in 0usize..64,
+    ) {
+        let (from, to) = BLOCKED[pair];
         let dims = format!("O={o},I={i},H={k},W={k}");
         let diff = difference(&shaped(from, &dims), &shaped(to, &dims), TYPES[t], seed, threads, offset);
         prop_assert!(diff.is_none(), "{from} -> {to} {dims} {:?} threads {threads} offset {offset}: byte {diff:?}", TYPES[t]);

@@ -161,7 +161,7 @@ pub(super) fn split(
     // Blocks of lane records turned inside out: whole blocks per call, in items of the loops
     // outside them (one of extent 1 where there is none).
     let lane_block = (!fill && tail == 0 && cast.is_identity() && dims.len() >= 3)
-        .then(|| LaneBlock::of(&dims[dims.len() - 3..], pad, size))
+        .then(|| lane_loops(&mut dims, pad, size))
         .flatten();
     let lanes = lane_block.is_some();
     if lanes && dims.len() == 3 {
@@ -346,6 +346,27 @@ pub(super) fn split(
             start[j] = 0;
         }
     }
+}
+
+/// The lane block ([`LaneBlock::of`]) three of the loops `dims` make, moved to the end of
+/// `dims` (the others keep their order in front: a region's loops may run in any order). The
+/// last three first; with padding (after the destination-contiguous last loop) only triples
+/// ending with it. `OIHW16i16o -> OIHW` is such a block per 16 output channels and 16 input
+/// channels, its loop over blocks of input channels between the block's output and input
+/// channels.
+fn lane_loops(dims: &mut Vec<LoopDim>, pad: usize, size: usize) -> Option<LaneBlock> {
+    let n = dims.len();
+    let last = n - 1;
+    let triples = (0..n).flat_map(|a| (0..n).flat_map(move |b| (0..n).map(move |c| [a, b, c])));
+    let found = std::iter::once([n - 3, n - 2, last])
+        .chain(triples.filter(|t| t[0] != t[1] && t[1] != t[2] && t[0] != t[2]))
+        .filter(|t| pad == 0 || t[2] == last)
+        .find_map(|t| LaneBlock::of(&t.map(|i| dims[i]), pad, size).map(|b| (t, b)))?;
+    let (t, block) = found;
+    let mut moved: Vec<LoopDim> = (0..n).filter(|i| !t.contains(i)).map(|i| dims[i]).collect();
+    moved.extend(t.map(|i| dims[i]));
+    *dims = moved;
+    Some(block)
 }
 
 #[cfg(test)]

@@ -45,6 +45,10 @@ pub(super) struct LaneBlock {
     pub lanes: usize,
     /// Lanes that hold data (`<= lanes`).
     pub r: usize,
+    /// Elements between the channels' rows of records on the lane side (`>= m * lanes`; more
+    /// where the block is one of several side by side there, as the blocks of 16 input
+    /// channels of `OIHW16i16o` in an OIHW filter row).
+    pub xs: usize,
 }
 
 /// The most lanes per record taken (a MACE image has 4).
@@ -98,7 +102,7 @@ impl LaneBlock {
             && l0.src_stride == 1
             && l2.dst_stride == 1
             && l1.src_stride >= i(l0.extent)
-            && l2.src_stride == l1.src_stride * i(l1.extent)
+            && l2.src_stride >= l1.src_stride * i(l1.extent)
             && l1.dst_stride == i(l2.extent)
             && l0.dst_stride == i(l1.extent * l2.extent))
         .then_some(LaneBlock {
@@ -107,19 +111,21 @@ impl LaneBlock {
             m: l1.extent,
             lanes: l1.src_stride as usize,
             r: l0.extent,
+            xs: l2.src_stride as usize,
         });
         let into = (l0.src_stride == 1
             && l2.dst_stride == 1
             && l1.src_stride == i(l0.extent)
             && l2.src_stride == i(l0.extent * l1.extent)
             && l1.dst_stride == i(l2.extent + pad)
-            && l0.dst_stride == i((l2.extent + pad) * l1.extent))
+            && l0.dst_stride >= i((l2.extent + pad) * l1.extent))
         .then_some(LaneBlock {
             dir: LaneDir::In,
             x: l0.extent,
             m: l1.extent,
             lanes: l2.extent + pad,
             r: l2.extent,
+            xs: l0.dst_stride as usize,
         });
         let suits = |b: &LaneBlock| {
             (2..=MAX_LANES).contains(&b.lanes)
@@ -149,17 +155,22 @@ impl LaneBlock {
     /// Elements of the block on its source side, from the first to one past the last read.
     fn src_span(&self) -> usize {
         match self.dir {
-            LaneDir::Out => self.x * self.m * self.lanes,
+            LaneDir::Out => (self.x - 1) * self.xs + self.m * self.lanes,
             LaneDir::In => self.r * self.m * self.x,
         }
     }
 
-    /// Elements of the block on its destination side.
+    /// Elements from the block's first on its destination side to one past its last.
     fn dst_span(&self) -> usize {
         match self.dir {
             LaneDir::Out => self.r * self.m * self.x,
-            LaneDir::In => self.x * self.m * self.lanes,
+            LaneDir::In => (self.x - 1) * self.xs + self.m * self.lanes,
         }
+    }
+
+    /// Whether the channels' rows of records lie back to back (the lane side is one range).
+    fn packed(&self) -> bool {
+        self.xs == self.m * self.lanes
     }
 
     /// The chunks a block is cut into, `(channels, pixels)` per chunk, for elements of `e`
@@ -267,13 +278,13 @@ impl Job<'_> {
     ) {
         let e = self.cast.src.size_bytes();
         let (k_all, r) = (b.lanes, b.r);
-        let src_row = b.m * k_all * e;
+        let src_row = b.xs * e;
         // SAFETY (pointer arithmetic): the block's source lies inside the source (checked by
         // `lane_block`), and channels x0.. and pixels m0.. are inside the block.
         let first = self
             .src
             .as_ptr()
-            .wrapping_add((so + x0 * b.m * k_all + m0 * k_all) * e);
+            .wrapping_add((so + x0 * b.xs + m0 * k_all) * e);
         // Destination byte offset of lane k, pixel p (of the chunk), channel x0.
         let at = |k: usize, p: usize| (d0 + k * b.m * b.x + (m0 + p) * b.x + x0) * e;
         let dst_ptr = self.dst.ptr;
@@ -341,7 +352,7 @@ impl Job<'_> {
                 });
             }
         }
-        let (next, ahead) = next_lines(first, nx * src_row, nx < b.x || n == b.m);
+        let (next, ahead) = next_lines(first, nx * src_row, b.packed() && (nx < b.x || n == b.m));
         let rows = Ahead {
             rows: Table {
                 src: srcs,
@@ -400,7 +411,7 @@ impl Job<'_> {
         let run = |k: usize| so + k * b.m * x + m0 * x + x0;
         let len = n * k_all * e;
         // Destination byte offset of channel x0 + c's records m0...
-        let at = |c: usize| (d0 + (x0 + c) * b.m * k_all + m0 * k_all) * e;
+        let at = |c: usize| (d0 + (x0 + c) * b.xs + m0 * k_all) * e;
         let dst_ptr = self.dst.ptr;
         if b.interleaves() {
             debug_assert_eq!(nx, x, "lane planes take every channel");
@@ -449,10 +460,9 @@ impl Job<'_> {
         let fill_line = &mut extra[..nx * e];
         fill_with(fill_line, fill);
         let direct = !self.stream
-            || ((dst_ptr as usize + at(0)).is_multiple_of(64)
-                && (b.m * k_all * e).is_multiple_of(64));
+            || ((dst_ptr as usize + at(0)).is_multiple_of(64) && (b.xs * e).is_multiple_of(64));
         let (row_ptr, row) = if direct {
-            (dst_ptr.wrapping_add(at(0)), b.m * k_all * e)
+            (dst_ptr.wrapping_add(at(0)), b.xs * e)
         } else {
             (out.as_mut_ptr(), len)
         };
@@ -491,7 +501,7 @@ impl Job<'_> {
             return;
         }
         let dst = self.dst.slice();
-        if n == b.m {
+        if n == b.m && b.packed() {
             self.out_copy(&mut dst[at(0)..at(0) + nx * len], &out[..nx * len]);
         } else {
             for c in 0..nx {
@@ -509,13 +519,13 @@ impl Job<'_> {
                 for k in 0..b.lanes {
                     let (s, d) = match b.dir {
                         LaneDir::Out if k < b.r => (
-                            Some(so + (c * b.m + p) * b.lanes + k),
+                            Some(so + c * b.xs + p * b.lanes + k),
                             d0 + (k * b.m + p) * b.x + c,
                         ),
                         LaneDir::Out => continue,
                         LaneDir::In => (
                             (k < b.r).then(|| so + (k * b.m + p) * b.x + c),
-                            d0 + (c * b.m + p) * b.lanes + k,
+                            d0 + c * b.xs + p * b.lanes + k,
                         ),
                     };
                     let out = &mut dst[d * e..(d + 1) * e];

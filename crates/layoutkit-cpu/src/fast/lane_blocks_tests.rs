@@ -13,7 +13,8 @@ fn height_major_image_blocks_are_recognised_both_ways() {
             x: 16,
             m: 14,
             lanes: 4,
-            r: 4
+            r: 4,
+            xs: 56
         })
     );
     // The last block of H = 14: two lanes of four read.
@@ -73,6 +74,7 @@ fn chunks_cover_the_block_in_long_runs() {
         m,
         lanes: 4,
         r: 4,
+        xs: 4 * m,
     };
     // Fits whole.
     assert_eq!(b(LaneDir::Out, 16, 14).chunk(2, cap), (16, 14));
@@ -84,4 +86,11 @@ fn chunks_cover_the_block_in_long_runs() {
     assert_eq!(b(LaneDir::In, 250, 1024).chunk(4, cap), (250, 16));
     // Pixel rows too long for channel runs of 256 bytes: fewer pixels.
     assert_eq!(b(LaneDir::Out, 24, 1024).chunk(4, cap), (24, 170));
+    // OIHW -> OIHW16i16o per block of 16 input channels, I = 256, 3x3: 16 output channels'
+    // rows of 16 input channels x 9 taps, one block of 16 of each row (xs = I x 9).
+    let b = LaneBlock::of(&[l(9, 1, 256), l(16, 9, 16), l(16, 2304, 1)], 0, 2);
+    assert_eq!(
+        b.map(|b| (b.dir, b.x, b.m, b.lanes, b.xs)),
+        Some((LaneDir::Out, 16, 16, 9, 2304))
+    );
 }
