@@ -94,7 +94,13 @@ impl LaneBlock {
     /// Taken where a record has 2 to [`MAX_LANES`] lanes, a pixel's records fit the lane
     /// scratch, and the channels are few enough for the interleaving kernels or the
     /// transposition has rows enough on both sides for the block kernels
-    /// ([`MIN_PIXEL_ROW_LANES`], [`MIN_CHANNELS`]).
+    /// ([`MIN_PIXEL_ROW_LANES`], [`MIN_CHANNELS`]) and records shorter than the channels'
+    /// count. Measured slower than the general tiles (f16, one thread, Zen 5), hence not
+    /// taken: `OIHW16i16o -> OIHW` with 3-4 input channels read as 9 taps of 16-lane records
+    /// (0.45 -> 0.27 of the copy), and records read from rows apart (`OIHW -> OIHW16i16o`
+    /// with 2048 input channels, 16 rows of 288 bytes 36 KiB apart: 0.94 -> 0.68); rows apart
+    /// on the destination side are taken (`OIHW16i16o -> OIHW` with 256 input channels f16
+    /// 0.23 -> 0.46, f32 0.41 -> 0.96).
     pub(super) fn of(k: &[LoopDim], pad: usize, e: usize) -> Option<LaneBlock> {
         let [l0, l1, l2] = k else { return None };
         let i = |v: usize| v as isize;
@@ -133,8 +139,11 @@ impl LaneBlock {
                 && b.x >= 1
                 && b.m >= 1
                 && b.lanes * b.x * e <= out_bytes()
+                && (b.dir == LaneDir::In || b.packed())
                 && (b.interleaves()
-                    || (b.m * b.lanes >= MIN_PIXEL_ROW_LANES && b.x >= MIN_CHANNELS))
+                    || (b.m * b.lanes >= MIN_PIXEL_ROW_LANES
+                        && b.x >= MIN_CHANNELS
+                        && b.lanes < b.x))
         };
         // A whole block without padding is both (`[x][m][k] -> [k][m][x]` read either way):
         // the side with the fewer lanes holds the records.

@@ -87,10 +87,20 @@ fn chunks_cover_the_block_in_long_runs() {
     // Pixel rows too long for channel runs of 256 bytes: fewer pixels.
     assert_eq!(b(LaneDir::Out, 24, 1024).chunk(4, cap), (24, 170));
     // OIHW -> OIHW16i16o per block of 16 input channels, I = 256, 3x3: 16 output channels'
-    // rows of 16 input channels x 9 taps, one block of 16 of each row (xs = I x 9).
+    // rows of 16 input channels x 9 taps, one block of 16 of each row (xs = I x 9); and the
+    // inverse.
+    // Read from rows apart: not taken.
     let b = LaneBlock::of(&[l(9, 1, 256), l(16, 9, 16), l(16, 2304, 1)], 0, 2);
+    assert_eq!(b, None);
+    // OIHW16i16o -> OIHW: written to rows apart, taken.
+    let b = LaneBlock::of(&[l(16, 1, 2304), l(16, 16, 9), l(9, 256, 1)], 0, 2);
     assert_eq!(
         b.map(|b| (b.dir, b.x, b.m, b.lanes, b.xs)),
-        Some((LaneDir::Out, 16, 16, 9, 2304))
+        Some((LaneDir::In, 16, 16, 9, 2304))
+    );
+    // With 4 input channels, as 9 taps of 16-lane records: records longer than the channels.
+    assert_eq!(
+        LaneBlock::of(&[l(16, 1, 36), l(4, 16, 9), l(9, 256, 1)], 0, 2),
+        None
     );
 }
