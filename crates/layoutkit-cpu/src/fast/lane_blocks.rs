@@ -1,5 +1,6 @@
 //! Blocks of lane records turned inside out: three loops whose order one layout reverses,
-//! dense in both, with one side's innermost loop padded to whole records of `lanes`. A MACE
+//! dense on the plain side, with the other side's innermost loop padded to whole records of
+//! `lanes` (and its rows of records possibly apart, [`LaneBlock::xs`]). A MACE
 //! height-major image and NHWC are such a pair: per block of four image rows `(n, h / 4)` the
 //! image holds `[C][W][4]` (each image pixel the four rows' values of one channel) and NHWC
 //! the same elements as `[4][W][C]` (four rows of `W` pixels of `C` channels); in the last
@@ -16,6 +17,10 @@
 //!   sink), or, for 1-4 channels, split into lane planes and interleaved
 //!   ([`super::interleave`]);
 //! * written out as whole runs (streamed past the cache where the job streams).
+//!
+//! The three loops may be any three of a copy's loops (`items::lane_loops` moves them last):
+//! `OIHW16i16o -> OIHW` is one block per 16 output x 16 input channels, records of the
+//! filter's taps, the output channels' rows of records `I x H x W` apart in OIHW.
 
 use layoutkit_core::plan::LoopDim;
 
@@ -33,7 +38,7 @@ pub(super) enum LaneDir {
     In,
 }
 
-/// One block's shape, from the last three loops of a copy (see [`LaneBlock::of`]).
+/// One block's shape, from three loops of a copy (see [`LaneBlock::of`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct LaneBlock {
     pub dir: LaneDir,
