@@ -15,7 +15,7 @@ use crate::{
 pub enum CpuConvEngine {
     /// [`conv2d_int8`]: i8 activations and filter, exact i32 sums.
     Int8,
-    /// [`conv2d_blocked`]: f32 activations in NCHW, NHWC or NCHW<x>c (what its tiles do not
+    /// [`conv2d_blocked`]: f32 activations in NCHW, NHWC or `NCHW<x>c` (what its tiles do not
     /// cover goes to the implicit GEMM).
     Blocked,
     /// [`conv2d_reference`]: everything else.
@@ -34,7 +34,7 @@ impl CpuConvEngine {
 }
 
 /// The engine for these operands: int8 for i8 activations and filter, the register-blocked
-/// engine for f32 activations it reads (NCHW, NHWC, NCHW<x>c), the reference for anything else
+/// engine for f32 activations it reads (NCHW, NHWC, `NCHW<x>c`), the reference for anything else
 /// and for strided views (operands that are not contiguous in their layout).
 pub fn conv2d_engine(x: &TensorRef<'_>, w: &TensorRef<'_>) -> CpuConvEngine {
     if x.layout.is_strided() || w.layout.is_strided() {

@@ -17,7 +17,7 @@ pub struct TensorRef<'a> {
 /// What happens to each output element after the sum: `* scale[o]` (requantisation: the
 /// per-output-channel factor that takes an int8 convolution's i32 sums to the output's
 /// quantised scale), `+ bias[o]`, then `max(0, .)`, each where present. The float engines
-/// take no scale ([`no_scale`]); the reference and the int8 convolution do.
+/// take no scale (`no_scale`); the reference and the int8 convolution do.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Epilogue<'a> {
     pub bias: Option<&'a [f64]>,

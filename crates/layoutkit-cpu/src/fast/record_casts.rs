@@ -1,4 +1,4 @@
-//! Records with a cast: one channel into padded records (NCHW32c, kHWC8, NCHW<x>c, a MACE
+//! Records with a cast: one channel into padded records (NCHW32c, kHWC8, `NCHW<x>c`, a MACE
 //! image's lanes) and back, where the element type changes on the way. The record kernels of
 //! [`super::records`] move bytes; here pieces of the source are cast whole (the vectorised run
 //! kernels) through a scratch buffer on one side of them.

@@ -26,7 +26,7 @@
 //!   stays in flight while the next step's rows are loaded.
 //! * Tiles of 64 to 256 rows; those of three consumer warpgroups (192 rows) and of two of 128
 //!   rows shift registers from the producer to the consumers with `setmaxnreg`
-//!   ([`register_split`]). Persistent blocks where there are more tiles than SMs
+//!   (`register_split`). Persistent blocks where there are more tiles than SMs
 //!   ([`super::persistent`]): the producer fills the next tile's first footprint while the
 //!   consumers write this tile's output, staged in shared memory of its own.
 //!
@@ -55,7 +55,7 @@ pub const FOOTPRINT_THREADS: usize = 96;
 const STEP_CHANNELS: usize = 64;
 
 /// Units (8 channels x 8 pixels) a producer thread loads before it stores them: two, one
-/// where the producer gives registers to the consumers ([`register_split`]).
+/// where the producer gives registers to the consumers (`register_split`).
 fn units_in_flight(tile: &HopperTile) -> usize {
     if register_split(tile).is_some() {
         1

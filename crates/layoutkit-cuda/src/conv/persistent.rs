@@ -97,7 +97,7 @@ pub fn few_step_persistent(kernel: &ConvKernel, steps: usize) -> bool {
 /// filter larger than 1x1 over 64 or 128 channels, an NHWC output, O a multiple of 64): 256 x
 /// 64 where O is 64, else 192 x 128, four stages, persistent blocks; None for other layers,
 /// where such a tile does not fit, where its tiles fill no more than one wave or leave much of
-/// the last wave empty ([`TALL_MIN_FILL`]).
+/// the last wave empty (`TALL_MIN_FILL`).
 ///
 /// Measured on an H100 (`bench/results/conv.md`, batch 32 and 64, every tile forced with and
 /// without persistent blocks, GPU time): such a layer's tile walks 9 steps, so a block's

@@ -39,11 +39,11 @@ pub const MAX_STEPS_WITHOUT_THE_WIDEST: usize = 3;
 /// [`hopper_tile`]'s candidates, the first tile whose blocks fill at least 70% of the GPU's
 /// block slots, or that fills them with K split among 3 or more blocks ([`splits_for`]) of at
 /// least 8 K steps each (12 where a later, narrower candidate fills them unsplit), the TMA
-/// kernel's 64 x 128 or 64 x 96 by its own test ([`one_wave_tile`]); else the tile with the
+/// kernel's 64 x 128 or 64 x 96 by its own test (`one_wave_tile`); else the tile with the
 /// most blocks, with the splits [`splits_for`] gives it. For the TMA kernel, then a 192-row
 /// tile where that fills the last wave of blocks and this tile does not
 /// ([`super::wave_fill::fuller_wave_tile`]). Candidates of the `cp.async` kernel for a layer
-/// of one K step have two stages ([`one_step_stages`]).
+/// of one K step have two stages (`one_step_stages`).
 ///
 /// Why the split counts: measured on an H100 (every tile forced on the 52 layers of three
 /// networks that are not depthwise, batch 1, 8 and 32, `bench/results/conv.md`), a wide tile
@@ -136,7 +136,7 @@ fn plan_with_thresholds(
 /// The candidate tiles for `s`, widest first, none wider than O (wider tiles compute zeros):
 /// 128 x 256 (four stages, one block per SM); 128 x 128 with three stages and no multiplies in
 /// flight across steps (two blocks per SM); 128 x 128 with four stages (one block); 128 x 64
-/// the same two ways; for the TMA kernel 64 x 128 or 64 x 96 ([`one_wave_tile`], taken only
+/// the same two ways; for the TMA kernel 64 x 128 or 64 x 96 (`one_wave_tile`, taken only
 /// where its blocks are one per SM in one wave); 64 x 64; 96 columns in place of 128 where
 /// [`ninety_six_columns`] says so. Where O is under 256 and not a multiple of 64 (MobileNetV2's
 /// 16, 24, 96, 144, 160), tiles exactly as wide as O rounded up to 32 come first: 128 rows with
