@@ -59,6 +59,28 @@ fn difference(
     got.iter().zip(&want).position(|(a, b)| a != b)
 }
 
+/// [`difference`] for the conversion `from -> to` of `dims`, as a failure message.
+fn mismatch(
+    (from, to): (&str, &str),
+    dims: &str,
+    t: DType,
+    seed: u64,
+    threads: usize,
+    offset: usize,
+) -> Option<String> {
+    let diff = difference(
+        &shaped(from, dims),
+        &shaped(to, dims),
+        t,
+        seed,
+        threads,
+        offset,
+    )?;
+    Some(format!(
+        "{from} -> {to} {dims} {t:?} threads {threads} offset {offset}: byte {diff}"
+    ))
+}
+
 fn shaped(name: &str, dims: &str) -> ShapedLayout {
     parse_format(name)
         .unwrap()
@@ -81,10 +103,8 @@ proptest! {
         seed in any::<u64>(),
         offset in 0usize..64,
     ) {
-        let (from, to) = ACTIVATIONS[pair];
-        let dims = format!("N={n},C={c},H={h},W={w}");
-        let diff = difference(&shaped(from, &dims), &shaped(to, &dims), TYPES[t], seed, threads, offset);
-        prop_assert!(diff.is_none(), "{from} -> {to} {dims} {:?} threads {threads} offset {offset}: byte {diff:?}", TYPES[t]);
+        let failed = mismatch(ACTIVATIONS[pair], &format!("N={n},C={c},H={h},W={w}"), TYPES[t], seed, threads, offset);
+        prop_assert!(failed.is_none(), "{}", failed.unwrap_or_default());
     }
 
     #[test]
@@ -98,10 +118,8 @@ proptest! {
         seed in any::<u64>(),
         offset in 0usize..64,
     ) {
-        let (from, to) = FILTERS[pair];
-        let dims = format!("O={o},I={i},H={k},W={k}");
-        let diff = difference(&shaped(from, &dims), &shaped(to, &dims), TYPES[t], seed, threads, offset);
-        prop_assert!(diff.is_none(), "{from} -> {to} {dims} {:?} threads {threads} offset {offset}: byte {diff:?}", TYPES[t]);
+        let failed = mismatch(FILTERS[pair], &format!("O={o},I={i},H={k},W={k}"), TYPES[t], seed, threads, offset);
+        prop_assert!(failed.is_none(), "{}", failed.unwrap_or_default());
     }
 }
 
@@ -119,10 +137,8 @@ proptest! {
         seed in any::<u64>(),
         offset in 0usize..64,
     ) {
-        let (from, to) = BLOCKED[pair];
-        let dims = format!("O={o},I={i},H={k},W={k}");
-        let diff = difference(&shaped(from, &dims), &shaped(to, &dims), TYPES[t], seed, threads, offset);
-        prop_assert!(diff.is_none(), "{from} -> {to} {dims} {:?} threads {threads} offset {offset}: byte {diff:?}", TYPES[t]);
+        let failed = mismatch(BLOCKED[pair], &format!("O={o},I={i},H={k},W={k}"), TYPES[t], seed, threads, offset);
+        prop_assert!(failed.is_none(), "{}", failed.unwrap_or_default());
     }
 }
 

@@ -218,6 +218,30 @@ fn next_lines(start: *const u8, bytes: usize, follows: bool) -> (*const u8, usiz
     }
 }
 
+/// Transposes the tile whose source and destination rows are the tables `srcs` and `dsts`
+/// (`e`-byte elements), asking for the source lines `next` (from [`next_lines`]) while it runs.
+///
+/// # Safety
+/// As [`transpose_rows_dyn`] for the rows of the tables.
+unsafe fn table_transpose(
+    srcs: &[*const u8],
+    dsts: &[*mut u8],
+    (next, lines): (*const u8, usize),
+    e: usize,
+    stream: bool,
+) {
+    let rows = Ahead {
+        rows: Table {
+            src: srcs,
+            dst: dsts,
+        },
+        next,
+        lines,
+    };
+    // SAFETY: the caller's contract.
+    unsafe { transpose_rows_dyn(rows, e, stream) }
+}
+
 /// Writes `pattern` (one element) over `dst`, whose length is a multiple of it.
 fn fill_with(dst: &mut [u8], pattern: &[u8]) {
     for v in dst.chunks_exact_mut(pattern.len()) {
@@ -302,9 +326,6 @@ impl Job<'_> {
         // Destination byte offset of lane k, pixel p (of the chunk), channel x0.
         let at = |k: usize, p: usize| (d0 + k * b.m * b.x + (m0 + p) * b.x + x0) * e;
         let dst_ptr = self.dst.ptr;
-        let lines = |off: usize, row: usize| {
-            (dst_ptr as usize + off).is_multiple_of(64) && row.is_multiple_of(64)
-        };
         if b.interleaves() {
             for c in 0..nx {
                 // SAFETY: channel c's n records are inside the source; its lane planes
@@ -344,7 +365,7 @@ impl Job<'_> {
             }
             return;
         }
-        let direct = !self.stream || lines(at(0, 0), b.x * e);
+        let direct = self.direct_rows(at(0, 0), b.x * e);
         // Destination rows (pixel, lane): in the destination, or row k * n + p of `out`;
         // padding lanes' rows all in `sink`.
         let (row_ptr, row): (*mut u8, usize) = if direct {
@@ -366,21 +387,13 @@ impl Job<'_> {
                 });
             }
         }
-        let (next, ahead) = next_lines(first, nx * src_row, b.packed() && (nx < b.x || n == b.m));
-        let rows = Ahead {
-            rows: Table {
-                src: srcs,
-                dst: dsts,
-            },
-            next,
-            lines: ahead,
-        };
+        let next = next_lines(first, nx * src_row, b.packed() && (nx < b.x || n == b.m));
         // SAFETY: source rows are nx channels of n records (inside the block); destination
         // rows are r * n runs of nx elements, in the destination (inside the block's
         // destination, checked by `lane_block`, and this item's) or in `out` (r * n * nx * e
         // <= cap bytes), and padding lanes' rows all in `sink` (nx * e <= cap / 2 bytes),
         // which nothing reads.
-        unsafe { transpose_rows_dyn(rows, e, direct && self.stream) };
+        unsafe { table_transpose(srcs, dsts, next, e, direct && self.stream) };
         if direct {
             return;
         }
@@ -473,8 +486,7 @@ impl Job<'_> {
         }
         let fill_line = &mut extra[..nx * e];
         fill_with(fill_line, fill);
-        let direct = !self.stream
-            || ((dst_ptr as usize + at(0)).is_multiple_of(64) && (b.xs * e).is_multiple_of(64));
+        let direct = self.direct_rows(at(0), b.xs * e);
         let (row_ptr, row) = if direct {
             (dst_ptr.wrapping_add(at(0)), b.xs * e)
         } else {
@@ -497,20 +509,12 @@ impl Job<'_> {
         dsts.clear();
         dsts.extend((0..nx).map(|c| row_ptr.wrapping_add(c * row)));
         let whole = self.src.as_ptr().wrapping_add(so * e);
-        let (next, ahead) = next_lines(whole, r * b.m * x * e, n == b.m && nx == x);
-        let rows = Ahead {
-            rows: Table {
-                src: srcs,
-                dst: dsts,
-            },
-            next,
-            lines: ahead,
-        };
+        let next = next_lines(whole, r * b.m * x * e, n == b.m && nx == x);
         // SAFETY: each data row is nx of a pixel's channels inside the block's source, each
         // padding row the fill line of nx elements; the destination rows are nx runs of n
         // records, in the destination (inside the block's, checked by `lane_block`, and this
         // item's) or in `out` (nx * len <= cap bytes).
-        unsafe { transpose_rows_dyn(rows, e, direct && self.stream) };
+        unsafe { table_transpose(srcs, dsts, next, e, direct && self.stream) };
         if direct {
             return;
         }
@@ -522,6 +526,14 @@ impl Job<'_> {
                 self.out_copy(&mut dst[at(c)..at(c) + len], &out[c * len..(c + 1) * len]);
             }
         }
+    }
+
+    /// Whether a chunk's destination rows, `row_bytes` apart from destination byte `at`, are
+    /// written straight into the destination: where it stays in cache (no streaming), or where
+    /// the rows start on 64-byte lines and can be streamed whole.
+    fn direct_rows(&self, at: usize, row_bytes: usize) -> bool {
+        !self.stream
+            || ((self.dst.ptr as usize + at).is_multiple_of(64) && row_bytes.is_multiple_of(64))
     }
 
     /// The block element by element (the source's last records are not whole).

@@ -32,7 +32,7 @@ use std::fmt::Write;
 
 use layoutkit_core::DType;
 
-use super::source::{element_type, tap_pixel};
+use super::source::{element_type, tap_pixel, w_offset};
 use super::{ConvKernel, ConvLayout};
 
 /// Channels in one 16-byte chunk of `k`'s input type: 8 f16 or bf16, 16 int8.
@@ -140,11 +140,9 @@ pub(super) fn chunk_async_loads(
     );
     let _ = writeln!(
         k,
-        "    #pragma unroll\n    for (int i = 0; i < {br}; ++i) {{\n      const int oc = n0 + lrow + i * {step};\n      const bool ok = qv && oc < {o};\n      const {x_t}* gb = ok ? w + ((oc * {kh} + r) * {kw} + sx) * {c} + cc : w;\n      cp16({b_dst}, gb, ok ? 16 : 0);\n    }}",
+        "    #pragma unroll\n    for (int i = 0; i < {br}; ++i) {{\n      const int oc = n0 + lrow + i * {step};\n      const bool ok = qv && oc < {o};\n      const {x_t}* gb = ok ? w + {} : w;\n      cp16({b_dst}, gb, ok ? 16 : 0);\n    }}",
+        w_offset(kernel, "cc"),
         o = s.o,
-        kh = s.kh,
-        kw = s.kw,
-        c = s.c
     );
 }
 
@@ -255,10 +253,9 @@ fn chunk_fetch(k: &mut String, kernel: &ConvKernel, (ar, br, step): (usize, usiz
     );
     let _ = writeln!(
         k,
-        "    #pragma unroll\n    for (int i = 0; i < {br}; ++i) {{\n      const int oc = n0 + lrow + i * {step};\n      const bool ok = qv && oc < {o};\n      #pragma unroll\n      for (int j = 0; j < 8; ++j) wb[i][j] = ok && cc + j < {c} ? w[((oc * {kh} + r) * {kw} + sx) * {c} + cc + j] : (unsigned short)0;\n    }}\n  }};",
+        "    #pragma unroll\n    for (int i = 0; i < {br}; ++i) {{\n      const int oc = n0 + lrow + i * {step};\n      const bool ok = qv && oc < {o};\n      #pragma unroll\n      for (int j = 0; j < 8; ++j) wb[i][j] = ok && cc + j < {c} ? w[{}] : (unsigned short)0;\n    }}\n  }};",
+        w_offset(kernel, "cc + j"),
         o = s.o,
-        kh = s.kh,
-        kw = s.kw,
         c = s.c
     );
 }

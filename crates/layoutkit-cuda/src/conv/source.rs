@@ -271,6 +271,13 @@ pub(super) fn a_loads(k: &mut String, kernel: &ConvKernel, ar: usize, step: usiz
     );
 }
 
+/// The C expression of the element offset of channel `{c}` (replaced by `ch`) of output
+/// channel `oc`'s filter tap (`r`, `sx`) in the OHWI filter.
+pub(super) fn w_offset(kernel: &ConvKernel, ch: &str) -> String {
+    let s = &kernel.shape;
+    format!("((oc * {} + r) * {} + sx) * {} + {ch}", s.kh, s.kw, s.c)
+}
+
 /// The statements (in a loop over a thread's rows `i`) setting input pixel `ih`, `iw` of
 /// tap (`r`, `sx`: C expressions) for row `i`'s output pixel (`ph[i]`, `pw[i]`, the padding
 /// already subtracted), and `ok`: `valid` (a C condition, or empty for none), the row holds
@@ -297,11 +304,9 @@ pub(super) fn b_loads(k: &mut String, kernel: &ConvKernel, br: usize, step: usiz
     let dst = dst.replace("{step}", &step.to_string());
     let _ = writeln!(
         k,
-        "    #pragma unroll\n    for (int i = 0; i < {br}; ++i) {{\n      const int oc = n0 + lrow + i * {step};\n      const {x_t}* gb = oc < {o} ? w + ((oc * {kh} + r) * {kw} + sx) * {c} + c0 + lcol : w;\n      cp16({dst}, gb, oc < {o} ? 16 : 0);\n    }}",
+        "    #pragma unroll\n    for (int i = 0; i < {br}; ++i) {{\n      const int oc = n0 + lrow + i * {step};\n      const {x_t}* gb = oc < {o} ? w + {} : w;\n      cp16({dst}, gb, oc < {o} ? 16 : 0);\n    }}",
+        w_offset(kernel, "c0 + lcol"),
         o = s.o,
-        kh = s.kh,
-        kw = s.kw,
-        c = s.c
     );
 }
 
