@@ -6,18 +6,14 @@ use cudarc::driver::{DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 use crate::conv::nchw_footprint::{
     footprint_plan, footprint_plan_with, footprint_rows, footprint_unsupported_reason,
 };
-use crate::conv::persistent::{
-    few_step_persistent, persistent_from_env, persistent_plan, tap_step_persistent,
-};
 use crate::conv::splitk::{reduce_grid, reduce_source, workspace_bytes, REDUCE_THREADS};
 use crate::conv::tma_map::{activation_map, filter_map, TensorMap};
 use crate::conv::{
     block, conv_source, depthwise_applies, depthwise_launch, depthwise_source, direct_grid,
-    direct_source, direct_unsupported_reason, grid, hopper_plan_with, hopper_source,
-    hopper_unsupported_reason, nchw_plan, nchw_unsupported_reason, unsupported_reason, ConvKernel,
-    HopperTile, DIRECT_THREADS, MIN_TMA_STEPS,
+    direct_source, direct_unsupported_reason, grid, hopper_source, hopper_unsupported_reason,
+    nchw_plan, nchw_unsupported_reason, unsupported_reason, ConvKernel, HopperTile, DIRECT_THREADS,
 };
-use crate::conv_env::{splits_from_env, tile_from_env, wide_split_steps_from_env, with_env_splits};
+use crate::conv_env::{tile_from_env, with_env_splits};
 use crate::{Cuda, Error, Launches, Timing};
 
 /// The kernel that runs a convolution on a given GPU.
@@ -83,19 +79,9 @@ impl Cuda {
     /// `LAYOUTKIT_CONV_SPLITK`), else the Hopper kernel with its NCHW loader warpgroup where it takes the problem
     /// and [`crate::conv::nchw_loader::nchw_preferred`] (wherever it takes it with
     /// `LAYOUTKIT_CONV_NCHW_LOADER=1`, never with `=0`; its tile from [`nchw_plan`], or
-    /// `LAYOUTKIT_CONV_TILE` and `LAYOUTKIT_CONV_SPLITK` as below); else the Hopper kernel on
-    /// sm_90 when it takes the problem (unless `LAYOUTKIT_CONV_WGMMA=0`; its tile and splits
-    /// of K from [`crate::conv::hopper_plan`] unless `LAYOUTKIT_CONV_TILE=BMxBNxSTAGES` sets the tile, with
-    /// the splits chosen for it, or `LAYOUTKIT_CONV_SPLITK=N` the splits, or
-    /// `LAYOUTKIT_CONV_WIDE_SPLIT_STEPS=N` the rule's fewest steps per split of a wide tile
-    /// ([`crate::conv::hopper_plan_tuned`]); its loads by TMA
-    /// from a producer warp where [`crate::conv::tma_applies`] and K has at least
-    /// [`MIN_TMA_STEPS`] steps (fewer where [`persistent_plan`] then gives the tile persistent
-    /// blocks), or wherever it applies with `LAYOUTKIT_CONV_TMA=1`, never with
-    /// `LAYOUTKIT_CONV_TMA=0`; its tile then from [`hopper_plan_with`], with persistent blocks
-    /// where [`persistent_plan`] says so, `LAYOUTKIT_CONV_PERSISTENT=0/1` never / wherever
-    /// they fit; layers of one K step per filter tap take [`tap_step_persistent`]'s tall
-    /// persistent tile unless a tile, splits or persistence is set by the environment),
+    /// `LAYOUTKIT_CONV_TILE` and `LAYOUTKIT_CONV_SPLITK` as there); else the Hopper kernel on
+    /// sm_90 when it takes the problem (unless `LAYOUTKIT_CONV_WGMMA=0`), with the tile of
+    /// [`crate::conv_plan::hopper_tile`] (the rules and their overrides are listed there),
     /// else the `mma.sync` kernel, else the direct one.
     ///
     /// Contract: errors (naming the tensor-core kernel's reason) for problems no kernel takes,
@@ -138,45 +124,7 @@ impl Cuda {
             return Ok(ConvPath::Hopper(tile));
         }
         if major == 9 && wgmma && hopper_unsupported_reason(kernel).is_none() {
-            let steps = crate::conv::HopperK::of(kernel).steps(kernel);
-            // Below MIN_TMA_STEPS the TMA kernel is taken only with persistent blocks.
-            let few = few_step_persistent(kernel, steps);
-            let tma_env = match std::env::var("LAYOUTKIT_CONV_TMA").as_deref() {
-                Ok("0") => Some(false),
-                Ok("1") => Some(true),
-                _ => None,
-            };
-            let tma = crate::conv::tma_applies(kernel)
-                && tma_env.unwrap_or(steps >= MIN_TMA_STEPS || few);
-            let forced = tile_from_env()?;
-            let plan = |tma: bool| {
-                with_env_splits(forced, &kernel.shape, steps, || {
-                    Ok(match wide_split_steps_from_env()? {
-                        Some(steps) => crate::conv::hopper_plan_tuned(kernel, tma, steps),
-                        None => hopper_plan_with(kernel, tma),
-                    })
-                })
-            };
-            let mut tile = plan(tma)?;
-            let rule =
-                forced.is_none() && splits_from_env()?.is_none() && persistent_from_env().is_none();
-            if let Some(tall) = tap_step_persistent(kernel, steps).filter(|_| tma && rule) {
-                tile = tall;
-            } else if tma {
-                tile = tile.with_tma(true).unwrap_or(tile);
-                tile = persistent_plan(kernel, tile, persistent_from_env());
-                if !tile.persistent && steps < MIN_TMA_STEPS && tma_env.is_none() {
-                    tile = plan(false)?;
-                }
-            }
-            if !tile.loads_fit() {
-                return Err(Error::Unsupported(format!(
-                    "the {}-row Hopper tile runs in the TMA kernel only, which does not take \
-                     this problem",
-                    tile.bm
-                )));
-            }
-            return Ok(ConvPath::Hopper(tile));
+            return Ok(ConvPath::Hopper(crate::conv_plan::hopper_tile(kernel)?));
         }
         match unsupported_reason(kernel) {
             None => Ok(ConvPath::TensorCore),

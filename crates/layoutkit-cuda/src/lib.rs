@@ -18,6 +18,7 @@ pub mod codegen;
 pub mod conv;
 mod conv_env;
 mod conv_nchw;
+pub mod conv_plan;
 mod conv_run;
 pub use conv_run::{ConvPath, DeviceConv};
 mod device;

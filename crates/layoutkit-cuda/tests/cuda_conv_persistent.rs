@@ -3,7 +3,8 @@
 //! (so blocks walk several tiles and the last wave is partial), 1x1 (plain rows) and 3x3
 //! (im2col), every TMA tile, f16, bf16 and int8 (i32 sums and requantised i8), NHWC and NCHW
 //! outputs; and random problems on the rule's tile. Also the TMA kernel's tiles of three
-//! warpgroups (192 rows), with and without persistent blocks and split K. Skipped without a
+//! warpgroups (192 rows), with and without persistent blocks and split K, and the tiles of
+//! 192 and 256 columns that fill the last wave (`conv::wave_fill`). Skipped without a
 //! Hopper GPU unless LAYOUTKIT_REQUIRE_CUDA=1 (which then also requires sm_90).
 
 use layoutkit_core::DType;
@@ -304,6 +305,62 @@ fn tall_persistent_tiles_of_layers_of_one_step_per_tap_match_the_reference() {
             &[ConvPath::Hopper(tall)],
             "tall",
         );
+    }
+    eprintln!("{checked} convolutions checked");
+}
+
+#[test]
+fn tiles_that_fill_the_last_wave_match_the_reference() {
+    let Some(cuda) = device() else { return };
+    if !hopper(&cuda) {
+        return;
+    }
+    // The tiles of `conv::wave_fill` other than 192 x 128: columns past O in the last channel
+    // tile (O = 960 and 320 against 192 and 256), rows past the batch, 136 tiles of 64 x 256
+    // (more than the SMs: persistent blocks walk several), int8 with i32 and requantised
+    // outputs, an NCHW output.
+    use ConvLayout::*;
+    let problems: [(Problem, DType, DType, ConvLayout); 4] = [
+        (
+            (3, 160, 7, 7, 960, 1, 1, 0, 1, 1),
+            DType::F16,
+            DType::F16,
+            Nhwc,
+        ),
+        (
+            (11, 64, 14, 14, 1024, 1, 1, 0, 1, 1),
+            DType::BF16,
+            DType::F32,
+            Nchw,
+        ),
+        (
+            (4, 128, 10, 10, 320, 3, 2, 1, 1, 1),
+            DType::I8,
+            DType::I8,
+            Nhwc,
+        ),
+        (
+            (11, 128, 14, 14, 1024, 1, 1, 0, 1, 1),
+            DType::I8,
+            DType::I32,
+            Nhwc,
+        ),
+    ];
+    let mut checked = 0;
+    for (i, (problem, input, out, out_layout)) in problems.into_iter().enumerate() {
+        let kernel = nhwc_input(problem, input, out, i % 2 == 0, out_layout);
+        assert!(tma_applies(&kernel), "{problem:?}");
+        let mut paths = Vec::new();
+        for (bm, bn) in [(128, 192), (64, 256), (64, 192)] {
+            let t = HopperTile::new(bm, bn, 4)
+                .and_then(|t| t.with_tma(true))
+                .expect("a TMA tile");
+            paths.push(ConvPath::Hopper(t));
+            if let Some(p) = t.with_persistent(&kernel) {
+                paths.push(ConvPath::Hopper(p));
+            }
+        }
+        checked += check(&cuda, &kernel, 51 + i as u64, &paths, "wave fill");
     }
     eprintln!("{checked} convolutions checked");
 }

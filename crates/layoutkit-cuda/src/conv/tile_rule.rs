@@ -40,10 +40,10 @@ pub const MAX_STEPS_WITHOUT_THE_WIDEST: usize = 3;
 /// block slots, or that fills them with K split among 3 or more blocks ([`splits_for`]) of at
 /// least 8 K steps each (12 where a later, narrower candidate fills them unsplit), the TMA
 /// kernel's 64 x 128 or 64 x 96 by its own test (`one_wave_tile`); else the tile with the
-/// most blocks, with the splits [`splits_for`] gives it. For the TMA kernel, then a 192-row
-/// tile where that fills the last wave of blocks and this tile does not
-/// ([`super::wave_fill::fuller_wave_tile`]). Candidates of the `cp.async` kernel for a layer
-/// of one K step have two stages (`one_step_stages`).
+/// most blocks, with the splits [`splits_for`] gives it. (The tile a layer runs then gives
+/// way to one that fills the last wave of blocks where this one does not:
+/// [`super::wave_fill::fuller_wave_tile`], in `crate::conv_plan`.) Candidates of the `cp.async`
+/// kernel for a layer of one K step have two stages (`one_step_stages`).
 ///
 /// Why the split counts: measured on an H100 (every tile forced on the 52 layers of three
 /// networks that are not depthwise, batch 1, 8 and 32, `bench/results/conv.md`), a wide tile
@@ -107,7 +107,7 @@ fn plan_with_thresholds(
         .map(|t| t.with_tma(tma).unwrap_or(t))
         .collect();
     let one_wave = one_wave_tile(s.o);
-    let chosen = candidates
+    candidates
         .iter()
         .enumerate()
         .find_map(|(i, t)| {
@@ -128,9 +128,7 @@ fn plan_with_thresholds(
             };
             (w.splits > 1 && steps / w.splits >= need && w.fill(s) >= MIN_FILL).then_some(w)
         })
-        .unwrap_or_else(|| split(&most_blocks(&candidates, s)));
-    let fuller = tma.then(|| super::wave_fill::fuller_wave_tile(kernel, &chosen));
-    fuller.flatten().unwrap_or(chosen)
+        .unwrap_or_else(|| split(&most_blocks(&candidates, s)))
 }
 
 /// The candidate tiles for `s`, widest first, none wider than O (wider tiles compute zeros):

@@ -1,0 +1,148 @@
+//! The tile the Hopper kernel (NHWC and NC/32HW32 activations) runs a convolution with on an
+//! sm_90 GPU: the rules of [`crate::conv`] in the order [`crate::Cuda::conv_path`] applies
+//! them, and the environment variables that override them for A/B runs. A function of the
+//! problem alone (no device), so the choice can be shown and tested anywhere.
+
+use crate::conv::persistent::{
+    few_step_persistent, persistent_from_env, persistent_plan, tap_step_persistent,
+};
+use crate::conv::wave_fill::fuller_wave_tile;
+use crate::conv::{hopper_plan_with, ConvKernel, HopperTile, MIN_TMA_STEPS};
+use crate::conv_env::{splits_from_env, tile_from_env, wide_split_steps_from_env, with_env_splits};
+use crate::Error;
+
+/// The fewest K steps for which a `cp.async` tile gives way to a TMA tile that fills the
+/// GPU's last wave of blocks ([`fuller_wave_tile`]; the TMA kernel's own tiles at any count).
+/// Measured: MobileNetV2's `pw 1x1 160->960 @7` (3 steps) 1.15-1.43x at batch 32 to 128
+/// (`bench/results/conv.md`); at 1-2 steps the TMA kernel's fixed costs per block dominate
+/// ([`MIN_TMA_STEPS`]).
+pub const MIN_FULLER_WAVE_STEPS: usize = 3;
+
+/// The Hopper tile for `kernel` (contract: the Hopper kernel takes it,
+/// [`crate::conv::hopper_unsupported_reason`] is None): the TMA kernel where
+/// [`crate::conv::tma_applies`] and K has at least [`MIN_TMA_STEPS`] steps (fewer where
+/// [`persistent_plan`] then gives the tile persistent blocks), its tile from
+/// [`hopper_plan_with`] with persistent blocks where [`persistent_plan`] says so; layers of
+/// one K step per filter tap take [`tap_step_persistent`]'s tall persistent tile; else the
+/// `cp.async` kernel's tile from [`hopper_plan_with`]. Then, where the TMA kernel applies (and
+/// K has [`MIN_FULLER_WAVE_STEPS`] steps or more for a `cp.async` tile), a TMA tile that fills
+/// the GPU's last wave where the chosen one does not ([`fuller_wave_tile`]).
+///
+/// Overrides (for A/B runs): `LAYOUTKIT_CONV_TILE=BMxBNxSTAGES` sets the tile (with the
+/// splits chosen for it), `LAYOUTKIT_CONV_SPLITK=N` the splits,
+/// `LAYOUTKIT_CONV_WIDE_SPLIT_STEPS=N` the rule's fewest steps per split of a wide tile
+/// ([`crate::conv::hopper_plan_tuned`]); `LAYOUTKIT_CONV_TMA=1` takes the TMA kernel wherever
+/// it applies, `=0` never; `LAYOUTKIT_CONV_PERSISTENT=0/1` persistent blocks never / wherever
+/// they fit. Any of them but `LAYOUTKIT_CONV_TMA=1` leaves out the tall and the fuller-wave
+/// tiles.
+///
+/// Errors: an override out of its range, or a forced tile the kernel that takes the problem
+/// cannot load.
+pub fn hopper_tile(kernel: &ConvKernel) -> Result<HopperTile, Error> {
+    let steps = crate::conv::HopperK::of(kernel).steps(kernel);
+    let applies = crate::conv::tma_applies(kernel);
+    // Below MIN_TMA_STEPS the TMA kernel is taken only with persistent blocks.
+    let few = few_step_persistent(kernel, steps);
+    let tma_env = match std::env::var("LAYOUTKIT_CONV_TMA").as_deref() {
+        Ok("0") => Some(false),
+        Ok("1") => Some(true),
+        _ => None,
+    };
+    let tma = applies && tma_env.unwrap_or(steps >= MIN_TMA_STEPS || few);
+    let forced = tile_from_env()?;
+    let plan = |tma: bool| {
+        with_env_splits(forced, &kernel.shape, steps, || {
+            Ok(match wide_split_steps_from_env()? {
+                Some(steps) => crate::conv::hopper_plan_tuned(kernel, tma, steps),
+                None => hopper_plan_with(kernel, tma),
+            })
+        })
+    };
+    let mut tile = plan(tma)?;
+    let rule = forced.is_none() && splits_from_env()?.is_none() && persistent_from_env().is_none();
+    // The 192-row tile in the TMA kernel at any count of steps (as measured), the others at
+    // MIN_FULLER_WAVE_STEPS or more.
+    let fuller = |tile: &HopperTile| {
+        let wanted = rule && tma_env != Some(false);
+        wanted
+            .then(|| fuller_wave_tile(kernel, tile))
+            .flatten()
+            .filter(|t| (tile.tma && t.bm == 192) || steps >= MIN_FULLER_WAVE_STEPS)
+    };
+    if let Some(tall) = tap_step_persistent(kernel, steps).filter(|_| tma && rule) {
+        tile = tall;
+    } else if tma {
+        tile = tile.with_tma(true).unwrap_or(tile);
+        tile = fuller(&tile).unwrap_or(tile);
+        tile = persistent_plan(kernel, tile, persistent_from_env());
+        if !tile.persistent && steps < MIN_TMA_STEPS && tma_env.is_none() {
+            tile = plan(false)?;
+            tile = fuller(&tile).unwrap_or(tile);
+        }
+    } else if applies {
+        tile = fuller(&tile).unwrap_or(tile);
+    }
+    if !tile.loads_fit() {
+        return Err(Error::Unsupported(format!(
+            "the {}-row Hopper tile runs in the TMA kernel only, which does not take this problem",
+            tile.bm
+        )));
+    }
+    Ok(tile)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use layoutkit_core::DType;
+
+    fn kernel(n: usize, c: usize, hw: usize, o: usize, k: usize) -> ConvKernel {
+        crate::conv::test_kernel(n, c, hw, o, k, DType::F16)
+    }
+
+    fn shape(t: &HopperTile) -> (usize, usize, bool, bool) {
+        (t.bm, t.bn, t.tma, t.persistent)
+    }
+
+    #[test]
+    fn layers_whose_last_wave_is_mostly_empty_take_a_tile_that_fills_it() {
+        // 7 x 7 planes at batch 64, 2048 output channels: 392 tiles of 64 x 256 in persistent
+        // blocks (208 of 256 x 128 fill 79% of two waves).
+        let t = hopper_tile(&kernel(64, 512, 7, 2048, 1)).unwrap();
+        assert_eq!(shape(&t), (64, 256, true, true));
+        // 960 channels (3 K steps of C = 160, the cp.async kernel's layer): one wave of
+        // 128 x 192 at batch 64, of 64 x 192 at batch 32.
+        let t = hopper_tile(&kernel(64, 160, 7, 960, 1)).unwrap();
+        assert_eq!(shape(&t), (128, 192, true, false));
+        let t = hopper_tile(&kernel(32, 160, 7, 960, 1)).unwrap();
+        assert_eq!(shape(&t), (64, 192, true, false));
+        // int8 with i32 sums too; not a requantised int8 output (measured slower).
+        let mut int8 = kernel(64, 512, 7, 2048, 1);
+        (int8.input, int8.out, int8.bias) = (DType::I8, DType::I32, false);
+        assert_eq!(shape(&hopper_tile(&int8).unwrap()), (64, 256, true, true));
+        int8.out = DType::I8;
+        assert_eq!(shape(&hopper_tile(&int8).unwrap()), (256, 128, true, false));
+        // ResNet-50's 14 x 14 layers at batch 64: the 192-row tile, as before.
+        let t = hopper_tile(&kernel(64, 1024, 14, 512, 1)).unwrap();
+        assert_eq!((t.bm, t.bn, t.tma), (192, 128, true));
+    }
+
+    #[test]
+    fn layers_that_fill_their_waves_keep_the_rules_tile() {
+        for k in [
+            // One wave of 256 x 128 at batch 32 (85%): a fuller tile would fill less.
+            kernel(32, 512, 7, 2048, 1),
+            // 392 tiles of 256 x 128 (99%).
+            kernel(64, 256, 14, 1024, 1),
+            // O under 128.
+            kernel(64, 576, 7, 96, 1),
+        ] {
+            let t = hopper_tile(&k).unwrap();
+            let full = fuller_wave_tile(&k, &t);
+            assert_eq!(full, None, "{t:?} {:?}", k.shape);
+        }
+        // One or two K steps in the cp.async kernel: no TMA tile (C = 96 at batch 64, O = 576).
+        let t = hopper_tile(&kernel(64, 96, 14, 576, 1)).unwrap();
+        assert!(!t.tma, "{t:?}");
+    }
+}
