@@ -41,6 +41,9 @@ impl std::fmt::Display for ConvPath {
                 if t.in_flight == 0 && !t.tma {
                     write!(f, "x0")?;
                 }
+                if t.k_bytes != 128 {
+                    write!(f, " k{}", t.k_bytes)?;
+                }
                 if t.splits > 1 {
                     write!(f, " split-K {}", t.splits)?;
                 }
@@ -261,6 +264,14 @@ impl Cuda {
     ) -> Result<DeviceConv, Error> {
         let s = &kernel.shape;
         let (major, minor) = self.conv_capability()?;
+        // A TMA tile's stage rows are the kernel's (a tile made by hand has 128-byte rows).
+        let path = match path {
+            ConvPath::Hopper(t) if t.tma && !t.nchw => ConvPath::Hopper(
+                t.with_k_bytes(crate::conv::tma::row_bytes(kernel))
+                    .expect("row_bytes gives 128, 64 or 32"),
+            ),
+            p => p,
+        };
         let why_not = match path {
             ConvPath::Hopper(_) if major != 9 => Some(format!(
                 "the Hopper kernel needs an sm_90 GPU; this one is sm_{major}{minor}"

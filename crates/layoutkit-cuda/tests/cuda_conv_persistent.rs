@@ -3,9 +3,10 @@
 //! (so blocks walk several tiles and the last wave is partial), 1x1 (plain rows) and 3x3
 //! (im2col), every TMA tile, f16, bf16 and int8 (i32 sums and requantised i8), NHWC and NCHW
 //! outputs; and random problems on the rule's tile. Also the TMA kernel's tiles of three
-//! warpgroups (192 rows), with and without persistent blocks and split K, and the tiles of
-//! 192 and 256 columns that fill the last wave (`conv::wave_fill`). Skipped without a
-//! Hopper GPU unless LAYOUTKIT_REQUIRE_CUDA=1 (which then also requires sm_90).
+//! warpgroups (192 rows), with and without persistent blocks and split K; the tiles of 192 and
+//! 256 columns that fill the last wave (`conv::wave_fill`); stage rows of 64 and 32 bytes
+//! (`conv::tma::row_bytes`). Skipped without a Hopper GPU unless LAYOUTKIT_REQUIRE_CUDA=1
+//! (which then also requires sm_90).
 
 use layoutkit_core::DType;
 use layoutkit_cuda::conv::persistent::{persistent_plan, tap_step_persistent};
@@ -361,6 +362,95 @@ fn tiles_that_fill_the_last_wave_match_the_reference() {
             }
         }
         checked += check(&cuda, &kernel, 51 + i as u64, &paths, "wave fill");
+    }
+    eprintln!("{checked} convolutions checked");
+}
+
+#[test]
+fn stage_rows_of_64_and_32_bytes_match_the_reference() {
+    let Some(cuda) = device() else { return };
+    if !hopper(&cuda) {
+        return;
+    }
+    // A filter tap's channels in rows of 64 bytes (int8 C = 64, f16 C = 32 or 96) or 32 (f16
+    // C = 16, int8 C = 32), and 1x1 filters whose pixels hold 48 or 32 bytes: strides,
+    // dilation, a 5x5 filter, every output kind.
+    use ConvLayout::*;
+    let problems: [(Problem, DType, DType, ConvLayout, usize); 7] = [
+        (
+            (4, 64, 20, 20, 64, 3, 1, 1, 1, 1),
+            DType::I8,
+            DType::I32,
+            Nhwc,
+            64,
+        ),
+        (
+            (3, 32, 17, 17, 96, 3, 2, 1, 1, 1),
+            DType::F16,
+            DType::F16,
+            Nhwc,
+            64,
+        ),
+        (
+            (2, 16, 15, 15, 64, 5, 1, 2, 1, 1),
+            DType::BF16,
+            DType::F32,
+            Nhwc,
+            32,
+        ),
+        (
+            (3, 96, 12, 12, 128, 3, 1, 2, 2, 1),
+            DType::F16,
+            DType::F16,
+            Nchw,
+            64,
+        ),
+        (
+            (2, 32, 14, 14, 64, 3, 1, 1, 1, 1),
+            DType::I8,
+            DType::I8,
+            Nhwc,
+            32,
+        ),
+        (
+            (4, 24, 14, 14, 144, 1, 1, 0, 1, 1),
+            DType::F16,
+            DType::F16,
+            Nhwc,
+            64,
+        ),
+        (
+            (4, 16, 9, 9, 64, 1, 2, 0, 1, 1),
+            DType::F16,
+            DType::F32,
+            Nhwc,
+            32,
+        ),
+    ];
+    let mut checked = 0;
+    for (i, (problem, input, out, out_layout, row)) in problems.into_iter().enumerate() {
+        let kernel = nhwc_input(problem, input, out, i % 2 == 1, out_layout);
+        assert_eq!(
+            layoutkit_cuda::conv::tma::row_bytes(&kernel),
+            row,
+            "{problem:?}"
+        );
+        assert!(tma_applies(&kernel), "{problem:?}");
+        let mut paths = Vec::new();
+        for (bm, bn) in [(128, 64), (64, 64), (256, 64), (192, 128)] {
+            if bn > kernel.shape.o {
+                continue;
+            }
+            let t = HopperTile::new(bm, bn, 4)
+                .and_then(|t| t.with_tma(true))
+                .expect("a TMA tile");
+            paths.push(ConvPath::Hopper(t));
+            paths.push(ConvPath::Hopper(t.with_splits(2).unwrap()));
+            if let Some(p) = t.with_persistent(&kernel) {
+                paths.push(ConvPath::Hopper(p));
+            }
+        }
+        checked += check(&cuda, &kernel, 61 + i as u64, &paths, "narrow rows");
     }
     eprintln!("{checked} convolutions checked");
 }

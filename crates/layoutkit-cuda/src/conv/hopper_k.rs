@@ -180,21 +180,26 @@ pub(super) fn register_loads(
     );
 }
 
-/// One K step's multiplies, as both Hopper kernels issue them: a fence, the four 32-byte
-/// slices of the stage (`sa`, `sb`) for each of the warpgroup's `mr` row blocks, a commit.
-pub(super) fn wgmma_step(k: &mut String, mr: usize) {
+/// One K step's multiplies, as both Hopper kernels issue them: a fence, the 32-byte slices of
+/// the stage's `row`-byte rows (`sa`, `sb`; four of 128) for each of the warpgroup's `mr` row
+/// blocks of 64 rows, a commit.
+pub(super) fn wgmma_step(k: &mut String, mr: usize, row: usize) {
     k.push_str("    asm volatile(\"wgmma.fence.sync.aligned;\\n\" ::: \"memory\");\n");
     let _ = writeln!(
         k,
-        "    #pragma unroll\n    for (int kk = 0; kk < 4; ++kk) {{\n      #pragma unroll\n      for (int r = 0; r < {mr}; ++r) wgmma(&acc[r][0][0], sdesc(sa + r * 8192 + kk * 32), sdesc(sb + kk * 32));\n    }}"
+        "    #pragma unroll\n    for (int kk = 0; kk < {}; ++kk) {{\n      #pragma unroll\n      for (int r = 0; r < {mr}; ++r) wgmma(&acc[r][0][0], sdesc(sa + r * {} + kk * 32), sdesc(sb + kk * 32));\n    }}",
+        row / 32,
+        64 * row
     );
     k.push_str("    asm volatile(\"wgmma.commit_group.sync.aligned;\\n\" ::: \"memory\");\n");
 }
 
 /// `wgmma` with the sums of `input` as a device function `wgmma(d, a_desc, b_desc)` adding
 /// into `d[0 .. n/2]` (N = `n`): m64nNk16 with f32 sums for f16 and bf16, m64nNk32 with i32
-/// sums for i8 (both 32 bytes of K per row, so one descriptor step serves both).
-pub(super) fn wgmma_function(k: &mut String, n: usize, input: DType) {
+/// sums for i8 (both 32 bytes of K per row, so one descriptor step serves both); and
+/// `sdesc(p)`, the descriptor of the K-major tile at `p` whose rows are `row` bytes (128, 64 or
+/// 32) stored with the swizzle of that width.
+pub(super) fn wgmma_function(k: &mut String, n: usize, input: DType, row: usize) {
     let regs = n / 2;
     let list: Vec<String> = (0..regs).map(|i| format!("%{i}")).collect();
     let (t, c, shape) = match input {
@@ -217,13 +222,21 @@ pub(super) fn wgmma_function(k: &mut String, n: usize, input: DType) {
         regs + 1,
         outs.join(", ")
     );
-    // The shared-memory matrix descriptor of a K-major tile with the 128-byte swizzle: start
-    // address, leading offset 16 bytes (unused for this swizzle), 1024 bytes between groups
-    // of 8 rows.
-    k.push_str(
-        "__device__ __forceinline__ unsigned long long sdesc(const unsigned char* p) {\n\
-  unsigned a; asm volatile(\"{ .reg .u64 q; cvta.to.shared.u64 q, %1; cvt.u32.u64 %0, q; }\" : \"=r\"(a) : \"l\"(p));\n\
-  return (unsigned long long)((a & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);\n}\n",
+    // The shared-memory matrix descriptor of a K-major tile with the row's swizzle: start
+    // address, leading offset 16 bytes (unused for swizzled K-major tiles), 8 rows between
+    // groups of 8 rows (in units of 16 bytes), and the swizzle mode in bits 62-63 (1: 128
+    // bytes, 2: 64, 3: 32).
+    let mode = match row {
+        128 => 1,
+        64 => 2,
+        _ => 3,
+    };
+    let _ = writeln!(
+        k,
+        "__device__ __forceinline__ unsigned long long sdesc(const unsigned char* p) {{\n\
+  unsigned a; asm volatile(\"{{ .reg .u64 q; cvta.to.shared.u64 q, %1; cvt.u32.u64 %0, q; }}\" : \"=r\"(a) : \"l\"(p));\n\
+  return (unsigned long long)((a & 0x3FFFF) >> 4) | (1ull << 16) | ({}ull << 32) | ({mode}ull << 62);\n}}",
+        8 * row / 16
     );
 }
 

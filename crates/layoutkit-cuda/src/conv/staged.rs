@@ -99,7 +99,7 @@ fn params_bytes(kernel: &ConvKernel, tile: &HopperTile, what: Staged) -> usize {
 /// Whether the staged tile fits in the stages of `tile` (else the kernel writes from the
 /// accumulators directly).
 pub(super) fn staged_fits(kernel: &ConvKernel, tile: &HopperTile, what: Staged) -> bool {
-    staged_bytes(kernel, tile, what) <= tile.stages * (tile.bm + tile.bn) * 128
+    staged_bytes(kernel, tile, what) <= tile.stages * (tile.bm + tile.bn) * tile.k_bytes
 }
 
 /// Writes the Hopper kernel's epilogue through shared memory: `acc[mi][ni][4]` as laid out by

@@ -8,12 +8,13 @@
 //! multiplies: the multiplies wait on the loads' issue and on the slowest warp. Here:
 //!
 //! * The activations (NHWC) are read with TMA's im2col mode: one instruction copies 64 output
-//!   pixels' 128 bytes of channels for one filter tap, the hardware walking the pixels along
-//!   W, H and N (the convolution's stride as the traversal stride), adding the tap's offset
-//!   and filling zeros outside the input (the padding, the last tile's rows past the batch,
-//!   channels past C). The filter (OHWI) is read as a tiled 4-D box of `bn` output channels x
-//!   128 bytes of channels of one tap. Both land in the same 128-byte-swizzled rows `wgmma`
-//!   reads in the other kernel. See [`super::tma_map`] for the tensor maps.
+//!   pixels' row of channels (128 bytes, or 64 or 32: [`row_bytes`]) for one filter tap, the
+//!   hardware walking the pixels along W, H and N (the convolution's stride as the traversal
+//!   stride), adding the tap's offset and filling zeros outside the input (the padding, the
+//!   last tile's rows past the batch, channels past C). The filter (OHWI) is read as a tiled
+//!   4-D box of `bn` output channels x a row of channels of one tap. Both land in swizzled rows
+//!   as `wgmma` reads them (the other kernel's 128-byte rows where they are 128 bytes). See
+//!   [`super::tma_map`] for the tensor maps.
 //! * Each stage has two `mbarrier`s: `full` (the producer announces the stage's bytes; the
 //!   copies complete it) and `empty` (every consumer warp arrives once its multiplies of the
 //!   stage are done). The producer runs `stages` steps ahead of the slowest warpgroup with no
@@ -23,9 +24,11 @@
 //!   fit), synchronised among the warpgroups with a named barrier: the producer warp has left
 //!   once its last copy is issued.
 //!
-//! K is walked one tap and 128 bytes of channels per step (64 f16 or bf16, 128 int8), the
-//! same steps as [`super::HopperK`] where the kernel applies ([`tma_applies`]), so the tile
-//! and split rules serve both kernels.
+//! K is walked one tap and a row of channels per step: 128 bytes (64 f16 or bf16, 128 int8),
+//! the same steps as [`super::HopperK`]'s where C fills such rows, so the tile and split rules
+//! serve both kernels; rows of 64 or 32 bytes where a tap's channels fill those
+//! ([`row_bytes`]: int8 with C = 64, f16 with C = 32 or 96), more and smaller steps than the
+//! other kernel's chunks of two taps.
 
 use std::fmt::Write;
 
@@ -40,18 +43,35 @@ use super::{ConvKernel, ConvLayout};
 /// Pixels per im2col copy (a 64-row group of the tile, one `wgmma` M).
 pub const PIXELS_PER_COPY: usize = 64;
 
-/// Channels per K step: 128 bytes of `input`.
+/// Channels per K step of 128-byte rows: 128 bytes of `input`.
 pub fn step_channels(input: DType) -> usize {
     128 / input.size_bytes()
+}
+
+/// Bytes of channels per K step (a stage row) of the TMA kernel for `k`: one filter tap and
+/// 128 bytes, or 64 or 32 where a tap's channels are a multiple of that and not of 128 (int8
+/// with C = 64: 9 steps of 64 bytes on a 3x3 filter, where 128-byte steps would hold two taps
+/// that one im2col copy cannot fetch); with a 1x1 filter the narrowest of 128, 64 and 32 that
+/// holds all of a pixel's channels, else 128 (the copies fill the channels past C with zeros).
+/// The stage rows are stored with the swizzle of their width, which `wgmma` reads.
+pub fn row_bytes(k: &ConvKernel) -> usize {
+    let bytes = k.shape.c * k.input.size_bytes();
+    if k.shape.kh * k.shape.kw == 1 {
+        return [32, 64].into_iter().find(|&r| bytes <= r).unwrap_or(128);
+    }
+    [128, 64]
+        .into_iter()
+        .find(|&r| bytes.is_multiple_of(r))
+        .unwrap_or(32)
 }
 
 /// Why the TMA kernel does not take `k` (which [`super::hopper_unsupported_reason`] takes), or
 /// None when it does: NHWC activations; a pixel's channels a multiple of 16 bytes (TMA's
 /// strides; C a multiple of 8 for f16 and bf16, of 16 for int8); K steps that are one tap each
-/// with C a multiple of a step's channels or a 1x1 filter (the other kernel's steps then match,
-/// and a smaller C on a larger filter would fill most of each step with zeros); a stride of at
-/// most 8 (TMA's traversal stride); padding and the filter's dilated extent within the im2col
-/// box corners TMA encodes for 4-D tensors (-128 to 127).
+/// ([`row_bytes`]): a pixel's channels a multiple of 32 bytes, or a 1x1 filter (a smaller C on a
+/// larger filter would fill most of each step with zeros); a stride of at most 8 (TMA's
+/// traversal stride); padding and the filter's dilated extent within the im2col box corners
+/// TMA encodes for 4-D tensors (-128 to 127).
 pub fn tma_unsupported_reason(k: &ConvKernel) -> Option<String> {
     let s = &k.shape;
     if k.layout != ConvLayout::Nhwc {
@@ -64,12 +84,12 @@ pub fn tma_unsupported_reason(k: &ConvKernel) -> Option<String> {
             s.c
         ));
     }
-    if !s.c.is_multiple_of(step_channels(k.input)) && s.kh * s.kw != 1 {
+    if !(s.c * e).is_multiple_of(32) && s.kh * s.kw != 1 {
         return Some(format!(
-            "the TMA kernel walks one tap per K step: C = {} is not a multiple of {} on a {}x{} \
-             filter",
+            "the TMA kernel walks one tap per K step of 32, 64 or 128 bytes: C = {} is not a \
+             multiple of {} on a {}x{} filter",
             s.c,
-            step_channels(k.input),
+            32 / e,
             s.kh,
             s.kw
         ));
@@ -158,17 +178,19 @@ pub fn tma_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
         DType::I8 => "signed char",
         _ => "float",
     };
-    let per_step = step_channels(kernel.input);
+    let row = tile.k_bytes;
+    debug_assert_eq!(row, row_bytes(kernel), "the tile's rows are the kernel's");
+    let per_step = row / kernel.input.size_bytes();
     let chunks = s.c.div_ceil(per_step);
     let steps = s.kh * s.kw * chunks;
-    let stage_bytes = (bm + bn) * 128;
+    let stage_bytes = (bm + bn) * row;
     let groups = bm / PIXELS_PER_COPY;
     let c = &s.conv;
     let mut k = String::new();
     k.push_str("// Generated by layoutkit-cuda (conv, Hopper wgmma, TMA loads).\n");
     super::source::helpers(&mut k, kernel.input);
     tma_helpers(&mut k);
-    wgmma_function(&mut k, bn, kernel.input);
+    wgmma_function(&mut k, bn, kernel.input, row);
     q8_function(&mut k, kernel);
     let _ = writeln!(
         k,
@@ -188,12 +210,12 @@ pub fn tma_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
     let a_copy = if plain_rows(kernel) {
         format!(
             "tma_rows(sa + i * {}, &tx, c0, m0 + i * {PIXELS_PER_COPY}, full + st)",
-            PIXELS_PER_COPY * 128
+            PIXELS_PER_COPY * row
         )
     } else {
         format!(
             "tma_im2col(sa + i * {}, &tx, c0, cw[i], ch[i], cn[i], (unsigned short)(sx * {}), (unsigned short)(r * {}), full + st)",
-            PIXELS_PER_COPY * 128,
+            PIXELS_PER_COPY * row,
             c.dilation[1],
             c.dilation[0]
         )
@@ -218,7 +240,7 @@ pub fn tma_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
     let _ = writeln!(
         k,
         "      for (int u = 0; u < nsteps; ++u{inc}) {{\n        const int st = {n} % {stages};\n        if ({n} >= {stages}) mbar_wait(empty + st, (({n} / {stages}) + 1) & 1);\n        const int t = t0 + u, rs = t / {chunks}, c0 = (t % {chunks}) * {per_step}, r = rs / {kw}, sx = rs % {kw};\n        unsigned char* sa = smem + st * {stage_bytes};\n        mbar_expect(full + st, {stage_bytes});\n        #pragma unroll\n        for (int i = 0; i < {groups}; ++i)\n          {a_copy};\n        tma_tile(sa + {}, &tw, c0, sx, r, n0, full + st);\n      }}\n{tiles_close}    }}\n    return;\n  }}",
-        bm * 128,
+        bm * row,
         kw = s.kw
     );
     consumers(&mut k, kernel, tile);
@@ -257,7 +279,7 @@ pub(super) fn warp_specialised_prologue(
     let _ = writeln!(
         k,
         "  unsigned long long* full = (unsigned long long*)(smem + {});\n  unsigned long long* empty = full + {stages};",
-        stages * (bm + bn) * 128
+        stages * (bm + bn) * tile.k_bytes
     );
     if !tile.persistent {
         let _ = writeln!(k, "  {}", tile_origin(tile, kernel));
@@ -272,9 +294,14 @@ pub(super) fn warp_specialised_prologue(
 /// stages its output in the buffer after the stages ([`super::persistent`]).
 pub(super) fn consumers(k: &mut String, kernel: &ConvKernel, tile: &HopperTile) {
     let HopperTile {
-        bm, bn, stages, mr, ..
+        bm,
+        bn,
+        stages,
+        mr,
+        k_bytes: row,
+        ..
     } = *tile;
-    let stage_bytes = (bm + bn) * 128;
+    let stage_bytes = (bm + bn) * row;
     let acc_t = if kernel.input == DType::I8 {
         "int"
     } else {
@@ -294,10 +321,10 @@ pub(super) fn consumers(k: &mut String, kernel: &ConvKernel, tile: &HopperTile) 
     let _ = writeln!(
         k,
         "{zero}\n  for (int u = 0; u < nsteps; ++u{inc}) {{\n    const int st = {n} % {stages};\n    mbar_wait(full + st, ({n} / {stages}) & 1);\n    const unsigned char* sa = smem + st * {stage_bytes} + wg * {};\n    const unsigned char* sb = smem + st * {stage_bytes} + {};",
-        mr * 64 * 128,
-        bm * 128
+        mr * 64 * row,
+        bm * row
     );
-    super::hopper_k::wgmma_step(k, mr);
+    super::hopper_k::wgmma_step(k, mr, row);
     let _ = writeln!(
         k,
         "    asm volatile(\"wgmma.wait_group.sync.aligned 1;\\n\" ::: \"memory\");\n    if (u > 0 && lane == 0) mbar_arrive(empty + ({n} - 1) % {stages});\n  }}"

@@ -5,9 +5,10 @@
 //!   pixel box's lower corner is minus the padding and its upper corner the padding less the
 //!   dilated filter's extent (in W and H), so that the box walked with the convolution's
 //!   stride as the traversal stride has exactly OW x OH positions: the top-left input pixel of
-//!   each output pixel's window. A copy is 64 pixels x 128 bytes of channels, swizzled in
-//!   128-byte rows; positions outside the tensor read zeros.
-//! * Filter, OHWI (tiled mode): a 4-D tensor (C, KW, KH, O) read in boxes of 128 bytes of
+//!   each output pixel's window. A copy is 64 pixels x a K step's row of channels (128, 64 or
+//!   32 bytes: [`super::tma::row_bytes`]), swizzled in rows of that width; positions outside
+//!   the tensor read zeros.
+//! * Filter, OHWI (tiled mode): a 4-D tensor (C, KW, KH, O) read in boxes of a row of
 //!   channels x one tap x `bn` output channels, swizzled the same way; output channels and
 //!   channels past the tensor read zeros.
 
@@ -18,7 +19,7 @@ use cudarc::driver::sys::{
 use cudarc::driver::DeviceRepr;
 use layoutkit_core::DType;
 
-use super::tma::{plain_rows, step_channels, PIXELS_PER_COPY};
+use super::tma::{plain_rows, row_bytes, PIXELS_PER_COPY};
 use super::{ConvKernel, HopperTile};
 use crate::Error;
 
@@ -76,11 +77,11 @@ pub fn activation_map(kernel: &ConvKernel, x: u64) -> Result<TensorMap, Error> {
             strides.as_ptr(),
             lower.as_ptr(),
             upper.as_ptr(),
-            step_channels(kernel.input) as u32,
+            (row_bytes(kernel) as u64 / e) as u32,
             PIXELS_PER_COPY as u32,
             element_strides.as_ptr(),
             CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-            CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            swizzle(row_bytes(kernel)),
             CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
             CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
         )
@@ -99,31 +100,39 @@ pub fn filter_map(kernel: &ConvKernel, tile: &HopperTile, w: u64) -> Result<Tens
     let dims = [s.c as u64, s.kw as u64, s.kh as u64, s.o as u64];
     let row = s.c as u64 * e;
     let strides = [row, row * s.kw as u64, row * (s.kw * s.kh) as u64];
-    let boxes = [step_channels(kernel.input) as u32, 1, 1, tile.bn as u32];
+    let boxes = [(tile.k_bytes as u64 / e) as u32, 1, 1, tile.bn as u32];
     let promotion = CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
-    tiled_map(kernel.input, w, (&dims, &strides, &boxes), promotion)
+    tiled_map(
+        kernel.input,
+        w,
+        (&dims, &strides, &boxes),
+        promotion,
+        tile.k_bytes,
+    )
 }
 
 /// The activations of a 1x1 convolution with stride 1 and no padding as a plain matrix: a 2-D
-/// tensor (C, N x H x W) read in boxes of 128 bytes of channels x 64 pixels.
+/// tensor (C, N x H x W) read in boxes of a row of channels x 64 pixels.
 fn rows_map(kernel: &ConvKernel, x: u64) -> Result<TensorMap, Error> {
     let s = &kernel.shape;
     let e = kernel.input.size_bytes() as u64;
     let dims = [s.c as u64, (s.n * s.h * s.w) as u64];
     let strides = [s.c as u64 * e];
-    let boxes = [step_channels(kernel.input) as u32, PIXELS_PER_COPY as u32];
+    let row = row_bytes(kernel);
+    let boxes = [(row as u64 / e) as u32, PIXELS_PER_COPY as u32];
     let promotion = CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B;
-    tiled_map(kernel.input, x, (&dims, &strides, &boxes), promotion)
+    tiled_map(kernel.input, x, (&dims, &strides, &boxes), promotion, row)
 }
 
 /// A tiled tensor map of `t` elements at `address`: extents `dims` (innermost first), byte
-/// `strides` of the outer dimensions, boxes of `boxes`, swizzled in 128-byte rows, zeros outside,
-/// with the L2 `promotion` given.
+/// `strides` of the outer dimensions, boxes of `boxes`, swizzled in rows of `row` bytes (the
+/// boxes' inner extent), zeros outside, with the L2 `promotion` given.
 fn tiled_map<const R: usize>(
     t: DType,
     address: u64,
     (dims, strides, boxes): (&[u64; R], &[u64], &[u32; R]),
     promotion: CUtensorMapL2promotion,
+    row: usize,
 ) -> Result<TensorMap, Error> {
     debug_assert_eq!(strides.len() + 1, R);
     let element_strides = [1u32; R];
@@ -141,13 +150,23 @@ fn tiled_map<const R: usize>(
             boxes.as_ptr(),
             element_strides.as_ptr(),
             CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-            CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            swizzle(row),
             promotion,
             CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
         )
     };
     check(r, "cuTensorMapEncodeTiled")?;
     Ok(map)
+}
+
+/// The swizzle of stage rows of `row` bytes (128, 64 or 32), the one `wgmma`'s descriptors
+/// name (`hopper_k::wgmma_function`).
+fn swizzle(row: usize) -> CUtensorMapSwizzle {
+    match row {
+        128 => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+        64 => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B,
+        _ => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B,
+    }
 }
 
 fn check(r: sys::CUresult, call: &str) -> Result<(), Error> {

@@ -43,12 +43,16 @@ fn the_tma_kernel_takes_nhwc_with_whole_steps_or_a_1x1_filter() {
     assert!(tma_applies(&kernel(64, 64, 3, DType::F16)));
     assert!(tma_applies(&kernel(192, 40, 3, DType::BF16)));
     assert!(tma_applies(&kernel(128, 96, 3, DType::I8)));
+    // A tap's channels in rows of 64 or 32 bytes.
+    assert!(tma_applies(&kernel(64, 64, 3, DType::I8)));
+    assert!(tma_applies(&kernel(96, 64, 3, DType::F16)));
+    assert!(tma_applies(&kernel(16, 64, 5, DType::F16)));
     // 1x1: any whole 16 bytes of channels (the last step's channels past C read zeros).
     assert!(tma_applies(&kernel(24, 144, 1, DType::F16)));
     assert!(tma_applies(&kernel(16, 32, 1, DType::I8)));
     for (k, why) in [
         (kernel(24, 64, 3, DType::F16), "one tap per K step"),
-        (kernel(64, 64, 3, DType::I8), "one tap per K step"),
+        (kernel(48, 64, 3, DType::I8), "one tap per K step"),
         (kernel(12, 64, 1, DType::F16), "multiple of 16 bytes"),
         (
             ConvKernel {
@@ -151,4 +155,77 @@ fn the_tma_plan_puts_256_x_128_where_the_other_puts_128_x_256() {
     narrow.shape.o = 128;
     let t = hopper_plan_with(&narrow, true);
     assert!(t.bm != 256 && t.tma, "{t:?}");
+}
+
+#[test]
+fn a_taps_channels_make_rows_of_128_64_or_32_bytes() {
+    // (C, filter, type) -> bytes per stage row.
+    for (c, k, t, row) in [
+        (64, 3, DType::F16, 128),
+        (256, 3, DType::I8, 128),
+        (64, 3, DType::I8, 64),
+        (32, 3, DType::F16, 64),
+        (96, 3, DType::F16, 64),
+        (192, 3, DType::I8, 64),
+        (16, 3, DType::F16, 32),
+        (32, 7, DType::I8, 32),
+        (48, 3, DType::F16, 32),
+        // 1x1: the narrowest row that holds a pixel's channels, else 128-byte steps.
+        (8, 1, DType::F16, 32),
+        (16, 1, DType::F16, 32),
+        (24, 1, DType::F16, 64),
+        (64, 1, DType::I8, 64),
+        (48, 1, DType::F16, 128),
+        (160, 1, DType::F16, 128),
+    ] {
+        assert_eq!(row_bytes(&kernel(c, 64, k, t)), row, "C = {c}, {k}x{k} {t}");
+    }
+}
+
+#[test]
+fn rows_of_64_bytes_take_half_the_stage_two_multiplies_per_step_and_their_swizzle() {
+    // int8 3x3 over 64 channels: 9 steps of one tap and 64 bytes.
+    let k = kernel(64, 64, 3, DType::I8);
+    let t = HopperTile::new(128, 64, 4)
+        .and_then(|t| t.with_tma(true))
+        .and_then(|t| t.with_k_bytes(64))
+        .unwrap();
+    assert_eq!(t.stage_area(), 4 * (128 + 64) * 64);
+    let src = crate::conv::hopper_source(&k, &t);
+    assert!(src.contains("nsteps = 9;"));
+    assert!(src.contains("rs = t / 1, c0 = (t % 1) * 64"));
+    assert!(src.contains("tma_im2col(sa + i * 4096"));
+    assert!(src.contains("tma_tile(sa + 8192, &tw, c0, sx, r, n0, full + st);"));
+    assert!(src.contains("mbar_expect(full + st, 12288);"));
+    assert!(
+        src.contains("(smem + 49152)"),
+        "barriers after 4 stages of 12 KiB"
+    );
+    // Two 32-byte slices per row; the descriptor's 8-row groups 512 bytes apart, 64-byte
+    // swizzle.
+    assert!(src.contains("kk < 2; ++kk"));
+    assert!(src.contains("(32ull << 32) | (2ull << 62)"));
+    // 32-byte rows: one slice, groups 256 bytes apart, 32-byte swizzle.
+    let k16 = kernel(16, 64, 3, DType::F16);
+    let t32 = t.with_k_bytes(32).unwrap();
+    let src = crate::conv::hopper_source(&k16, &t32);
+    assert!(src.contains("kk < 1; ++kk"));
+    assert!(src.contains("(16ull << 32) | (3ull << 62)"));
+    assert!(src.contains("sdesc(sa + r * 2048 + kk * 32)"));
+    // 128-byte rows as before, and no narrower rows outside the TMA kernel.
+    let src = crate::conv::hopper_source(
+        &kernel(64, 64, 3, DType::F16),
+        &t.with_k_bytes(128).unwrap(),
+    );
+    assert!(src.contains("(64ull << 32) | (1ull << 62)") && src.contains("kk < 4; ++kk"));
+    assert_eq!(HopperTile::new(128, 64, 4).unwrap().with_k_bytes(64), None);
+    // Three warpgroups hold one block per SM even where 64-byte rows would fit two blocks'
+    // stages (two of 416 threads leave too few registers for 64 sums).
+    let tall = HopperTile::new(192, 128, 4)
+        .and_then(|t| t.with_tma(true))
+        .and_then(|t| t.with_k_bytes(64))
+        .unwrap();
+    assert!(2 * tall.shared_bytes() <= 227 * 1024);
+    let src = crate::conv::hopper_source(&kernel(32, 128, 3, DType::F16), &tall);
+    assert!(src.contains("__launch_bounds__(416, 1)"));
 }
