@@ -37,6 +37,7 @@ mod hopper_k;
 pub mod nchw_footprint;
 pub mod nchw_loader;
 pub mod persistent;
+pub mod pointwise;
 pub mod requant;
 mod source;
 pub mod splitk;

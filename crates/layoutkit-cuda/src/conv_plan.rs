@@ -6,6 +6,7 @@
 use crate::conv::persistent::{
     few_step_persistent, persistent_from_env, persistent_plan, tap_step_persistent,
 };
+use crate::conv::pointwise::pointwise_tile;
 use crate::conv::tma::row_bytes;
 use crate::conv::wave_fill::fuller_wave_tile;
 use crate::conv::{hopper_plan_with, ConvKernel, HopperTile, MIN_TMA_STEPS};
@@ -28,8 +29,9 @@ pub const MIN_FULLER_WAVE_STEPS: usize = 3;
 /// one K step per filter tap take [`tap_step_persistent`]'s tall persistent tile; else the
 /// `cp.async` kernel's tile from [`hopper_plan_with`]. Then, where the TMA kernel applies (and
 /// K has [`MIN_FULLER_WAVE_STEPS`] steps or more for a `cp.async` tile), a TMA tile that fills
-/// the GPU's last wave where the chosen one does not ([`fuller_wave_tile`]). A TMA tile's
-/// stage rows are [`row_bytes`] long.
+/// the GPU's last wave where the chosen one does not ([`fuller_wave_tile`]); for a pointwise
+/// layer of a few channels left to the `cp.async` kernel, a tall persistent TMA tile of
+/// narrow rows ([`pointwise_tile`]). A TMA tile's stage rows are [`row_bytes`] long.
 ///
 /// Overrides (for A/B runs): `LAYOUTKIT_CONV_TILE=BMxBNxSTAGES` sets the tile (with the
 /// splits chosen for it), `LAYOUTKIT_CONV_SPLITK=N` the splits,
@@ -87,6 +89,10 @@ pub fn hopper_tile(kernel: &ConvKernel) -> Result<HopperTile, Error> {
         }
     } else if applies {
         tile = fuller(&tile).unwrap_or(tile);
+    }
+    // Pointwise layers of a few channels: a tall persistent TMA tile of narrow rows.
+    if !tile.tma && rule && tma_env.is_none() {
+        tile = pointwise_tile(kernel, &tile).unwrap_or(tile);
     }
     if tile.tma && !tile.nchw {
         tile = tile

@@ -376,7 +376,23 @@ fn stage_rows_of_64_and_32_bytes_match_the_reference() {
     // C = 16, int8 C = 32), and 1x1 filters whose pixels hold 48 or 32 bytes: strides,
     // dilation, a 5x5 filter, every output kind.
     use ConvLayout::*;
-    let problems: [(Problem, DType, DType, ConvLayout, usize); 7] = [
+    let problems: [(Problem, DType, DType, ConvLayout, usize); 9] = [
+        // The pointwise tiles (`conv::pointwise`): 256 x 96 with 32-byte rows, 256 x 32 with
+        // 64-byte rows over 16 outputs.
+        (
+            (3, 16, 28, 28, 96, 1, 1, 0, 1, 1),
+            DType::F16,
+            DType::F16,
+            Nhwc,
+            32,
+        ),
+        (
+            (3, 32, 28, 28, 16, 1, 1, 0, 1, 1),
+            DType::BF16,
+            DType::BF16,
+            Nhwc,
+            64,
+        ),
         (
             (4, 64, 20, 20, 64, 3, 1, 1, 1, 1),
             DType::I8,
@@ -437,11 +453,19 @@ fn stage_rows_of_64_and_32_bytes_match_the_reference() {
         );
         assert!(tma_applies(&kernel), "{problem:?}");
         let mut paths = Vec::new();
-        for (bm, bn) in [(128, 64), (64, 64), (256, 64), (192, 128)] {
-            if bn > kernel.shape.o {
+        let tiles = [
+            (128, 64, 4),
+            (64, 64, 4),
+            (256, 64, 4),
+            (192, 128, 4),
+            (256, 96, 3),
+            (256, 32, 4),
+        ];
+        for (bm, bn, stages) in tiles {
+            if bn > kernel.shape.o.next_multiple_of(32) {
                 continue;
             }
-            let t = HopperTile::new(bm, bn, 4)
+            let t = HopperTile::new(bm, bn, stages)
                 .and_then(|t| t.with_tma(true))
                 .expect("a TMA tile");
             paths.push(ConvPath::Hopper(t));
