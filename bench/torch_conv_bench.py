@@ -14,12 +14,14 @@ input, then the kernel reading NHWC and writing NCHW, timed together), and NCHW 
 it (one of those two routes). Medians of --repeats.
 
 The layers come from `layoutkit conv bench --list --json --net NET` (ResNet-50, VGG-16,
-MobileNetV2 or all three; grouped and depthwise layers with their groups),
+MobileNetV2 or all three; grouped and depthwise layers with their groups), or from --layer
+specs passed on to it (`C=..,HW=..,O=..,K=..[,S=..][,P=..][,G=..]`, a layer of your own),
 so both tools time the same layers. FLOP = 2 x MACs.
 
 Usage:
     bench/torch_conv_bench.py PATH/TO/layoutkit [--batches 1,8,32,64] [--repeats 20]
-        [--filter 3x3] [--net all] [--host-launches] [--json OUT.json]
+        [--filter 3x3] [--net all] [--layer C=32,HW=56,O=64,K=3 ...] [--host-launches]
+        [--json OUT.json]
 
 Prints, per batch size, a Markdown table (cuDNN NCHW / NHWC / best, ours NHWC / NCHW, ratio to
 cuDNN's best, our kernel), the geometric mean of the ratio over the layers and the worst ten.
@@ -61,9 +63,13 @@ def graph_timed(fn, repeats, launches=10):
     return times[len(times) // 2]
 
 
-def ours_for_batch(exe, batch, repeats, filt, net, host_launches):
+def layer_args(specs):
+    return [a for spec in specs or [] for a in ("--layer", spec)]
+
+
+def ours_for_batch(exe, batch, repeats, filt, net, host_launches, specs):
     cmd = [exe, "conv", "bench", "--device", "cuda", "--net", net, "--batch", str(batch), "--repeats", str(repeats),
-           "--layouts", "NHWC,NCHW,NCHW>NHWC,NCHW-planned", "--types", "f16", "--json"]
+           "--layouts", "NHWC,NCHW,NCHW>NHWC,NCHW-planned", "--types", "f16", "--json"] + layer_args(specs)
     if filt:
         cmd += ["--filter", filt]
     if host_launches:
@@ -84,11 +90,13 @@ def main():
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--filter", default=None)
     ap.add_argument("--net", default="all", help="resnet50, vgg16, mobilenetv2 or all (as `conv bench --net`)")
+    ap.add_argument("--layer", action="append", default=None,
+                    help="a layer of your own in place of --net's, as `conv bench --layer` (repeat for several)")
     ap.add_argument("--json", default=None, help="write every measurement here")
     ap.add_argument("--host-launches", action="store_true",
                     help="time our kernels as launched from the host, not in a CUDA graph")
     args = ap.parse_args()
-    cmd = [args.layoutkit, "conv", "bench", "--list", "--json", "--net", args.net]
+    cmd = [args.layoutkit, "conv", "bench", "--list", "--json", "--net", args.net] + layer_args(args.layer)
     if args.filter:
         cmd += ["--filter", args.filter]
     layers = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)["layers"]
@@ -99,7 +107,8 @@ def main():
           f"{'launched from the host' if args.host_launches else 'GPU time only'})\n")
     everything = []
     for batch in [int(b) for b in args.batches.split(",")]:
-        ours = ours_for_batch(args.layoutkit, batch, args.repeats, args.filter, args.net, args.host_launches)
+        ours = ours_for_batch(args.layoutkit, batch, args.repeats, args.filter, args.net, args.host_launches,
+                              args.layer)
         print(f"### batch {batch}\n")
         print("| layer | cuDNN NCHW | cuDNN NHWC | cuDNN best | ours NHWC | ours NCHW in place "
               "| ours NCHW via NHWC | ours NCHW as planned (route) | ours / cuDNN best "

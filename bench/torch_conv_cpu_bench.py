@@ -14,7 +14,9 @@ among --layouts (each layout's figure is kept in the JSON).
 
 Usage: bench/torch_conv_cpu_bench.py PATH/TO/layoutkit --net resnet50 --batch 1 --threads 2
        [--ours] [--kernels auto|avx2] [--layouts NCHW16c,NCHW8c,NHWC] [--repeats 7]
-       [--rounds 2] [--filter 3x3] [--json-out FILE]
+       [--rounds 2] [--filter 3x3] [--layer C=32,HW=56,O=64,K=3 ...] [--json-out FILE]
+
+--layer (repeatable) passes a layer of your own to `conv bench --layer` in place of --net's.
 """
 import argparse
 import json
@@ -52,9 +54,13 @@ def torch_layer(layer, batch, repeats):
     return nchw, nhwc
 
 
+def layer_args(args):
+    return [a for spec in args.layer or [] for a in ("--layer", spec)]
+
+
 def ours_layer(args, name):
     """Our fastest seconds per layout for layer `name` (exact name)."""
-    cmd = [args.layoutkit, "conv", "bench", "--device", "cpu", "--net", args.net,
+    cmd = [args.layoutkit, "conv", "bench", "--device", "cpu", "--net", args.net] + layer_args(args) + [
            "--filter", name, "--batch", str(args.batch), "--threads", str(args.threads),
            "--repeats", str(args.repeats), "--layouts", args.layouts,
            "--kernels", args.kernels, "--json"]
@@ -71,13 +77,14 @@ def main():
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--filter", default=None)
+    ap.add_argument("--layer", action="append", default=None)
     ap.add_argument("--ours", action="store_true")
     ap.add_argument("--kernels", default="auto")
     ap.add_argument("--layouts", default="NCHW16c,NCHW8c,NHWC")
     ap.add_argument("--json-out", default=None)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    cmd = [args.layoutkit, "conv", "bench", "--net", args.net, "--list", "--json"]
+    cmd = [args.layoutkit, "conv", "bench", "--net", args.net, "--list", "--json"] + layer_args(args)
     if args.filter:
         cmd += ["--filter", args.filter]
     layers = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)["layers"]

@@ -533,6 +533,55 @@ fn conv_bench_rejects_types_and_layouts_it_cannot_run() {
     );
 }
 
+/// `conv bench --layer` times layers of the caller's own shapes in place of a network's: the
+/// list names them after their shapes, a CPU run times each in the layouts asked for, and a
+/// bad spec says what is wrong.
+#[test]
+fn conv_bench_times_layers_given_on_the_command_line() {
+    let list = json(&[
+        "conv",
+        "bench",
+        "--list",
+        "--json",
+        "--layer",
+        "C=24,HW=9,O=40,K=3",
+        "--layer",
+        "C=16,HW=8,O=16,K=3,S=2,G=16",
+    ]);
+    let layers = list["layers"].as_array().unwrap();
+    assert_eq!(layers.len(), 2);
+    assert_eq!(layers[0]["name"], "custom 3x3 24->40 @9");
+    assert_eq!(
+        (layers[1]["stride"].as_u64(), layers[1]["groups"].as_u64()),
+        (Some(2), Some(16))
+    );
+    let run = json(&[
+        "conv",
+        "bench",
+        "--json",
+        "--layer",
+        "C=24,HW=9,O=40,K=3",
+        "--batch",
+        "1",
+        "--repeats",
+        "1",
+        "--threads",
+        "1",
+        "--layouts",
+        "NCHW,NHWC",
+    ]);
+    let rows = run["results"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{run}");
+    for r in rows {
+        assert_eq!(r["layer"], "custom 3x3 24->40 @9");
+        assert!(r["median_s"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    assert_bad_input(
+        &["conv", "bench", "--layer", "C=24,HW=9,O=40"],
+        "K is missing",
+    );
+}
+
 /// `bench --sweep --list` prints the rows a filter keeps and times nothing; a one-row sweep
 /// with `--json` has its row, the size class summary and the per-call overhead (the figures
 /// themselves are not checked: they depend on the machine).

@@ -21,7 +21,7 @@ pub enum ConvSubcommand {
     /// Time the fast convolution per layer and activation layout: TFLOP/s and bytes moved.
     #[command(after_help = "\
 Layers: the distinct convolutions of ResNet-50, VGG-16 and/or MobileNetV2 (--net; 224 x 224
-input; MobileNetV2's depthwise layers have groups = C) at --batch. Each layer runs with its activations and output in each of --layouts (the filter is
+input; MobileNetV2's depthwise layers have groups = C), or your own (--layer), at --batch. Each layer runs with its activations and output in each of --layouts (the filter is
 packed once per layer, outside the timing, as an engine keeps packed weights; the output
 buffer is allocated once per layout, as an engine plans its activation memory); FLOP = 2 x MACs; `MiB moved` is the activations, filter and output
 in that layout (padding included), read or written once. The median of --repeats timed runs
@@ -33,7 +33,8 @@ Examples:
   layoutkit conv bench --layouts NCHW,NHWC,NCHW8c,NCHW16c --with-conversions
   layoutkit conv bench --batch 8 --layouts NHWC,NCHW16c --threads 16 --json
   layoutkit conv bench --device cuda --filter 3x3          # tensor cores, f16, 3 layouts
-  layoutkit conv bench --device cuda --layouts NC/32HW32 --types f16,i8,i8q")]
+  layoutkit conv bench --device cuda --layouts NC/32HW32 --types f16,i8,i8q
+  layoutkit conv bench --layer C=32,HW=56,O=64,K=3 --layer C=96,HW=28,O=96,K=3,G=96 --batch 8")]
     Bench(ConvBenchArgs),
 }
 
@@ -75,6 +76,12 @@ pub struct ConvBenchArgs {
     /// Which network's layers: resnet50, vgg16, mobilenetv2 or all.
     #[arg(long, default_value = "resnet50")]
     pub net: String,
+    /// A layer of your own in place of --net's (repeat for several):
+    /// `C=..,HW=..,O=..,K=..[,S=..][,P=..][,G=..]`, input channels, input height and width,
+    /// output channels, filter size, stride (1), padding (K / 2), groups (1), e.g.
+    /// `--layer C=32,HW=56,O=64,K=3`.
+    #[arg(long)]
+    pub layer: Vec<String>,
     /// CPU engine: blocked (the register-blocked kernels) or fast (the implicit-GEMM path).
     #[arg(long, value_enum, default_value = "blocked")]
     pub engine: CpuConvEngine,

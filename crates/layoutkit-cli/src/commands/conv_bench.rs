@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::args::{ConvBenchArgs, Device};
 
-use super::conv_layers::{network, Layer};
+use super::conv_layers::{custom, network, Layer};
 
 /// Deterministic values in [-1, 1) as f32 bytes.
 pub(super) fn noise(n: usize, seed: u64) -> Vec<u8> {
@@ -42,8 +42,13 @@ pub fn run(a: &ConvBenchArgs, json_out: bool) -> Result<()> {
         .split(',')
         .map(|s| s.trim().to_string())
         .collect();
-    let layers: Vec<&Layer> = network(&a.net)?
-        .into_iter()
+    let all = if a.layer.is_empty() {
+        network(&a.net)?
+    } else {
+        a.layer.iter().map(|s| custom(s)).collect::<Result<_>>()?
+    };
+    let layers: Vec<&Layer> = all
+        .iter()
         .filter(|l| a.filter.as_deref().is_none_or(|f| l.name.contains(f)))
         .collect();
     if layers.is_empty() {

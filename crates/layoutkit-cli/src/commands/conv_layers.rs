@@ -1,14 +1,17 @@
 //! The convolution layers `layoutkit conv bench` times: ResNet-50's, VGG-16's and
-//! MobileNetV2's.
+//! MobileNetV2's, or layers given on the command line ([`custom`]).
 
-use anyhow::Result;
+use std::borrow::Cow;
+
+use anyhow::{bail, Context, Result};
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::Dims;
 
 /// One convolution layer: name, input channels, input size, output channels, kernel, stride,
 /// padding, groups (C for a depthwise layer).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Layer {
-    pub name: &'static str,
+    pub name: Cow<'static, str>,
     pub c: usize,
     pub hw: usize,
     pub o: usize,
@@ -54,7 +57,7 @@ const fn layer(
     pad: usize,
 ) -> Layer {
     Layer {
-        name,
+        name: Cow::Borrowed(name),
         c,
         hw,
         o,
@@ -68,7 +71,7 @@ const fn layer(
 /// A depthwise 3x3 layer (groups = C = O, padding 1).
 const fn depthwise(name: &'static str, c: usize, hw: usize, stride: usize) -> Layer {
     Layer {
-        name,
+        name: Cow::Borrowed(name),
         c,
         hw,
         o: c,
@@ -164,12 +167,118 @@ pub const MOBILENETV2: &[Layer] = &[
 
 /// The layers of `net`: `resnet50`, `vgg16`, `mobilenetv2` or `all` (the three, in that
 /// order).
-pub fn network(net: &str) -> anyhow::Result<Vec<&'static Layer>> {
-    Ok(match net {
+pub fn network(net: &str) -> Result<Vec<Layer>> {
+    let layers: Vec<&Layer> = match net {
         "resnet50" => RESNET50.iter().collect(),
         "vgg16" => VGG16.iter().collect(),
         "mobilenetv2" => MOBILENETV2.iter().collect(),
         "all" => RESNET50.iter().chain(VGG16).chain(MOBILENETV2).collect(),
-        other => anyhow::bail!("--net takes resnet50, vgg16, mobilenetv2 or all, not `{other}`"),
+        other => bail!("--net takes resnet50, vgg16, mobilenetv2 or all, not `{other}`"),
+    };
+    Ok(layers.into_iter().cloned().collect())
+}
+
+/// A layer from `spec`, comma-separated `KEY=VALUE`s: `C` input channels, `HW` the input's
+/// height and width (or `H` with `W` equal to it), `O` output channels, `K` the filter's
+/// height and width, and optionally `S` the stride (1), `P` the padding (`K / 2`), `G` the
+/// groups (1; `G=C` with `O=C` is depthwise). Named after its shape (`custom 3x3/2 32->64
+/// @56`, with ` p0` where the padding is not `K / 2` and ` g32` for groups), so `--filter`
+/// picks among several.
+///
+/// Errors: an unknown or repeated key, a value that is not a positive number (the padding
+/// may be 0), a missing C, HW, O or K, groups that do not divide C and O, or a filter larger
+/// than the padded input.
+pub fn custom(spec: &str) -> Result<Layer> {
+    let mut v: [Option<usize>; 7] = [None; 7];
+    const KEYS: [&str; 7] = ["C", "HW", "O", "K", "S", "P", "G"];
+    for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (key, value) = part
+            .split_once('=')
+            .with_context(|| format!("--layer `{spec}`: `{part}` is not KEY=VALUE"))?;
+        let key = match key.trim().to_ascii_uppercase().as_str() {
+            "H" | "W" | "H=W" => "HW".to_string(),
+            k => k.to_string(),
+        };
+        let i = KEYS.iter().position(|k| *k == key).with_context(|| {
+            format!("--layer `{spec}`: unknown key `{key}` (keys: C, HW, O, K, S, P, G)")
+        })?;
+        let n: usize = value.trim().parse().with_context(|| {
+            format!("--layer `{spec}`: {key} = `{value}` is not a whole number")
+        })?;
+        if n == 0 && key != "P" {
+            bail!("--layer `{spec}`: {key} must be at least 1");
+        }
+        if v[i].is_some_and(|old| old != n) {
+            bail!("--layer `{spec}`: {key} is given twice");
+        }
+        v[i] = Some(n);
+    }
+    let need = |i: usize| v[i].with_context(|| format!("--layer `{spec}`: {} is missing", KEYS[i]));
+    let (c, hw, o, k) = (need(0)?, need(1)?, need(2)?, need(3)?);
+    let (stride, pad, groups) = (v[4].unwrap_or(1), v[5].unwrap_or(k / 2), v[6].unwrap_or(1));
+    if !c.is_multiple_of(groups) || !o.is_multiple_of(groups) {
+        bail!("--layer `{spec}`: {groups} groups do not divide C = {c} and O = {o}");
+    }
+    if hw + 2 * pad < k {
+        bail!("--layer `{spec}`: a {k}x{k} filter is larger than the padded {hw} x {hw} input");
+    }
+    let mut name = format!("custom {k}x{k}");
+    if stride > 1 {
+        name += &format!("/{stride}");
+    }
+    name += &format!(" {c}->{o} @{hw}");
+    if pad != k / 2 {
+        name += &format!(" p{pad}");
+    }
+    if groups > 1 {
+        name += &format!(" g{groups}");
+    }
+    Ok(Layer {
+        name: Cow::Owned(name),
+        c,
+        hw,
+        o,
+        k,
+        stride,
+        pad,
+        groups,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn custom_layers_parse_with_defaults_and_name_their_shape() {
+        let l = custom("C=32,HW=56,O=64,K=3").unwrap();
+        assert_eq!(
+            (l.c, l.hw, l.o, l.k, l.stride, l.pad, l.groups),
+            (32, 56, 64, 3, 1, 1, 1)
+        );
+        assert_eq!(l.name, "custom 3x3 32->64 @56");
+        let l = custom(" c=96, h=14 ,o=96,k=3,s=2,g=96,p=0 ").unwrap();
+        assert_eq!((l.stride, l.pad, l.groups), (2, 0, 96));
+        assert_eq!(l.name, "custom 3x3/2 96->96 @14 p0 g96");
+        let l = custom("C=3,HW=224,O=64,K=7,S=2").unwrap();
+        assert_eq!((l.pad, l.name.as_ref()), (3, "custom 7x7/2 3->64 @224"));
+        assert_eq!(l.conv().stride, [2, 2]);
+    }
+
+    #[test]
+    fn bad_layer_specs_say_what_is_wrong() {
+        for (spec, needle) in [
+            ("C=32,HW=56,O=64", "K is missing"),
+            ("C=32,HW=56,O=64,K=3,X=1", "unknown key `X`"),
+            ("C=32,HW=56,O=64,K=three", "not a whole number"),
+            ("C=0,HW=56,O=64,K=3", "C must be at least 1"),
+            ("C=32,HW=56,O=64,K=3,C=16", "C is given twice"),
+            ("C=30,HW=56,O=64,K=3,G=4", "do not divide"),
+            ("C=32,HW=2,O=64,K=7,P=0", "larger than the padded"),
+            ("C32,HW=56", "not KEY=VALUE"),
+        ] {
+            let e = custom(spec).unwrap_err().to_string();
+            assert!(e.contains(needle), "{spec}: {e}");
+        }
+    }
 }
