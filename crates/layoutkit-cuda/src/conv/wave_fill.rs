@@ -40,9 +40,9 @@ fn useful_fill(t: &HopperTile, s: &super::ConvShape) -> f64 {
     t.fill(s) * (m * s.o) as f64 / (x * t.bm * y * t.bn) as f64
 }
 
-/// A TMA tile of [`FULLER_TILES`] (the first that fits) for `kernel` where the rule's `chosen`
+/// A TMA tile of `FULLER_TILES` (the first that fits) for `kernel` where the rule's `chosen`
 /// tile (with its splits of K) fills less than [`WAVE_FILL`] of the GPU's block slots over its
-/// waves and the other, unsplit, fills at least that with useful outputs ([`useful_fill`]);
+/// waves and the other, unsplit, fills at least that with useful outputs (`useful_fill`);
 /// None otherwise, where O is under 128 (a 128-column tile would compute zeros), and other
 /// than by the 192-row tile for a requantised int8 output or an output not in NHWC (not
 /// measured). A tile other than the 192-row one
