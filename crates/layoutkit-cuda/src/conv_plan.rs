@@ -38,8 +38,8 @@ pub const MIN_FULLER_WAVE_STEPS: usize = 3;
 /// `LAYOUTKIT_CONV_WIDE_SPLIT_STEPS=N` the rule's fewest steps per split of a wide tile
 /// ([`crate::conv::hopper_plan_tuned`]); `LAYOUTKIT_CONV_TMA=1` takes the TMA kernel wherever
 /// it applies, `=0` never; `LAYOUTKIT_CONV_PERSISTENT=0/1` persistent blocks never / wherever
-/// they fit. Any of them but `LAYOUTKIT_CONV_TMA=1` leaves out the tall and the fuller-wave
-/// tiles.
+/// they fit. Any of them leaves out the pointwise tile, and any but `LAYOUTKIT_CONV_TMA=1` the
+/// tall and the fuller-wave tiles too.
 ///
 /// Errors: an override out of its range, or a forced tile the kernel that takes the problem
 /// cannot load.

@@ -82,7 +82,7 @@ impl Cuda {
     /// `LAYOUTKIT_CONV_SPLITK`), else the Hopper kernel with its NCHW loader warpgroup where it takes the problem
     /// and [`crate::conv::nchw_loader::nchw_preferred`] (wherever it takes it with
     /// `LAYOUTKIT_CONV_NCHW_LOADER=1`, never with `=0`; its tile from [`nchw_plan`], or
-    /// `LAYOUTKIT_CONV_TILE` and `LAYOUTKIT_CONV_SPLITK` as there); else the Hopper kernel on
+    /// `LAYOUTKIT_CONV_TILE` and `LAYOUTKIT_CONV_SPLITK` as for that kernel); else the Hopper kernel on
     /// sm_90 when it takes the problem (unless `LAYOUTKIT_CONV_WGMMA=0`), with the tile of
     /// [`crate::conv_plan::hopper_tile`] (the rules and their overrides are listed there),
     /// else the `mma.sync` kernel, else the direct one.
