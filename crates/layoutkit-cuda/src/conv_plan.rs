@@ -94,11 +94,7 @@ pub fn hopper_tile(kernel: &ConvKernel) -> Result<HopperTile, Error> {
     if !tile.tma && rule && tma_env.is_none() {
         tile = pointwise_tile(kernel, &tile).unwrap_or(tile);
     }
-    if tile.tma && !tile.nchw {
-        tile = tile
-            .with_k_bytes(row_bytes(kernel))
-            .expect("row_bytes gives 128, 64 or 32");
-    }
+    let tile = tile.with_rows_of(kernel);
     if !tile.loads_fit() {
         return Err(Error::Unsupported(format!(
             "the {}-row Hopper tile runs in the TMA kernel only, which does not take this problem",

@@ -266,10 +266,7 @@ impl Cuda {
         let (major, minor) = self.conv_capability()?;
         // A TMA tile's stage rows are the kernel's (a tile made by hand has 128-byte rows).
         let path = match path {
-            ConvPath::Hopper(t) if t.tma && !t.nchw => ConvPath::Hopper(
-                t.with_k_bytes(crate::conv::tma::row_bytes(kernel))
-                    .expect("row_bytes gives 128, 64 or 32"),
-            ),
+            ConvPath::Hopper(t) => ConvPath::Hopper(t.with_rows_of(kernel)),
             p => p,
         };
         let why_not = match path {

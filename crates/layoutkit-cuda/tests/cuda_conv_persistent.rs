@@ -76,6 +76,29 @@ fn persistent_paths(kernel: &ConvKernel) -> (Vec<ConvPath>, usize) {
     (paths, walking)
 }
 
+/// TMA tiles `(bm, bn, stages)` for `kernel` as paths: each tile, with K in two splits where
+/// `split`, and with persistent blocks where they fit.
+fn tma_tile_paths(
+    kernel: &ConvKernel,
+    tiles: &[(usize, usize, usize)],
+    split: bool,
+) -> Vec<ConvPath> {
+    let mut paths = Vec::new();
+    for &(bm, bn, stages) in tiles {
+        let t = HopperTile::new(bm, bn, stages)
+            .and_then(|t| t.with_tma(true))
+            .expect("a TMA tile");
+        paths.push(ConvPath::Hopper(t));
+        if split {
+            paths.push(ConvPath::Hopper(t.with_splits(2).unwrap()));
+        }
+        if let Some(p) = t.with_persistent(kernel) {
+            paths.push(ConvPath::Hopper(p));
+        }
+    }
+    paths
+}
+
 #[test]
 fn persistent_blocks_match_the_reference_on_fixed_problems() {
     let Some(cuda) = device() else { return };
@@ -351,16 +374,7 @@ fn tiles_that_fill_the_last_wave_match_the_reference() {
     for (i, (problem, input, out, out_layout)) in problems.into_iter().enumerate() {
         let kernel = nhwc_input(problem, input, out, i % 2 == 0, out_layout);
         assert!(tma_applies(&kernel), "{problem:?}");
-        let mut paths = Vec::new();
-        for (bm, bn) in [(128, 192), (64, 256), (64, 192)] {
-            let t = HopperTile::new(bm, bn, 4)
-                .and_then(|t| t.with_tma(true))
-                .expect("a TMA tile");
-            paths.push(ConvPath::Hopper(t));
-            if let Some(p) = t.with_persistent(&kernel) {
-                paths.push(ConvPath::Hopper(p));
-            }
-        }
+        let paths = tma_tile_paths(&kernel, &[(128, 192, 4), (64, 256, 4), (64, 192, 4)], false);
         checked += check(&cuda, &kernel, 51 + i as u64, &paths, "wave fill");
     }
     eprintln!("{checked} convolutions checked");
@@ -452,28 +466,18 @@ fn stage_rows_of_64_and_32_bytes_match_the_reference() {
             "{problem:?}"
         );
         assert!(tma_applies(&kernel), "{problem:?}");
-        let mut paths = Vec::new();
-        let tiles = [
+        let tiles: Vec<_> = [
             (128, 64, 4),
             (64, 64, 4),
             (256, 64, 4),
             (192, 128, 4),
             (256, 96, 3),
             (256, 32, 4),
-        ];
-        for (bm, bn, stages) in tiles {
-            if bn > kernel.shape.o.next_multiple_of(32) {
-                continue;
-            }
-            let t = HopperTile::new(bm, bn, stages)
-                .and_then(|t| t.with_tma(true))
-                .expect("a TMA tile");
-            paths.push(ConvPath::Hopper(t));
-            paths.push(ConvPath::Hopper(t.with_splits(2).unwrap()));
-            if let Some(p) = t.with_persistent(&kernel) {
-                paths.push(ConvPath::Hopper(p));
-            }
-        }
+        ]
+        .into_iter()
+        .filter(|&(_, bn, _)| bn <= kernel.shape.o.next_multiple_of(32))
+        .collect();
+        let paths = tma_tile_paths(&kernel, &tiles, true);
         checked += check(&cuda, &kernel, 61 + i as u64, &paths, "narrow rows");
     }
     eprintln!("{checked} convolutions checked");

@@ -44,7 +44,7 @@ pub fn pointwise_tile(kernel: &ConvKernel, chosen: &HopperTile) -> Option<Hopper
     let stages = if chosen.bn >= 64 { 3 } else { 4 };
     let t = HopperTile::new(256, chosen.bn, stages)?
         .with_tma(true)?
-        .with_k_bytes(super::tma::row_bytes(kernel))?
+        .with_rows_of(kernel)
         .with_persistent(kernel)?;
     let (x, y) = t.tiles(s);
     (x * y > SMS).then_some(t)

@@ -65,6 +65,18 @@ pub fn row_bytes(k: &ConvKernel) -> usize {
         .unwrap_or(32)
 }
 
+impl HopperTile {
+    /// This tile with `kernel`'s stage rows ([`row_bytes`]) where it loads NHWC activations by
+    /// TMA; unchanged otherwise (other kernels' rows are 128 bytes).
+    pub fn with_rows_of(self, kernel: &ConvKernel) -> HopperTile {
+        if !self.tma || self.nchw {
+            return self;
+        }
+        self.with_k_bytes(row_bytes(kernel))
+            .expect("row_bytes gives 128, 64 or 32")
+    }
+}
+
 /// Why the TMA kernel does not take `k` (which [`super::hopper_unsupported_reason`] takes), or
 /// None when it does: NHWC activations; a pixel's channels a multiple of 16 bytes (TMA's
 /// strides; C a multiple of 8 for f16 and bf16, of 16 for int8); K steps that are one tap each

@@ -64,6 +64,7 @@ pub fn activation_map(kernel: &ConvKernel, x: u64) -> Result<TensorMap, Error> {
         c.padding[0] as i32 - extent(0, s.kh),
     ];
     let element_strides = [1u32, c.stride[1] as u32, c.stride[0] as u32, 1];
+    let row = row_bytes(kernel);
     let mut map = TensorMap([0; 16]);
     // SAFETY: every pointer addresses an array of the length the driver reads for a rank-4
     // map (4 dims, 3 strides, 2 corners, 4 element strides); `map` is 128 bytes, 64-aligned.
@@ -77,11 +78,11 @@ pub fn activation_map(kernel: &ConvKernel, x: u64) -> Result<TensorMap, Error> {
             strides.as_ptr(),
             lower.as_ptr(),
             upper.as_ptr(),
-            (row_bytes(kernel) as u64 / e) as u32,
+            (row as u64 / e) as u32,
             PIXELS_PER_COPY as u32,
             element_strides.as_ptr(),
             CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-            swizzle(row_bytes(kernel)),
+            swizzle(row),
             CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
             CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
         )
