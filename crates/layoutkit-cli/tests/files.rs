@@ -16,9 +16,8 @@ const BIN: &str = env!("CARGO_BIN_EXE_layoutkit");
 /// The conversion every test runs: NCHW -> NHWC.
 const CONVERT: [&str; 4] = ["--from", "NCHW", "--to", "NHWC"];
 
-fn layoutkit(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().expect("runs")
-}
+mod cli_common;
+use cli_common::layoutkit;
 
 /// Runs the binary under `sh -c PRELUDE; exec layoutkit ARGS` (umask, ulimit, trap).
 fn layoutkit_sh(prelude: &str, args: &[&str]) -> Output {

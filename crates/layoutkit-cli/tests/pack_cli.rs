@@ -2,17 +2,13 @@
 //! table, round trips and one-line errors with no file left behind.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use layoutkit_model::safetensors::{header, HeaderEntry};
 use layoutkit_model::ElementType;
 
-fn layoutkit(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_layoutkit"))
-        .args(args)
-        .output()
-        .expect("runs")
-}
+mod cli_common;
+use cli_common::layoutkit;
 
 /// conv.weight [8, 3, 3, 3], dw.weight [8, 1, 3, 3], fc.weight [4, 8], fc.bias [4], f32.
 fn model(path: &Path) {
