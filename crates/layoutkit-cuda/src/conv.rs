@@ -40,6 +40,7 @@ pub mod persistent;
 pub mod pointwise;
 pub mod requant;
 mod source;
+pub mod space_to_depth;
 pub mod splitk;
 mod staged;
 mod tile_rule;

@@ -14,6 +14,7 @@ use crate::conv::{
     nchw_plan, nchw_unsupported_reason, unsupported_reason, ConvKernel, HopperTile, DIRECT_THREADS,
 };
 use crate::conv_env::{tile_from_env, with_env_splits};
+use crate::conv_space_to_depth::SpaceToDepthPass;
 use crate::{Cuda, Error, Launches, Timing};
 
 /// The kernel that runs a convolution on a given GPU.
@@ -25,32 +26,42 @@ pub enum ConvPath {
     TensorCore,
     /// One thread per output (groups, depthwise, other channel counts).
     Direct,
+    /// The regrouping pass of [`crate::conv::space_to_depth`], then the Hopper kernel with
+    /// this tile on the regrouped problem.
+    SpaceToDepth(HopperTile),
+}
+
+/// The Hopper kernel's name and tile as [`ConvPath`]'s display writes them.
+fn write_hopper(f: &mut std::fmt::Formatter<'_>, t: &HopperTile) -> std::fmt::Result {
+    let name = match (t.nchw, t.tma) {
+        (true, _) if t.footprint_rows > 0 => "wgmma-nchw-footprint",
+        (true, _) => "wgmma-nchw",
+        (false, true) => "wgmma-tma",
+        _ => "wgmma",
+    };
+    write!(f, "{name} {}x{}x{}", t.bm, t.bn, t.stages)?;
+    if t.in_flight == 0 && !t.tma {
+        write!(f, "x0")?;
+    }
+    if t.k_bytes != 128 {
+        write!(f, " k{}", t.k_bytes)?;
+    }
+    if t.splits > 1 {
+        write!(f, " split-K {}", t.splits)?;
+    }
+    if t.persistent {
+        write!(f, " persistent")?;
+    }
+    Ok(())
 }
 
 impl std::fmt::Display for ConvPath {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ConvPath::Hopper(t) => {
-                let name = match (t.nchw, t.tma) {
-                    (true, _) if t.footprint_rows > 0 => "wgmma-nchw-footprint",
-                    (true, _) => "wgmma-nchw",
-                    (false, true) => "wgmma-tma",
-                    _ => "wgmma",
-                };
-                write!(f, "{name} {}x{}x{}", t.bm, t.bn, t.stages)?;
-                if t.in_flight == 0 && !t.tma {
-                    write!(f, "x0")?;
-                }
-                if t.k_bytes != 128 {
-                    write!(f, " k{}", t.k_bytes)?;
-                }
-                if t.splits > 1 {
-                    write!(f, " split-K {}", t.splits)?;
-                }
-                if t.persistent {
-                    write!(f, " persistent")?;
-                }
-                Ok(())
+            ConvPath::Hopper(t) => write_hopper(f, t),
+            ConvPath::SpaceToDepth(t) => {
+                write!(f, "space-to-depth + ")?;
+                write_hopper(f, t)
             }
             ConvPath::TensorCore => write!(f, "mma.sync"),
             ConvPath::Direct => write!(f, "direct"),
@@ -74,7 +85,11 @@ impl Cuda {
         Ok((major, minor))
     }
 
-    /// The kernel [`Cuda::conv2d_timed`] runs `kernel` with on this GPU: for NCHW activations
+    /// The kernel [`Cuda::conv2d_timed`] runs `kernel` with on this GPU: on sm_90, a strided
+    /// convolution of few channels through space to depth where
+    /// [`crate::conv::space_to_depth::space_to_depth_problem`] takes it and the Hopper kernel
+    /// takes the regrouped problem (its tile from [`crate::conv_plan::hopper_tile`]; never
+    /// with `LAYOUTKIT_CONV_SPACE_TO_DEPTH=0`); for NCHW activations
     /// on sm_90, the footprint kernel where it takes the problem and
     /// [`crate::conv::nchw_footprint::footprint_preferred`] (wherever it takes it with
     /// `LAYOUTKIT_CONV_NCHW_FOOTPRINT=1`, never with `=0`; its tile from
@@ -103,6 +118,14 @@ impl Cuda {
             Ok("1") => footprint_unsupported_reason(kernel).is_none(),
             _ => crate::conv::nchw_footprint::footprint_preferred(kernel),
         };
+        let regroup = std::env::var("LAYOUTKIT_CONV_SPACE_TO_DEPTH").as_deref() != Ok("0");
+        let regrouped = crate::conv::space_to_depth::space_to_depth_problem(kernel)
+            .filter(|inner| hopper_unsupported_reason(inner).is_none());
+        if let Some(inner) = regrouped.filter(|_| major == 9 && wgmma && regroup) {
+            return Ok(ConvPath::SpaceToDepth(crate::conv_plan::hopper_tile(
+                &inner,
+            )?));
+        }
         if major == 9 && wgmma && footprint {
             let steps = crate::conv::nchw_loader::nchw_steps(&kernel.shape);
             let tile = with_env_splits(None, &kernel.shape, steps, || match tile_from_env()? {
@@ -262,6 +285,9 @@ impl Cuda {
         kernel: &ConvKernel,
         path: ConvPath,
     ) -> Result<DeviceConv, Error> {
+        if let ConvPath::SpaceToDepth(tile) = path {
+            return self.prepare_space_to_depth_conv(kernel, tile);
+        }
         let s = &kernel.shape;
         let (major, minor) = self.conv_capability()?;
         // A TMA tile's stage rows are the kernel's (a tile made by hand has 128-byte rows).
@@ -289,6 +315,7 @@ impl Cuda {
             ConvPath::Hopper(_) => hopper_unsupported_reason(kernel),
             ConvPath::TensorCore => unsupported_reason(kernel),
             ConvPath::Direct => direct_unsupported_reason(kernel),
+            ConvPath::SpaceToDepth(_) => unreachable!("prepared above"),
         };
         if let Some(why) = why_not {
             return Err(Error::Unsupported(why));
@@ -322,6 +349,7 @@ impl Cuda {
             _ => (None, None),
         };
         let (function, config) = match path {
+            ConvPath::SpaceToDepth(_) => unreachable!("prepared above"),
             ConvPath::Hopper(tile) => {
                 let name = match (tile.nchw, tile.tma) {
                     (true, _) => "conv_wgmma_nchw",
@@ -372,11 +400,13 @@ impl Cuda {
         let e = kernel.input.size_bytes();
         Ok(DeviceConv {
             kernel: *kernel,
+            run_kernel: *kernel,
             path,
             function,
             config,
             workspace,
             reduce,
+            regroup: None,
             x_bytes: kernel.x_elements() * e,
             w_bytes: s.o * s.kh * s.kw * (s.c / s.conv.groups.max(1)) * e,
             y_bytes: kernel.y_elements() * kernel.out.size_bytes(),
@@ -398,13 +428,16 @@ impl Cuda {
     /// (`8 * O` for a requantised int8 kernel, any address for an int8 kernel with an i32
     /// output), all valid until the queued work has run; `y` must not
     /// overlap the others; `stream` must be a live stream of that context. A `conv` that
-    /// splits K ([`DeviceConv::workspace_bytes`] > 0) keeps one workspace: its runs must not
+    /// keeps scratch memory ([`DeviceConv::workspace_bytes`] > 0: K split among blocks, or
+    /// the space-to-depth pass's regrouped tensors) keeps one: its runs must not
     /// overlap in time (queue them on one stream, or order the streams); otherwise use one
     /// DeviceConv per stream.
     ///
     /// The tensor-core kernels copy the activations and the filter, and the Hopper kernel
     /// stores the output, 16 bytes at a time: on those paths `x`, `w` and `y` must start on
-    /// 16-byte boundaries (an error otherwise; allocations from CUDA's allocators do).
+    /// 16-byte boundaries (the space-to-depth pass reads `x` and `w` one element at a time:
+    /// there only `y`), and `x` and `w` on their element's everywhere (an error otherwise;
+    /// allocations from CUDA's allocators are).
     pub unsafe fn conv2d_on_stream(
         &self,
         conv: &DeviceConv,
@@ -418,18 +451,31 @@ impl Cuda {
         if conv.y_bytes == 0 {
             return Ok(());
         }
-        if matches!(conv.path, ConvPath::Hopper(_) | ConvPath::TensorCore)
-            && [x, w, y].iter().any(|p| p % 16 != 0)
-        {
+        // The regrouping pass reads x and w element by element; the kernel after it reads
+        // the pass's scratch memory.
+        let unaligned = match conv.path {
+            ConvPath::SpaceToDepth(_) => y % 16 != 0,
+            ConvPath::Hopper(_) | ConvPath::TensorCore => [x, w, y].iter().any(|p| p % 16 != 0),
+            ConvPath::Direct => false,
+        };
+        let e = conv.kernel.input.size_bytes() as u64;
+        if unaligned || [x, w].iter().any(|p| p % e != 0) {
             return Err(Error::Unsupported(format!(
-                "the {} convolution kernel needs its activations, filter and output on 16-byte \
-                 boundaries (addresses {x:#x}, {w:#x}, {y:#x})",
+                "the {} convolution needs its activations, filter and output on 16-byte \
+                 boundaries (the output only, after space to depth), and the activations and \
+                 filter on {e}-byte ones (addresses {x:#x}, {w:#x}, {y:#x})",
                 conv.path
             )));
         }
         // SAFETY: the caller guarantees `stream` is a live stream of this context; the
         // wrapper does not own it (dropping it destroys nothing).
         let borrowed = unsafe { self.ctx.wrap_borrowed_stream(stream) };
+        let (x, w) = match &conv.regroup {
+            // SAFETY: the caller's guarantees for x, w and stream, and the runs of one
+            // DeviceConv never overlapping, are the pass's.
+            Some(pass) => unsafe { pass.launch(self, x, w, stream) }?,
+            None => (x, w),
+        };
         let part = conv.workspace_address();
         let maps = conv.tensor_maps(x, w)?;
         let mut b = borrowed.launch_builder(&conv.function);
@@ -441,7 +487,7 @@ impl Cuda {
             b.arg(&x).arg(&w);
         }
         b.arg(&y).arg(&bias);
-        if matches!(conv.path, ConvPath::Hopper(_)) {
+        if matches!(conv.path, ConvPath::Hopper(_) | ConvPath::SpaceToDepth(_)) {
             b.arg(&part);
         }
         // SAFETY: the kernels take (x, w, y, bias) pointers, `conv_wgmma` also the
@@ -464,7 +510,10 @@ impl Cuda {
 /// A convolution ready to run on one GPU: its kernel compiled and loaded, with the launch
 /// shape and the buffer sizes it needs.
 pub struct DeviceConv {
+    /// The convolution the caller asked for (its buffers' sizes).
     kernel: ConvKernel,
+    /// The problem `function` computes: `kernel`, or its regrouped problem after `regroup`.
+    run_kernel: ConvKernel,
     path: ConvPath,
     function: cudarc::driver::CudaFunction,
     config: LaunchConfig,
@@ -472,20 +521,42 @@ pub struct DeviceConv {
     /// output, where the Hopper kernel divides K among several blocks.
     workspace: Option<cudarc::driver::CudaSlice<u8>>,
     reduce: Option<(cudarc::driver::CudaFunction, LaunchConfig)>,
+    /// The space-to-depth pass that runs first ([`ConvPath::SpaceToDepth`]).
+    regroup: Option<SpaceToDepthPass>,
     x_bytes: usize,
     w_bytes: usize,
     y_bytes: usize,
 }
 
 impl DeviceConv {
+    /// `self` (prepared for `kernel`'s regrouped problem) as `kernel`'s convolution: `pass`
+    /// runs first, the buffers are `kernel`'s.
+    pub(crate) fn regrouped(self, kernel: &ConvKernel, pass: SpaceToDepthPass) -> DeviceConv {
+        let ConvPath::Hopper(tile) = self.path else {
+            unreachable!("space to depth runs the Hopper kernel")
+        };
+        let e = kernel.input.size_bytes();
+        let s = &kernel.shape;
+        DeviceConv {
+            kernel: *kernel,
+            path: ConvPath::SpaceToDepth(tile),
+            regroup: Some(pass),
+            x_bytes: kernel.x_elements() * e,
+            w_bytes: s.o * s.kh * s.kw * s.c * e,
+            ..self
+        }
+    }
+
     /// The kernel that runs.
     pub fn path(&self) -> ConvPath {
         self.path
     }
 
-    /// Bytes of the split-K workspace this convolution keeps (0 without a split).
+    /// Bytes of scratch memory this convolution keeps: the split-K workspace and the
+    /// space-to-depth pass's regrouped tensors (0 without either).
     pub fn workspace_bytes(&self) -> usize {
         self.workspace.as_ref().map_or(0, |w| w.len())
+            + self.regroup.as_ref().map_or(0, |p| p.scratch_bytes())
     }
 
     /// The device address of the split-K workspace (0 without one).
@@ -503,11 +574,11 @@ impl DeviceConv {
     fn tensor_maps(&self, x: u64, w: u64) -> Result<Option<(Option<TensorMap>, TensorMap)>, Error> {
         match self.path {
             ConvPath::Hopper(tile) if tile.nchw => {
-                Ok(Some((None, filter_map(&self.kernel, &tile, w)?)))
+                Ok(Some((None, filter_map(&self.run_kernel, &tile, w)?)))
             }
-            ConvPath::Hopper(tile) if tile.tma => Ok(Some((
-                Some(activation_map(&self.kernel, x)?),
-                filter_map(&self.kernel, &tile, w)?,
+            ConvPath::Hopper(tile) | ConvPath::SpaceToDepth(tile) if tile.tma => Ok(Some((
+                Some(activation_map(&self.run_kernel, x)?),
+                filter_map(&self.run_kernel, &tile, w)?,
             ))),
             _ => Ok(None),
         }

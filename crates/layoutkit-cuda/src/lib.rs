@@ -20,6 +20,7 @@ mod conv_env;
 mod conv_nchw;
 pub mod conv_plan;
 mod conv_run;
+mod conv_space_to_depth;
 pub use conv_run::{ConvPath, DeviceConv};
 mod device;
 mod error;

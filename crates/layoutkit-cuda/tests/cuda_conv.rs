@@ -13,8 +13,8 @@
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::DType;
 use layoutkit_cuda::conv::{
-    conv_source, direct_source, direct_unsupported_reason, out_layout_reason, unsupported_reason,
-    ConvKernel, ConvLayout, ConvShape,
+    conv_source, direct_source, direct_unsupported_reason, hopper_unsupported_reason,
+    out_layout_reason, unsupported_reason, ConvKernel, ConvLayout, ConvShape,
 };
 use layoutkit_cuda::{ConvPath, Cuda};
 
@@ -130,10 +130,8 @@ fn the_kernel_source_names_its_contract() {
     );
 }
 
-/// Runs `kernel` on data from `seed` with each of `paths` and checks every output against the
-/// reference convolution: exact for int8, relative error under 1e-2 otherwise (issue 7's
-/// bound). Returns how many runs were checked.
-/// The kernels to check `kernel` with: the device's choice and, where that is the Hopper
+/// The kernels to check `kernel` with: the device's choice (through space to depth, also the
+/// Hopper kernel on the problem as given where it takes it) and, where that is the Hopper
 /// kernel and the output is 16-bit, every Hopper tile (two of them, 256 x 64 and 128 x 256,
 /// also with K split among 3 blocks; one with one group of multiplies in flight, one with
 /// none), the `mma.sync` kernel too where it takes the problem, and five of those tiles in
@@ -141,6 +139,16 @@ fn the_kernel_source_names_its_contract() {
 fn paths_for(cuda: &Cuda, kernel: &ConvKernel) -> Vec<ConvPath> {
     let path = cuda.conv_path(kernel).unwrap();
     let mut paths = vec![path];
+    // Through space to depth: also the Hopper kernel on the problem as given (its own tiles
+    // are checked in cuda_conv_space_to_depth).
+    if matches!(path, ConvPath::SpaceToDepth(_)) {
+        if hopper_unsupported_reason(kernel).is_none() {
+            paths.push(ConvPath::Hopper(
+                layoutkit_cuda::conv_plan::hopper_tile(kernel).unwrap(),
+            ));
+        }
+        return paths;
+    }
     // NCHW in the loader's kernel: its tiles are checked in cuda_conv_nchw_loader; here it is
     // checked against the mma.sync kernel's NCHW too.
     if matches!(path, ConvPath::Hopper(t) if t.nchw) {
