@@ -11,63 +11,12 @@ use crate::conv::tma_map::{activation_map, filter_map, TensorMap};
 use crate::conv::{
     block, conv_source, depthwise_applies, depthwise_launch, depthwise_source, direct_grid,
     direct_source, direct_unsupported_reason, grid, hopper_source, hopper_unsupported_reason,
-    nchw_plan, nchw_unsupported_reason, unsupported_reason, ConvKernel, HopperTile, DIRECT_THREADS,
+    nchw_plan, nchw_unsupported_reason, unsupported_reason, ConvKernel, DIRECT_THREADS,
 };
 use crate::conv_env::{tile_from_env, with_env_splits};
+use crate::conv_path::ConvPath;
 use crate::conv_space_to_depth::SpaceToDepthPass;
 use crate::{Cuda, Error, Launches, Timing};
-
-/// The kernel that runs a convolution on a given GPU.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ConvPath {
-    /// Warpgroup MMA (sm_90) with this tile.
-    Hopper(HopperTile),
-    /// `mma.sync` tensor cores (sm_80 and newer).
-    TensorCore,
-    /// One thread per output (groups, depthwise, other channel counts).
-    Direct,
-    /// The regrouping pass of [`crate::conv::space_to_depth`], then the Hopper kernel with
-    /// this tile on the regrouped problem.
-    SpaceToDepth(HopperTile),
-}
-
-/// The Hopper kernel's name and tile as [`ConvPath`]'s display writes them.
-fn write_hopper(f: &mut std::fmt::Formatter<'_>, t: &HopperTile) -> std::fmt::Result {
-    let name = match (t.nchw, t.tma) {
-        (true, _) if t.footprint_rows > 0 => "wgmma-nchw-footprint",
-        (true, _) => "wgmma-nchw",
-        (false, true) => "wgmma-tma",
-        _ => "wgmma",
-    };
-    write!(f, "{name} {}x{}x{}", t.bm, t.bn, t.stages)?;
-    if t.in_flight == 0 && !t.tma {
-        write!(f, "x0")?;
-    }
-    if t.k_bytes != 128 {
-        write!(f, " k{}", t.k_bytes)?;
-    }
-    if t.splits > 1 {
-        write!(f, " split-K {}", t.splits)?;
-    }
-    if t.persistent {
-        write!(f, " persistent")?;
-    }
-    Ok(())
-}
-
-impl std::fmt::Display for ConvPath {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ConvPath::Hopper(t) => write_hopper(f, t),
-            ConvPath::SpaceToDepth(t) => {
-                write!(f, "space-to-depth + ")?;
-                write_hopper(f, t)
-            }
-            ConvPath::TensorCore => write!(f, "mma.sync"),
-            ConvPath::Direct => write!(f, "direct"),
-        }
-    }
-}
 
 impl Cuda {
     /// The device's compute capability (major, minor); an error below sm_80, which every
@@ -87,9 +36,10 @@ impl Cuda {
 
     /// The kernel [`Cuda::conv2d_timed`] runs `kernel` with on this GPU: on sm_90, a strided
     /// convolution of few channels through space to depth where
-    /// [`crate::conv::space_to_depth::space_to_depth_problem`] takes it and the Hopper kernel
-    /// takes the regrouped problem (its tile from [`crate::conv_plan::hopper_tile`]; never
-    /// with `LAYOUTKIT_CONV_SPACE_TO_DEPTH=0`); for NCHW activations
+    /// [`crate::conv::space_to_depth::space_to_depth_preferred`] and the Hopper kernel
+    /// takes the regrouped problem (its tile from [`crate::conv_plan::hopper_tile`]; wherever
+    /// the problem can be regrouped with `LAYOUTKIT_CONV_SPACE_TO_DEPTH=1`, never with `=0`);
+    /// for NCHW activations
     /// on sm_90, the footprint kernel where it takes the problem and
     /// [`crate::conv::nchw_footprint::footprint_preferred`] (wherever it takes it with
     /// `LAYOUTKIT_CONV_NCHW_FOOTPRINT=1`, never with `=0`; its tile from
@@ -118,7 +68,11 @@ impl Cuda {
             Ok("1") => footprint_unsupported_reason(kernel).is_none(),
             _ => crate::conv::nchw_footprint::footprint_preferred(kernel),
         };
-        let regroup = std::env::var("LAYOUTKIT_CONV_SPACE_TO_DEPTH").as_deref() != Ok("0");
+        let regroup = match std::env::var("LAYOUTKIT_CONV_SPACE_TO_DEPTH").as_deref() {
+            Ok("0") => false,
+            Ok("1") => true,
+            _ => crate::conv::space_to_depth::space_to_depth_preferred(kernel),
+        };
         let regrouped = crate::conv::space_to_depth::space_to_depth_problem(kernel)
             .filter(|inner| hopper_unsupported_reason(inner).is_none());
         if let Some(inner) = regrouped.filter(|_| major == 9 && wgmma && regroup) {
@@ -434,10 +388,9 @@ impl Cuda {
     /// DeviceConv per stream.
     ///
     /// The tensor-core kernels copy the activations and the filter, and the Hopper kernel
-    /// stores the output, 16 bytes at a time: on those paths `x`, `w` and `y` must start on
-    /// 16-byte boundaries (the space-to-depth pass reads `x` and `w` one element at a time:
-    /// there only `y`), and `x` and `w` on their element's everywhere (an error otherwise;
-    /// allocations from CUDA's allocators are).
+    /// stores the output, 16 bytes at a time (the space-to-depth pass reads the activations
+    /// in runs of up to 16 bytes): on those paths `x`, `w` and `y` must start on
+    /// 16-byte boundaries (an error otherwise; allocations from CUDA's allocators do).
     pub unsafe fn conv2d_on_stream(
         &self,
         conv: &DeviceConv,
@@ -451,19 +404,10 @@ impl Cuda {
         if conv.y_bytes == 0 {
             return Ok(());
         }
-        // The regrouping pass reads x and w element by element; the kernel after it reads
-        // the pass's scratch memory.
-        let unaligned = match conv.path {
-            ConvPath::SpaceToDepth(_) => y % 16 != 0,
-            ConvPath::Hopper(_) | ConvPath::TensorCore => [x, w, y].iter().any(|p| p % 16 != 0),
-            ConvPath::Direct => false,
-        };
-        let e = conv.kernel.input.size_bytes() as u64;
-        if unaligned || [x, w].iter().any(|p| p % e != 0) {
+        if !matches!(conv.path, ConvPath::Direct) && [x, w, y].iter().any(|p| p % 16 != 0) {
             return Err(Error::Unsupported(format!(
-                "the {} convolution needs its activations, filter and output on 16-byte \
-                 boundaries (the output only, after space to depth), and the activations and \
-                 filter on {e}-byte ones (addresses {x:#x}, {w:#x}, {y:#x})",
+                "the {} convolution kernel needs its activations, filter and output on 16-byte \
+                 boundaries (addresses {x:#x}, {w:#x}, {y:#x})",
                 conv.path
             )));
         }

@@ -222,7 +222,8 @@ impl HopperTile {
 /// count in NHWC and NC/32HW32 (O a multiple of 32 there), and NCHW where the `mma.sync`
 /// kernel does not read it in place (C not a multiple of 32: the stem's RGB images); int8
 /// inputs with exact i32 sums (`wgmma` k32 s8 x s8; an i32 output, or i8 requantised) in NHWC
-/// and NC/32HW32 with C a multiple of 16 (whole 16-byte chunks).
+/// and NC/32HW32 with C a multiple of 16 (whole 16-byte chunks). The output in the layout
+/// read, or NCHW from f16/bf16 NHWC at any channel count.
 pub fn hopper_unsupported_reason(k: &ConvKernel) -> Option<String> {
     let s = &k.shape;
     if s.conv.groups != 1 {
@@ -264,6 +265,14 @@ pub fn hopper_unsupported_reason(k: &ConvKernel) -> Option<String> {
     let elems = [k.x_elements(), s.o * s.kh * s.kw * s.c, k.y_elements()];
     if elems.iter().any(|&e| e >= 1 << 31) {
         return Some("tensors of 2^31 elements or more are not in the CUDA kernel yet".into());
+    }
+    // Reading NHWC, the Hopper kernel's epilogues write NCHW at any channel count (the
+    // shared rule also asks the mma.sync kernel to take the problem).
+    let nchw_from_nhwc = k.layout == ConvLayout::Nhwc
+        && k.out_layout == ConvLayout::Nchw
+        && matches!(k.input, DType::F16 | DType::BF16);
+    if nchw_from_nhwc {
+        return None;
     }
     super::out_layout_reason(k)
 }

@@ -75,13 +75,26 @@ fn regrouped_channels(k: &ConvKernel) -> usize {
     (s.conv.stride[0] * s.conv.stride[1] * s.c).next_multiple_of(per_copy)
 }
 
-/// Why `k` is not regrouped, or None where it is: a convolution without groups or dilation,
-/// strided on at least one axis with the filter at least as long as the stride on both, whose
-/// pixels' channels fill less than one 16-byte copy (C under 8 in f16/bf16, under 16 in int8),
-/// reading NHWC or NCHW of f16, bf16 or int8. Measured on an H200 (`bench/results/conv.md`):
-/// ResNet-50's 7x7/2 stem's regrouped 4x4 filter over 16 channels runs in 0.55x the time of
-/// the stem in the same kernel at batch 64 (0.54x at batch 1), MobileNetV2's 3x3/2 over 3
-/// channels as 2x2 over 16 in 0.60x (batch 64).
+/// The fewest multiply-adds for which [`space_to_depth_preferred`] regroups a problem: the
+/// pass is one more launch (about 1.3 us of GPU time in a CUDA graph on an H200) and one
+/// pass over the activations. Measured on an H200 (`bench/results/conv.md`, NHWC, the rule's
+/// tiles, pass included): ResNet-50's 7x7/2 stem (118 M multiply-adds per image) 1.26x at
+/// batch 1, 1.47-1.63x at batch 8-64; MobileNetV2's 3x3/2 over 3 channels (10.8 M per image)
+/// 0.68x at batch 1, 1.04x at 8 (NCHW 0.96x), 1.16-1.18x at 32 and 64.
+pub const SPACE_TO_DEPTH_MIN_MACS: usize = 100_000_000;
+
+/// Whether `k` runs faster regrouped: [`space_to_depth_unsupported_reason`] is None and the
+/// convolution has at least [`SPACE_TO_DEPTH_MIN_MACS`] multiply-adds.
+pub fn space_to_depth_preferred(k: &ConvKernel) -> bool {
+    let s = &k.shape;
+    let macs = s.n * s.oh * s.ow * s.o * s.kh * s.kw * s.c;
+    space_to_depth_unsupported_reason(k).is_none() && macs >= SPACE_TO_DEPTH_MIN_MACS
+}
+
+/// Why `k` is not regrouped, or None where it can be: a convolution without groups or
+/// dilation, strided on at least one axis with the filter at least as long as the stride on
+/// both, whose pixels' channels fill less than one 16-byte copy (C under 8 in f16/bf16, under
+/// 16 in int8), reading NHWC or NCHW of f16, bf16 or int8.
 pub fn space_to_depth_unsupported_reason(k: &ConvKernel) -> Option<String> {
     let s = &k.shape;
     if s.conv.groups != 1 || s.conv.dilation != [1, 1] {
@@ -115,7 +128,8 @@ pub fn space_to_depth_unsupported_reason(k: &ConvKernel) -> Option<String> {
 }
 
 /// The stride-1 problem `k` becomes (see the module): NHWC activations of
-/// [`regrouped_channels`] channels on the regrouped planes, the regrouped filter, no padding;
+/// `sh * sw * C` channels (rounded up to whole 16-byte copies, and to 16 for int8) on the
+/// regrouped planes, the regrouped filter, no padding;
 /// the output, its layout, type and epilogue are `k`'s. None where
 /// [`space_to_depth_unsupported_reason`] gives a reason.
 pub fn space_to_depth_problem(k: &ConvKernel) -> Option<ConvKernel> {
@@ -156,16 +170,29 @@ pub fn space_to_depth_bytes(k: &ConvKernel) -> Option<(usize, usize)> {
     Some((s.n * s.h * s.w * s.c * e, s.o * s.kh * s.kw * s.c * e))
 }
 
-/// 16-byte chunks the pass writes: (filter, activations).
-fn chunks(k: &ConvKernel) -> (usize, usize) {
+/// Whether a thread of the pass writes a whole regrouped pixel (up to 64 bytes: its loads
+/// then have constant offsets from the block's first input pixel, in runs where the block
+/// lies inside the image), rather than one 16-byte chunk of one.
+fn whole_pixels(k: &ConvKernel) -> bool {
+    regrouped_channels(k) * k.input.size_bytes() <= 64
+}
+
+/// The pass's threads: (16-byte chunks of the regrouped filter, then pixels of the regrouped
+/// activations where [`whole_pixels`], else their 16-byte chunks).
+fn work_items(k: &ConvKernel) -> (usize, usize) {
     let (x, w) = space_to_depth_bytes(k).unwrap_or((0, 0));
-    (w / 16, x / 16)
+    let per_item = if whole_pixels(k) {
+        regrouped_channels(k) * k.input.size_bytes()
+    } else {
+        16
+    };
+    (w / 16, x / per_item)
 }
 
 /// Grid and block of the pass for `k` (one thread per 16-byte chunk of the regrouped filter,
-/// then of the regrouped activations).
+/// then per regrouped pixel of up to 64 bytes or per 16-byte chunk of larger ones).
 pub fn space_to_depth_launch(k: &ConvKernel) -> ((u32, u32, u32), u32) {
-    let (w, x) = chunks(k);
+    let (w, x) = work_items(k);
     let blocks = (w + x).div_ceil(SPACE_TO_DEPTH_THREADS as usize).max(1);
     ((blocks as u32, 1, 1), SPACE_TO_DEPTH_THREADS)
 }
@@ -241,39 +268,43 @@ pub fn space_to_depth_host(k: &ConvKernel, x: &[u8], w: &[u8]) -> Option<(Vec<u8
     Some((xs, ws))
 }
 
+/// The CUDA type of a load of `bytes` bytes (a power of two up to 16).
+fn word_type(bytes: usize) -> &'static str {
+    match bytes {
+        16 => "uint4",
+        8 => "uint2",
+        4 => "unsigned",
+        2 => "unsigned short",
+        _ => "unsigned char",
+    }
+}
+
+/// The largest power of two up to 16 that divides every one of `values`.
+fn common_alignment(values: &[usize]) -> usize {
+    let mut a = 16;
+    while values.iter().any(|v| v % a != 0) {
+        a /= 2;
+    }
+    a
+}
+
 /// CUDA source of `conv_space_to_depth(x, w, xs, ws)` for `k`: reads the activations `x` (in
 /// `k.layout`) and the OHWI filter `w`, writes the regrouped activations `xs` (NHWC) and
 /// filter `ws` (OHWI) of [`space_to_depth_problem`], the bytes of [`space_to_depth_bytes`],
-/// 16 bytes per thread (the filter's chunks first), each element where
-/// [`space_to_depth_host`] puts it. Contract: [`space_to_depth_problem`] takes `k`.
+/// each element where [`space_to_depth_host`] puts it: one thread per 16-byte chunk of the
+/// filter, then per regrouped pixel of up to 64 bytes (runs of the input loaded in words as
+/// wide as their alignment where the block lies inside the image, element by element at its
+/// edges) or per 16-byte chunk of one. Contract: [`space_to_depth_problem`] takes `k`, and
+/// `x`, `w`, `xs` and `ws` start on 16-byte boundaries.
 pub fn space_to_depth_source(k: &ConvKernel) -> String {
     let inner = space_to_depth_problem(k).expect("space_to_depth_source: a problem it takes");
     let (ay, ax) = axes(k).expect("axes of a problem it takes");
     let (s, t) = (&k.shape, &inner.shape);
     let e = k.input.size_bytes();
     let per = 16 / e;
-    let elem = if e == 2 {
-        "unsigned short"
-    } else {
-        "unsigned char"
-    };
-    let (wc, xc) = chunks(k);
+    let elem = word_type(e);
+    let (wc, xc) = work_items(k);
     let (sh, sw) = (s.conv.stride[0], s.conv.stride[1]);
-    let real = sh * sw * s.c;
-    let x_at = match k.layout {
-        ConvLayout::Nchw => format!(
-            "((n * {c} + c) * {h} + iy) * {w} + ix",
-            c = s.c,
-            h = s.h,
-            w = s.w
-        ),
-        _ => format!(
-            "((n * {h} + iy) * {w} + ix) * {c} + c",
-            c = s.c,
-            h = s.h,
-            w = s.w
-        ),
-    };
     let mut src = String::from("// Generated by layoutkit-cuda (space to depth).\n");
     let _ = writeln!(
         src,
@@ -281,8 +312,8 @@ pub fn space_to_depth_source(k: &ConvKernel) -> String {
          conv_space_to_depth(const {elem}* __restrict__ x, const {elem}* __restrict__ w, \
          {elem}* __restrict__ xs, {elem}* __restrict__ ws) {{\n\
          \x20 long long i = (long long)blockIdx.x * {SPACE_TO_DEPTH_THREADS} + threadIdx.x;\n\
-         \x20 union {{ uint4 v; {elem} e[{per}]; }} out;\n\
          \x20 if (i < {wc}ll) {{\n\
+         \x20   union {{ uint4 v; {elem} e[{per}]; }} out;\n\
          \x20   const long long first = i * {per};\n\
          \x20   const int j0 = (int)(first % {tc}); const long long tap = first / {tc};\n\
          \x20   const int tx = (int)(tap % {kw2}), ty = (int)(tap / {kw2} % {kh2});\n\
@@ -299,7 +330,163 @@ pub fn space_to_depth_source(k: &ConvKernel) -> String {
          \x20   return;\n\
          \x20 }}\n\
          \x20 i -= {wc}ll;\n\
-         \x20 if (i >= {xc}ll) return;\n\
+         \x20 if (i >= {xc}ll) return;",
+        tc = t.c,
+        kw2 = t.kw,
+        kh2 = t.kh,
+        kk2 = t.kh * t.kw,
+        rsc = sw * s.c,
+        c = s.c,
+        real = sh * sw * s.c,
+        ay0 = ay.first,
+        ax0 = ax.first,
+        ph = s.conv.padding[0],
+        pw = s.conv.padding[1],
+        kh = s.kh,
+        kw = s.kw,
+    );
+    if whole_pixels(k) {
+        src.push_str(&pixel_body(k, (ay, ax), t.c));
+    } else {
+        src.push_str(&chunk_body(k, (ay, ax), t));
+    }
+    src.push_str("}\n");
+    src
+}
+
+/// The offset of input element (`iy`, `ix`, `c`) of image `n` in `k.layout` (C expressions).
+fn x_offset(k: &ConvKernel, iy: &str, ix: &str, c: &str) -> String {
+    let s = &k.shape;
+    match k.layout {
+        ConvLayout::Nchw => format!("((n * {} + {c}) * {} + {iy}) * {} + {ix}", s.c, s.h, s.w),
+        _ => format!("((n * {} + {iy}) * {} + {ix}) * {} + {c}", s.h, s.w, s.c),
+    }
+}
+
+/// The activations' part of the pass with one thread per regrouped pixel of `tc` channels.
+fn pixel_body(k: &ConvKernel, (ay, ax): (Axis, Axis), tc: usize) -> String {
+    let s = &k.shape;
+    let e = k.input.size_bytes();
+    let (sh, sw) = (s.conv.stride[0], s.conv.stride[1]);
+    let vectors = tc * e / 16;
+    let elem = word_type(e);
+    let mut b = format!(
+        "  const int bx = (int)(i % {tw}), by = (int)(i / {tw} % {th});\n\
+         \x20 const long long n = i / {thw};\n\
+         \x20 const int iy0 = {sh} * (by + ({ay0})), ix0 = {sw} * (bx + ({ax0}));\n\
+         \x20 union {{ uint4 v[{vectors}]; uint2 d[{d}]; unsigned u[{u}]; unsigned short h[{hh}]; unsigned char b[{bytes}]; {elem} e[{tc}]; }} px;\n\
+         \x20 #pragma unroll\n\
+         \x20 for (int g = 0; g < {vectors}; ++g) px.v[g] = make_uint4(0u, 0u, 0u, 0u);\n\
+         \x20 if (iy0 >= 0 && iy0 + {sh} <= {h} && ix0 >= 0 && ix0 + {sw} <= {w}) {{\n",
+        tw = ax.blocks,
+        th = ay.blocks,
+        thw = ay.blocks * ax.blocks,
+        ay0 = ay.first,
+        ax0 = ax.first,
+        bytes = tc * e,
+        d = tc * e / 8,
+        u = tc * e / 4,
+        hh = tc * e / 2,
+        h = s.h,
+        w = s.w,
+    );
+    match k.layout {
+        ConvLayout::Nchw => {
+            // Per block row and channel: a run of `sw` pixels of one plane.
+            let v = common_alignment(&[sw * e, s.w * e]);
+            let vt = word_type(v);
+            for r in 0..sh {
+                for c in 0..s.c {
+                    let at = x_offset(k, &format!("iy0 + {r}"), "ix0", &c.to_string());
+                    let _ = writeln!(
+                        b,
+                        "    {{\n      const unsigned char* src = (const unsigned char*)(x + {at});\n      union {{ {vt} w[{words}]; {elem} e[{sw}]; }} t;",
+                        words = sw * e / v
+                    );
+                    for q in 0..sw * e / v {
+                        let _ = writeln!(b, "      t.w[{q}] = *(const {vt}*)(src + {});", q * v);
+                    }
+                    for u in 0..sw {
+                        let _ = writeln!(b, "      px.e[{}] = t.e[{u}];", (r * sw + u) * s.c + c);
+                    }
+                    b.push_str("    }\n");
+                }
+            }
+        }
+        _ => {
+            // Per block row: a run of `sw` pixels' channels, contiguous in the input and in
+            // the regrouped pixel.
+            let run = sw * s.c * e;
+            let v = common_alignment(&[run, s.w * s.c * e]);
+            let vt = word_type(v);
+            // The member of `px` of words of `v` bytes.
+            let member = match v {
+                16 => "v",
+                8 => "d",
+                4 => "u",
+                2 => "h",
+                _ => "b",
+            };
+            for r in 0..sh {
+                let at = x_offset(k, &format!("iy0 + {r}"), "ix0", "0");
+                let _ = writeln!(
+                    b,
+                    "    {{\n      const unsigned char* src = (const unsigned char*)(x + {at});"
+                );
+                for q in 0..run / v {
+                    let _ = writeln!(
+                        b,
+                        "      px.{member}[{}] = *(const {vt}*)(src + {});",
+                        (r * run + q * v) / v,
+                        q * v
+                    );
+                }
+                b.push_str("    }\n");
+            }
+        }
+    }
+    b.push_str("  } else {\n");
+    for r in 0..sh {
+        for u in 0..sw {
+            let _ = writeln!(
+                b,
+                "    if (iy0 + {r} >= 0 && iy0 + {r} < {h} && ix0 + {u} >= 0 && ix0 + {u} < {w}) {{",
+                h = s.h,
+                w = s.w
+            );
+            for c in 0..s.c {
+                let at = x_offset(
+                    k,
+                    &format!("iy0 + {r}"),
+                    &format!("ix0 + {u}"),
+                    &c.to_string(),
+                );
+                let _ = writeln!(b, "      px.e[{}] = x[{at}];", (r * sw + u) * s.c + c);
+            }
+            b.push_str("    }\n");
+        }
+    }
+    b.push_str("  }\n");
+    for g in 0..vectors {
+        let _ = writeln!(
+            b,
+            "  *(uint4*)(xs + i * {tc} + {}) = px.v[{g}];",
+            g * 16 / e
+        );
+    }
+    b
+}
+
+/// The activations' part of the pass with one thread per 16-byte chunk of a regrouped pixel.
+fn chunk_body(k: &ConvKernel, (ay, ax): (Axis, Axis), t: &ConvShape) -> String {
+    let s = &k.shape;
+    let e = k.input.size_bytes();
+    let per = 16 / e;
+    let elem = word_type(e);
+    let (sh, sw) = (s.conv.stride[0], s.conv.stride[1]);
+    let at = x_offset(k, "iy", "ix", "c");
+    format!(
+        "  union {{ uint4 v; {elem} e[{per}]; }} out;\n\
          \x20 const long long first = i * {per};\n\
          \x20 const int j0 = (int)(first % {tc}); const long long px = first / {tc};\n\
          \x20 const int bx = (int)(px % {tw}), by = (int)(px / {tw} % {th});\n\
@@ -310,196 +497,23 @@ pub fn space_to_depth_source(k: &ConvKernel) -> String {
          \x20   const int r = j / {rsc}, u = j / {c} % {sw}, c = j % {c};\n\
          \x20   const int iy = {sh} * (by + ({ay0})) + r, ix = {sw} * (bx + ({ax0})) + u;\n\
          \x20   const bool ok = j < {real} && iy >= 0 && iy < {h} && ix >= 0 && ix < {w};\n\
-         \x20   out.e[q] = ok ? x[{x_at}] : ({elem})0;\n\
+         \x20   out.e[q] = ok ? x[{at}] : ({elem})0;\n\
          \x20 }}\n\
-         \x20 *(uint4*)(xs + first) = out.v;\n\
-         }}",
+         \x20 *(uint4*)(xs + first) = out.v;\n",
         tc = t.c,
-        kw2 = t.kw,
-        kh2 = t.kh,
-        kk2 = t.kh * t.kw,
-        rsc = sw * s.c,
-        c = s.c,
-        ay0 = ay.first,
-        ax0 = ax.first,
-        ph = s.conv.padding[0],
-        pw = s.conv.padding[1],
-        kh = s.kh,
-        kw = s.kw,
         tw = t.w,
         th = t.h,
         thw = t.h * t.w,
+        rsc = sw * s.c,
+        c = s.c,
+        real = sh * sw * s.c,
+        ay0 = ay.first,
+        ax0 = ax.first,
         h = s.h,
         w = s.w,
-    );
-    src
+    )
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use layoutkit_core::parse_format;
-    use layoutkit_core::Dims;
-    use layoutkit_cpu::{conv2d_reference, Epilogue, TensorRef};
-    use proptest::prelude::*;
-
-    fn kernel(
-        c: usize,
-        hw: (usize, usize),
-        k: (usize, usize),
-        stride: [usize; 2],
-        pad: [usize; 2],
-    ) -> ConvKernel {
-        let out = |x: usize, k: usize, s: usize, p: usize| (x + 2 * p - k) / s + 1;
-        ConvKernel {
-            shape: ConvShape {
-                n: 2,
-                h: hw.0,
-                w: hw.1,
-                c,
-                o: 5,
-                kh: k.0,
-                kw: k.1,
-                oh: out(hw.0, k.0, stride[0], pad[0]),
-                ow: out(hw.1, k.1, stride[1], pad[1]),
-                conv: Conv2d {
-                    stride,
-                    padding: pad,
-                    dilation: [1, 1],
-                    groups: 1,
-                },
-            },
-            layout: ConvLayout::Nhwc,
-            out_layout: ConvLayout::Nhwc,
-            input: DType::I8,
-            out: DType::I32,
-            bias: false,
-            relu: false,
-        }
-    }
-
-    #[test]
-    fn the_stem_becomes_a_4x4_filter_over_16_channels_without_padding() {
-        let mut stem = kernel(3, (224, 224), (7, 7), [2, 2], [3, 3]);
-        stem.input = DType::F16;
-        stem.out = DType::F16;
-        let inner = space_to_depth_problem(&stem).unwrap();
-        let t = inner.shape;
-        assert_eq!((t.h, t.w, t.c, t.kh, t.kw), (115, 115, 16, 4, 4));
-        assert_eq!(
-            (t.oh, t.ow, t.conv.padding, t.conv.stride),
-            (112, 112, [0, 0], [1, 1])
-        );
-        // MobileNetV2's first layer: 3x3/2 over 3 channels, padding 1 -> 2x2 over 16.
-        let mut mb = kernel(3, (224, 224), (3, 3), [2, 2], [1, 1]);
-        mb.input = DType::BF16;
-        mb.out = DType::BF16;
-        let t = space_to_depth_problem(&mb).unwrap().shape;
-        assert_eq!((t.h, t.c, t.kh), (113, 16, 2));
-        // A 16x16/16 patch embedding over RGB: one tap of 768 channels.
-        let mut vit = kernel(3, (224, 224), (16, 16), [16, 16], [0, 0]);
-        vit.input = DType::F16;
-        let t = space_to_depth_problem(&vit).unwrap().shape;
-        assert_eq!((t.h, t.c, t.kh, t.oh), (14, 768, 1, 14));
-        // int8 pads a block's channels to 16.
-        let t = space_to_depth_problem(&kernel(3, (9, 9), (3, 3), [2, 2], [1, 1])).unwrap();
-        assert_eq!(t.shape.c, 16);
-        let mut nchw = stem;
-        nchw.layout = ConvLayout::Nchw;
-        nchw.out_layout = ConvLayout::Nchw;
-        let t = space_to_depth_problem(&nchw).unwrap();
-        assert_eq!(
-            (t.layout, t.out_layout),
-            (ConvLayout::Nhwc, ConvLayout::Nchw)
-        );
-        let src = space_to_depth_source(&nchw);
-        assert!(
-            src.contains("x[((n * 3 + c) * 224 + iy) * 224 + ix]"),
-            "{src}"
-        );
-    }
-
-    #[test]
-    fn problems_it_leaves_name_why() {
-        let base = kernel(3, (16, 16), (3, 3), [2, 2], [1, 1]);
-        let why = |f: &dyn Fn(&mut ConvKernel)| {
-            let mut k = base;
-            f(&mut k);
-            space_to_depth_unsupported_reason(&k).unwrap()
-        };
-        assert!(why(&|k| k.shape.conv.stride = [1, 1]).contains("strided"));
-        assert!(why(&|k| k.shape.c = 16).contains("16 bytes"));
-        assert!(why(&|k| k.shape.conv.groups = 3).contains("groups"));
-        assert!(why(&|k| k.shape.conv.dilation = [2, 2]).contains("dilation"));
-        assert!(why(&|k| k.shape.kh = 1).contains("at least as long"));
-        assert!(why(&|k| k.layout = ConvLayout::Nc32hw32).contains("NHWC or NCHW"));
-        assert!(why(&|k| k.input = DType::F32).contains("f16, bf16 or i8"));
-        let mut f16 = base;
-        f16.input = DType::F16;
-        f16.shape.c = 8;
-        assert!(space_to_depth_unsupported_reason(&f16).is_some());
-        f16.shape.c = 7;
-        assert!(space_to_depth_unsupported_reason(&f16).is_none());
-    }
-
-    /// The reference convolution of `k` (int8, i32 output) on `x` in `layout` and OHWI `w`.
-    fn reference(k: &ConvKernel, x: &[u8], w: &[u8]) -> Vec<u8> {
-        let s = &k.shape;
-        let dims = |t: &str| Dims::parse(t).unwrap();
-        let xd = dims(&format!("N={},C={},H={},W={}", s.n, s.c, s.h, s.w));
-        let wd = dims(&format!("O={},I={},H={},W={}", s.o, s.c, s.kh, s.kw));
-        let yd = s.conv.output_dims(&xd, &wd).unwrap();
-        let shaped = |f: &str, d: &Dims| parse_format(f).unwrap().shaped(d).unwrap();
-        let t = |layout, data| TensorRef {
-            layout,
-            dtype: DType::I8,
-            data,
-        };
-        let ep = Epilogue {
-            bias: None,
-            relu: false,
-            scale: None,
-        };
-        conv2d_reference(
-            &s.conv,
-            t(&shaped(k.layout.format(), &xd), x),
-            t(&shaped("OHWI", &wd), w),
-            &ep,
-            &shaped("NHWC", &yd),
-            DType::I32,
-        )
-        .unwrap()
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(96))]
-        /// The regrouped problem on the regrouped tensors gives the original convolution's
-        /// exact int8 sums: strides 2-4 on either axis, filters as long as the stride up to
-        /// 7, any padding under the filter, 1-15 channels, NHWC and NCHW.
-        #[test]
-        fn the_regrouped_convolution_equals_the_original(
-            c in 1usize..16, sh in 1usize..5, sw in 1usize..5, kh in 1usize..8, kw in 1usize..8,
-            ph in 0usize..7, pw in 0usize..7, h in 4usize..14, w in 4usize..14, nchw: bool,
-            seed: u64,
-        ) {
-            prop_assume!((sh, sw) != (1, 1) && kh >= sh && kw >= sw && ph < kh && pw < kw);
-            prop_assume!(h + 2 * ph >= kh && w + 2 * pw >= kw);
-            let mut k = kernel(c, (h, w), (kh, kw), [sh, sw], [ph, pw]);
-            if nchw {
-                k.layout = ConvLayout::Nchw;
-            }
-            let s = k.shape;
-            let noise = |n: usize, salt: u64| -> Vec<u8> {
-                (0..n as u64)
-                    .map(|i| ((i ^ seed ^ salt).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8)
-                    .collect()
-            };
-            let x = noise(s.n * s.c * s.h * s.w, 1);
-            let wt = noise(s.o * s.kh * s.kw * s.c, 2);
-            let inner = space_to_depth_problem(&k).unwrap();
-            let (xs, ws) = space_to_depth_host(&k, &x, &wt).unwrap();
-            prop_assert_eq!((xs.len(), ws.len()), space_to_depth_bytes(&k).unwrap());
-            prop_assert_eq!(reference(&inner, &xs, &ws), reference(&k, &x, &wt));
-        }
-    }
-}
+#[path = "space_to_depth_tests.rs"]
+mod tests;
