@@ -256,15 +256,19 @@ fn fixed_cases(cuda: &Cuda, which: std::ops::Range<usize>) {
     eprintln!("checked {checked} convolutions on {}", cuda.name());
 }
 
-/// The depthwise kernel: odd and even channel counts, widths that are not multiples of its four
+/// The depthwise kernel: odd and even channel counts, 1, 2 and 4 output rows per thread in
+/// NHWC, widths that are not multiples of its four
 /// outputs per thread, stride 2, dilation 2, 5x5 and 1x1 filters, no padding, in NHWC and NCHW
 /// (rows read one value at a time and in pieces of 2, 4 and 8 pixels), f16 and f32 outputs,
 /// against the reference.
 #[test]
 fn depthwise_kernel_matches_the_reference() {
     let Some(cuda) = device() else { return };
-    let cases: [Problem; 12] = [
+    let cases: [Problem; 14] = [
         (2, 32, 9, 11, 32, 3, 1, 1, 1, 32),
+        // NHWC threads of 2 output rows (200 K one-row threads) and of 4 (408 K; 57 rows).
+        (16, 32, 56, 56, 32, 3, 1, 1, 1, 32),
+        (16, 64, 57, 55, 64, 3, 1, 1, 1, 64),
         (1, 15, 13, 13, 15, 3, 2, 1, 1, 15),
         (2, 24, 10, 7, 24, 3, 1, 2, 2, 24),
         (1, 16, 12, 12, 16, 5, 1, 2, 1, 16),

@@ -3,8 +3,10 @@
 //! [`OUTPUTS_PER_THREAD`] consecutive output pixels of a row, holding the input columns they
 //! share in registers (a 3x3 filter at stride 1 reads 6 columns per row for 4 outputs, not 12),
 //! and its filter taps in registers. In NHWC a thread takes two adjacent channels (one 4-byte
-//! load for both) and consecutive threads take consecutive channel pairs, so a warp's loads are
-//! one contiguous run; in NCHW consecutive threads take consecutive groups of a row. The
+//! load per input pixel, one store per output pixel for both) and consecutive threads take
+//! consecutive channel pairs, so a warp's loads are one contiguous run, and where there are
+//! threads enough a thread takes 2 or 4 output rows, which share the input rows they read
+//! ([`rows_per_thread`]); in NCHW consecutive threads take consecutive groups of a row. The
 //! epilogue (bias, ReLU, f16 or f32 output) is the direct kernel's. Same name and parameters as
 //! [`super::direct_source`]'s `conv_direct`.
 
@@ -32,7 +34,10 @@ pub fn depthwise_applies(k: &ConvKernel) -> bool {
         && k.out_layout == k.layout
 }
 
-/// Channels per thread: two in NHWC with C even (one 4-byte load), else one.
+/// Channels per thread: two in NHWC with C even (one 4-byte load per input pixel, one store
+/// per output pixel), else one. Measured on an H200 (`bench/results/conv.md`): 4 or 8
+/// channels per thread (8- and 16-byte loads) ran MobileNetV2's depthwise layers at 0.5-1.09x
+/// of 2 (fewer threads, more registers each).
 fn channels_per_thread(k: &ConvKernel) -> usize {
     if k.layout == ConvLayout::Nhwc && k.shape.c.is_multiple_of(2) {
         2
@@ -41,10 +46,58 @@ fn channels_per_thread(k: &ConvKernel) -> usize {
     }
 }
 
+/// Threads of the kernel with one output row per thread, above which each thread takes two
+/// rows ([`rows_per_thread`]).
+pub const TWO_ROWS_MIN_THREADS: usize = 128_000;
+
+/// Threads of the kernel with one output row per thread, above which each thread takes four.
+pub const FOUR_ROWS_MIN_THREADS: usize = 300_000;
+
+/// Output rows per thread: in NHWC at stride 1 along H, 4 where the kernel with one row per
+/// thread has [`FOUR_ROWS_MIN_THREADS`] threads or more, 2 where it has
+/// [`TWO_ROWS_MIN_THREADS`], else 1 (NCHW, and stride 2: 1). A thread's rows share the input
+/// rows their filter taps overlap on (a 3x3 filter reads 2 + R input rows for R output rows,
+/// not 3R), at the cost of R times fewer threads. Measured on an H200 against one row, on
+/// MobileNetV2's stride-1 depthwise layers at batch 1-64: 2 rows 1.10-1.40x where the
+/// one-row kernel had 128-300 K threads and more (0.83-1.03x under that), 4 rows 1.19-1.46x
+/// from 300 K threads (0.66-0.87x at 56-130 K); stride 2 0.81-1.18x, NCHW 0.36-1.0x.
+/// `LAYOUTKIT_CONV_DW_ROWS=N` (1 to 8) sets it for A/B runs.
+fn rows_per_thread(k: &ConvKernel) -> usize {
+    let forced = std::env::var("LAYOUTKIT_CONV_DW_ROWS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|v| (1..=8).contains(v));
+    if let Some(rows) = forced {
+        return rows;
+    }
+    if k.layout != ConvLayout::Nhwc || k.shape.conv.stride[0] != 1 {
+        return 1;
+    }
+    match threads_with_rows(k, 1) {
+        t if t >= FOUR_ROWS_MIN_THREADS => 4,
+        t if t >= TWO_ROWS_MIN_THREADS => 2,
+        _ => 1,
+    }
+}
+
+/// The CUDA type of a load of `cv` f16 channels (cv >= 2).
+fn channel_vector(cv: usize) -> &'static str {
+    match cv {
+        8 => "uint4",
+        4 => "uint2",
+        _ => "unsigned",
+    }
+}
+
 /// Threads the kernel for `k` runs.
 fn threads(k: &ConvKernel) -> usize {
+    threads_with_rows(k, rows_per_thread(k))
+}
+
+/// Threads of the kernel for `k` with `rows` output rows per thread.
+fn threads_with_rows(k: &ConvKernel, rows: usize) -> usize {
     let s = &k.shape;
-    s.n * s.oh * s.ow.div_ceil(OUTPUTS_PER_THREAD) * (s.c / channels_per_thread(k))
+    s.n * s.oh.div_ceil(rows) * s.ow.div_ceil(OUTPUTS_PER_THREAD) * (s.c / channels_per_thread(k))
 }
 
 /// Grid and block of the kernel for `k`.
@@ -122,6 +175,8 @@ fn nchw_row_loads(k: &ConvKernel, (run, piece): (usize, usize), cols: usize) -> 
 pub fn depthwise_source(k: &ConvKernel) -> String {
     let s = &k.shape;
     let cv = channels_per_thread(k);
+    let rows = rows_per_thread(k);
+    let row_groups = s.oh.div_ceil(rows);
     let wt = OUTPUTS_PER_THREAD;
     let (st, pd, dl) = (s.conv.stride, s.conv.padding, s.conv.dilation);
     let groups_w = s.ow.div_ceil(wt);
@@ -143,16 +198,14 @@ pub fn depthwise_source(k: &ConvKernel) -> String {
         ConvLayout::Nhwc => {
             let _ = writeln!(
                 src,
-                "  const int c = (int)(i % {cp}) * {cv}; long long q = i / {cp};\n  const int owg = (int)(q % {groups_w}); q /= {groups_w};\n  const int oh = (int)(q % {oh}), n = (int)(q / {oh});",
+                "  const int c = (int)(i % {cp}) * {cv}; long long q = i / {cp};\n  const int owg = (int)(q % {groups_w}); q /= {groups_w};\n  const int oh0 = (int)(q % {row_groups}) * {rows}, n = (int)(q / {row_groups});",
                 cp = s.c / cv,
-                oh = s.oh
             );
         }
         _ => {
             let _ = writeln!(
                 src,
-                "  const int owg = (int)(i % {groups_w}); long long q = i / {groups_w};\n  const int oh = (int)(q % {oh}); q /= {oh};\n  const int c = (int)(q % {c}), n = (int)(q / {c});",
-                oh = s.oh,
+                "  const int owg = (int)(i % {groups_w}); long long q = i / {groups_w};\n  const int oh0 = (int)(q % {row_groups}) * {rows}; q /= {row_groups};\n  const int c = (int)(q % {c}), n = (int)(q / {c});",
                 c = s.c
             );
         }
@@ -161,14 +214,26 @@ pub fn depthwise_source(k: &ConvKernel) -> String {
     // The filter (OHWI with I = 1: channel c's taps are contiguous) and the sums.
     let _ = writeln!(
         src,
-        "  float f[{taps}][{cv}], acc[{wt}][{cv}];\n  #pragma unroll\n  for (int t = 0; t < {taps}; ++t)\n    #pragma unroll\n    for (int e = 0; e < {cv}; ++e) f[t][e] = h2f(wt[(c + e) * {taps} + t]);\n  #pragma unroll\n  for (int t = 0; t < {wt}; ++t)\n    #pragma unroll\n    for (int e = 0; e < {cv}; ++e) acc[t][e] = 0.f;\n  const int ow0 = owg * {wt}, iw0 = ow0 * {} - {};",
+        "  float f[{taps}][{cv}], acc[{rows}][{wt}][{cv}];\n  #pragma unroll\n  for (int t = 0; t < {taps}; ++t)\n    #pragma unroll\n    for (int e = 0; e < {cv}; ++e) f[t][e] = h2f(wt[(c + e) * {taps} + t]);\n  #pragma unroll\n  for (int r = 0; r < {rows}; ++r)\n    #pragma unroll\n    for (int t = 0; t < {wt}; ++t)\n      #pragma unroll\n      for (int e = 0; e < {cv}; ++e) acc[r][t][e] = 0.f;\n  const int ow0 = owg * {wt}, iw0 = ow0 * {} - {};",
         st[1], pd[1]
     );
     let load = match (k.layout, cv) {
-        (ConvLayout::Nhwc, 2) => format!(
-            "const unsigned p = ok ? *(const unsigned*)(x + (((long long)n * {} + ih) * {} + iw) * {} + c) : 0u;\n        xv[j][0] = h2f((unsigned short)(p & 0xFFFF)); xv[j][1] = h2f((unsigned short)(p >> 16));",
-            s.h, s.w, s.c
-        ),
+        (ConvLayout::Nhwc, 2 | 4 | 8) => {
+            let vt = channel_vector(cv);
+            let mut l = format!(
+                "const {vt} p = ok ? *(const {vt}*)(x + (((long long)n * {} + ih) * {} + iw) * {} + c) : {vt}{{}};\n        const unsigned* u = (const unsigned*)&p;",
+                s.h, s.w, s.c
+            );
+            for e in 0..cv / 2 {
+                let _ = write!(
+                    l,
+                    "\n        xv[j][{}] = h2f((unsigned short)(u[{e}] & 0xFFFF)); xv[j][{}] = h2f((unsigned short)(u[{e}] >> 16));",
+                    2 * e,
+                    2 * e + 1
+                );
+            }
+            l
+        }
         (ConvLayout::Nhwc, _) => format!(
             "xv[j][0] = ok ? h2f(x[(((long long)n * {} + ih) * {} + iw) * {} + c]) : 0.f;",
             s.h, s.w, s.c
@@ -185,18 +250,35 @@ pub fn depthwise_source(k: &ConvKernel) -> String {
             s.w
         ),
     };
-    let _ = writeln!(
-        src,
-        "  #pragma unroll\n  for (int r = 0; r < {kh}; ++r) {{\n    const int ih = oh * {} - {} + r * {};\n    if (ih < 0 || ih >= {h}) continue;\n    float xv[{cols}][{cv}];\n{row_loads}\n    #pragma unroll\n    for (int t = 0; t < {wt}; ++t)\n      #pragma unroll\n      for (int s = 0; s < {kw}; ++s)\n        #pragma unroll\n        for (int e = 0; e < {cv}; ++e) acc[t][e] += xv[t * {} + s * {}][e] * f[r * {kw} + s][e];\n  }}",
-        st[0],
-        pd[0],
-        dl[0],
-        st[1],
-        dl[1],
-        kh = s.kh,
-        kw = s.kw,
-        h = s.h,
-    );
+    // Each input row the thread's output rows read, once: row q (from `oh0 * stride -
+    // padding`) feeds output row t through filter row r where t * stride + r * dilation = q.
+    let span = (rows - 1) * st[0] + (s.kh - 1) * dl[0] + 1;
+    for q in 0..span {
+        let uses: Vec<(usize, usize)> = (0..rows)
+            .flat_map(|t| (0..s.kh).map(move |r| (t, r)))
+            .filter(|&(t, r)| t * st[0] + r * dl[0] == q)
+            .collect();
+        if uses.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            src,
+            "  {{\n    const int ih = oh0 * {} - {} + {q};\n    if (ih >= 0 && ih < {h}) {{\n    float xv[{cols}][{cv}];\n{row_loads}",
+            st[0],
+            pd[0],
+            h = s.h,
+        );
+        for (t, r) in uses {
+            let _ = writeln!(
+                src,
+                "    #pragma unroll\n    for (int t = 0; t < {wt}; ++t)\n      #pragma unroll\n      for (int s = 0; s < {kw}; ++s)\n        #pragma unroll\n        for (int e = 0; e < {cv}; ++e) acc[{t}][t][e] += xv[t * {} + s * {}][e] * f[{r} * {kw} + s][e];",
+                st[1],
+                dl[1],
+                kw = s.kw,
+            );
+        }
+        src.push_str("    }\n  }\n");
+    }
     let bias = if k.bias { " + bias[c + e]" } else { "" };
     let relu = if k.relu {
         "\n        v = v < 0.f ? 0.f : v;"
@@ -216,7 +298,45 @@ pub fn depthwise_source(k: &ConvKernel) -> String {
     };
     let _ = writeln!(
         src,
-        "  #pragma unroll\n  for (int t = 0; t < {wt}; ++t) {{\n    const int ow = ow0 + t;\n    if (ow >= {}) break;\n    #pragma unroll\n    for (int e = 0; e < {cv}; ++e) {{\n        float v = acc[t][e]{bias};{relu}\n        y[{at}] = {store};\n    }}\n  }}\n}}",
+        "  #pragma unroll\n  for (int rr = 0; rr < {rows}; ++rr) {{\n  const int oh = oh0 + rr;\n  if (oh >= {}) break;",
+        s.oh
+    );
+    if k.layout == ConvLayout::Nhwc && cv >= 2 {
+        // A pixel's `cv` outputs in one store (two 16-byte stores for 8 f32 values).
+        let bytes = cv * k.out.size_bytes();
+        let (word, words, member) = match bytes {
+            4 => ("unsigned", 1, "u"),
+            8 => ("uint2", 1, "d"),
+            _ => ("uint4", bytes / 16, "q"),
+        };
+        let (lane, value) = if k.out == DType::F16 {
+            ("h", "f2h(v)")
+        } else {
+            ("f", "v")
+        };
+        let at = format!(
+            "(((long long)n * {} + oh) * {} + ow) * {} + c",
+            s.oh, s.ow, s.o
+        );
+        let mut stores = String::new();
+        for i in 0..words {
+            let _ = write!(
+                stores,
+                "\n    *({word}*)(y + {at} + {}) = o.{member}[{i}];",
+                i * 16 / k.out.size_bytes()
+            );
+        }
+        let _ = writeln!(
+            src,
+            "  #pragma unroll\n  for (int t = 0; t < {wt}; ++t) {{\n    const int ow = ow0 + t;\n    if (ow >= {}) break;\n    union {{ uint4 q[{q}]; uint2 d[1]; unsigned u[1]; unsigned short h[{cv}]; float f[{cv}]; }} o;\n    #pragma unroll\n    for (int e = 0; e < {cv}; ++e) {{\n        float v = acc[rr][t][e]{bias};{relu}\n        o.{lane}[e] = {value};\n    }}{stores}\n  }}\n  }}\n}}",
+            s.ow,
+            q = bytes.div_ceil(16),
+        );
+        return src;
+    }
+    let _ = writeln!(
+        src,
+        "  #pragma unroll\n  for (int t = 0; t < {wt}; ++t) {{\n    const int ow = ow0 + t;\n    if (ow >= {}) break;\n    #pragma unroll\n    for (int e = 0; e < {cv}; ++e) {{\n        float v = acc[rr][t][e]{bias};{relu}\n        y[{at}] = {store};\n    }}\n  }}\n  }}\n}}",
         s.ow
     );
     src
@@ -267,15 +387,22 @@ mod tests {
             "4 outputs at stride 1 share 6 columns"
         );
         assert!(
-            src.contains("*(const unsigned*)(x +"),
-            "two channels in one load"
+            src.contains("*(const unsigned*)(x +") && src.contains("*(unsigned*)(y + "),
+            "two channels in one load and one store"
         );
-        // 2 x 56 rows x 14 groups of 4 x 72 channel pairs.
+        // 2 x 56 rows x 14 groups of 4 x 72 channel pairs (one row per thread: 112 K).
         assert_eq!(threads(&k), 2 * 56 * 14 * 72);
         let s2 = depthwise_source(&dw(96, 112, 2, ConvLayout::Nhwc));
         assert!(
             s2.contains("float xv[9][2];"),
             "stride 2: 3 x 2 + 3 columns"
+        );
+        let mut f32_out = dw(16, 9, 1, ConvLayout::Nhwc);
+        f32_out.out = DType::F32;
+        let f = depthwise_source(&f32_out);
+        assert!(
+            f.contains("o.f[e] = v;") && f.contains("*(uint2*)(y + "),
+            "{f}"
         );
         let odd = dw(15, 9, 1, ConvLayout::Nhwc);
         assert!(depthwise_source(&odd).contains("float xv[6][1];"));
@@ -299,5 +426,49 @@ mod tests {
         grouped.shape.conv.groups = 8;
         assert!(!depthwise_applies(&grouped));
         assert!(!depthwise_applies(&dw(32, 8, 1, ConvLayout::Nc32hw32)));
+    }
+}
+
+#[cfg(test)]
+mod row_tests {
+    use super::*;
+
+    /// Output rows per thread: 4 from 300 K one-row threads, 2 from 128 K, else 1; NHWC at
+    /// stride 1 only. Four rows read 6 input rows, each feeding the output rows whose filter
+    /// rows cover it.
+    #[test]
+    fn threads_take_output_rows_where_there_are_threads_enough() {
+        let layer = |n, c, hw, stride, layout| {
+            let mut k = crate::conv::test_kernel(n, c, hw, c, 3, DType::F16);
+            k.shape.conv.groups = c;
+            k.shape.conv.stride = [stride; 2];
+            k.shape.oh = (hw - 1) / stride + 1;
+            k.shape.ow = k.shape.oh;
+            (k.layout, k.out_layout) = (layout, layout);
+            k
+        };
+        // MobileNetV2's dw 3x3 144 @56: 8 x 56 x 14 x 72 = 452 K threads at batch 8.
+        let big = layer(8, 144, 56, 1, ConvLayout::Nhwc);
+        assert_eq!(
+            (threads_with_rows(&big, 1), rows_per_thread(&big)),
+            (451_584, 4)
+        );
+        assert_eq!(threads(&big), 8 * 14 * 14 * 72);
+        // dw 3x3 192 @28 at batch 8: 150 K -> 2 rows; at batch 1: 19 K -> 1.
+        assert_eq!(rows_per_thread(&layer(8, 192, 28, 1, ConvLayout::Nhwc)), 2);
+        assert_eq!(rows_per_thread(&layer(1, 192, 28, 1, ConvLayout::Nhwc)), 1);
+        assert_eq!(rows_per_thread(&layer(64, 144, 56, 2, ConvLayout::Nhwc)), 1);
+        assert_eq!(rows_per_thread(&layer(64, 144, 56, 1, ConvLayout::Nchw)), 1);
+        let src = depthwise_source(&big);
+        assert!(src.contains("acc[4][4][2]") && src.contains("const int ih = oh0 * 1 - 1 + 5;"));
+        // Input row 2 feeds output rows 0, 1 and 2 through filter rows 2, 1 and 0.
+        let row2 =
+            &src[src.find("oh0 * 1 - 1 + 2;").unwrap()..src.find("oh0 * 1 - 1 + 3;").unwrap()];
+        for (t, r) in [(0, 2), (1, 1), (2, 0)] {
+            assert!(row2.contains(&format!(
+                "acc[{t}][t][e] += xv[t * 1 + s * 1][e] * f[{r} * 3 + s][e]"
+            )));
+        }
+        assert!(!row2.contains("acc[3]"));
     }
 }
