@@ -58,9 +58,9 @@ pub const FOUR_ROWS_MIN_THREADS: usize = 300_000;
 /// [`TWO_ROWS_MIN_THREADS`], else 1 (NCHW, and stride 2: 1). A thread's rows share the input
 /// rows their filter taps overlap on (a 3x3 filter reads 2 + R input rows for R output rows,
 /// not 3R), at the cost of R times fewer threads. Measured on an H200 against one row, on
-/// MobileNetV2's stride-1 depthwise layers at batch 1-64: 2 rows 1.10-1.40x where the
-/// one-row kernel had 128-300 K threads and more (0.83-1.03x under that), 4 rows 1.19-1.46x
-/// from 300 K threads (0.66-0.87x at 56-130 K); stride 2 0.81-1.18x, NCHW 0.36-1.0x.
+/// MobileNetV2's stride-1 depthwise layers at batch 1-64 (`bench/results/conv.md`): 2 rows
+/// 1.03-1.40x where the one-row kernel had 128 K threads or more, 4 rows 1.15-1.46x from
+/// 300 K, both 0.66-1.00x under 128 K; stride 2 0.81-1.18x, NCHW 0.36-1.0x.
 /// `LAYOUTKIT_CONV_DW_ROWS=N` (1 to 8) sets it for A/B runs.
 fn rows_per_thread(k: &ConvKernel) -> usize {
     let forced = std::env::var("LAYOUTKIT_CONV_DW_ROWS")
@@ -235,7 +235,7 @@ pub fn depthwise_source(k: &ConvKernel) -> String {
     // every row's loads before the multiplies).
     if rows == 1 {
         // One output row: the filter rows in a loop, rows outside the image skipped (as
-        // measured: predicated zero loads made stride-2 layers 0.65-0.90x).
+        // measured: predicated zero loads ran stride-2 layers at 0.65-1.08x).
         let _ = writeln!(
             src,
             "  #pragma unroll\n  for (int r = 0; r < {kh}; ++r) {{\n    const int ih = oh0 * {} - {} + r * {};\n    if (ih < 0 || ih >= {h}) continue;\n    const bool rok = true;\n    float xv[{cols}][{cv}];\n{row_loads}\n    #pragma unroll\n    for (int t = 0; t < {wt}; ++t)\n      #pragma unroll\n      for (int s = 0; s < {kw}; ++s)\n        #pragma unroll\n        for (int e = 0; e < {cv}; ++e) acc[0][t][e] += xv[t * {} + s * {}][e] * f[r * {kw} + s][e];\n  }}",
