@@ -389,8 +389,8 @@ impl Cuda {
     ///
     /// The tensor-core kernels copy the activations and the filter, and the Hopper kernel
     /// stores the output, 16 bytes at a time (the space-to-depth pass reads the activations
-    /// in runs of up to 16 bytes, the depthwise kernel loads and stores runs of channels of
-    /// up to 16 bytes): on those paths `x`, `w` and `y` must start on
+    /// in runs of up to 16 bytes, the depthwise kernel NCHW rows in runs of up to 16 bytes and
+    /// NHWC channel pairs): on those paths `x`, `w` and `y` must start on
     /// 16-byte boundaries (an error otherwise; allocations from CUDA's allocators do).
     pub unsafe fn conv2d_on_stream(
         &self,
@@ -405,7 +405,7 @@ impl Cuda {
         if conv.y_bytes == 0 {
             return Ok(());
         }
-        // The direct kernel loads and stores elements, the depthwise one vectors of channels.
+        // The direct kernel loads and stores elements, the depthwise one vectors.
         let vectors = !matches!(conv.path, ConvPath::Direct) || depthwise_applies(&conv.kernel);
         if vectors && [x, w, y].iter().any(|p| p % 16 != 0) {
             return Err(Error::Unsupported(format!(

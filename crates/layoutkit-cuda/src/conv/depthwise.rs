@@ -229,10 +229,6 @@ pub fn depthwise_source(k: &ConvKernel) -> String {
             s.w
         ),
     };
-    // Each input row the thread's output rows read, once: row q (from `oh0 * stride -
-    // padding`) feeds output row t through filter row r where t * stride + r * dilation = q.
-    // Rows outside the image load zeros (predicated loads, no branch: the compiler may issue
-    // every row's loads before the multiplies).
     if rows == 1 {
         // One output row: the filter rows in a loop, rows outside the image skipped (as
         // measured: predicated zero loads ran stride-2 layers at 0.65-1.08x).
@@ -249,6 +245,10 @@ pub fn depthwise_source(k: &ConvKernel) -> String {
             h = s.h,
         );
     }
+    // Several output rows: each input row they read, once: row q (from `oh0 * stride -
+    // padding`) feeds output row t through filter row r where t * stride + r * dilation = q.
+    // Rows outside the image load zeros (predicated loads, no branch: the compiler may issue
+    // every row's loads before the multiplies).
     let span = if rows == 1 {
         0
     } else {
@@ -302,13 +302,13 @@ pub fn depthwise_source(k: &ConvKernel) -> String {
         "  #pragma unroll\n  for (int rr = 0; rr < {rows}; ++rr) {{\n  const int oh = oh0 + rr;\n  if (oh >= {}) break;",
         s.oh
     );
-    if k.layout == ConvLayout::Nhwc && cv >= 2 {
-        // A pixel's `cv` outputs in one store (two 16-byte stores for 8 f32 values).
+    if k.layout == ConvLayout::Nhwc && cv == 2 {
+        // A channel pair's two outputs in one store (4 bytes of f16, 8 of f32).
         let bytes = cv * k.out.size_bytes();
-        let (word, words, member) = match bytes {
-            4 => ("unsigned", 1, "u"),
-            8 => ("uint2", 1, "d"),
-            _ => ("uint4", bytes / 16, "q"),
+        let (word, member) = if k.out == DType::F16 {
+            ("unsigned", "u")
+        } else {
+            ("uint2", "d")
         };
         let (lane, value) = if k.out == DType::F16 {
             ("h", "f2h(v)")
@@ -319,17 +319,9 @@ pub fn depthwise_source(k: &ConvKernel) -> String {
             "(((long long)n * {} + oh) * {} + ow) * {} + c",
             s.oh, s.ow, s.o
         );
-        let mut stores = String::new();
-        for i in 0..words {
-            let _ = write!(
-                stores,
-                "\n    *({word}*)(y + {at} + {}) = o.{member}[{i}];",
-                i * 16 / k.out.size_bytes()
-            );
-        }
         let _ = writeln!(
             src,
-            "  #pragma unroll\n  for (int t = 0; t < {wt}; ++t) {{\n    const int ow = ow0 + t;\n    if (ow >= {}) break;\n    union {{ uint4 q[{q}]; uint2 d[1]; unsigned u[1]; unsigned short h[{cv}]; float f[{cv}]; }} o;\n    #pragma unroll\n    for (int e = 0; e < {cv}; ++e) {{\n        float v = acc[rr][t][e]{bias};{relu}\n        o.{lane}[e] = {value};\n    }}{stores}\n  }}\n  }}\n}}",
+            "  #pragma unroll\n  for (int t = 0; t < {wt}; ++t) {{\n    const int ow = ow0 + t;\n    if (ow >= {}) break;\n    union {{ uint4 q[{q}]; uint2 d[1]; unsigned u[1]; unsigned short h[{cv}]; float f[{cv}]; }} o;\n    #pragma unroll\n    for (int e = 0; e < {cv}; ++e) {{\n        float v = acc[rr][t][e]{bias};{relu}\n        o.{lane}[e] = {value};\n    }}\n    *({word}*)(y + {at} + 0) = o.{member}[0];\n  }}\n  }}\n}}",
             s.ow,
             q = bytes.div_ceil(16),
         );
