@@ -13,6 +13,7 @@ pub(crate) struct Avx2(__m256);
 
 impl Simd for Avx2 {
     const LANES: usize = 8;
+    const UNROLL_BLOCK_RUNS: bool = true;
     #[inline(always)]
     unsafe fn zero() -> Self {
         Avx2(_mm256_setzero_ps())
@@ -47,6 +48,7 @@ pub(crate) struct Avx512(__m512);
 
 impl Simd for Avx512 {
     const LANES: usize = 16;
+    const UNROLL_BLOCK_RUNS: bool = false;
     #[inline(always)]
     unsafe fn zero() -> Self {
         Avx512(_mm512_setzero_ps())
