@@ -83,12 +83,17 @@ fn regrouped_channels(k: &ConvKernel) -> usize {
 /// 0.68x at batch 1, 1.04x at 8 (NCHW 0.96x), 1.16-1.18x at 32 and 64.
 pub const SPACE_TO_DEPTH_MIN_MACS: usize = 100_000_000;
 
-/// Whether `k` runs faster regrouped: [`space_to_depth_unsupported_reason`] is None and the
-/// convolution has at least [`SPACE_TO_DEPTH_MIN_MACS`] multiply-adds.
+/// Whether `k` is regrouped on a Hopper GPU: [`space_to_depth_unsupported_reason`] is None
+/// and the convolution has at least [`SPACE_TO_DEPTH_MIN_MACS`] multiply-adds, or no other
+/// kernel takes it at all (int8 with C < 16, which the tensor-core kernels and the direct
+/// kernel do not read, runs regrouped at any size).
 pub fn space_to_depth_preferred(k: &ConvKernel) -> bool {
     let s = &k.shape;
     let macs = s.n * s.oh * s.ow * s.o * s.kh * s.kw * s.c;
-    space_to_depth_unsupported_reason(k).is_none() && macs >= SPACE_TO_DEPTH_MIN_MACS
+    let only_way = super::hopper_unsupported_reason(k).is_some()
+        && super::unsupported_reason(k).is_some()
+        && super::direct_unsupported_reason(k).is_some();
+    space_to_depth_unsupported_reason(k).is_none() && (macs >= SPACE_TO_DEPTH_MIN_MACS || only_way)
 }
 
 /// Why `k` is not regrouped, or None where it can be: a convolution without groups or

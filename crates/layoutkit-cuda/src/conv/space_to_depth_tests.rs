@@ -215,4 +215,11 @@ fn the_rule_regroups_problems_of_enough_work() {
     let mut depthwise = layer(3, 3, 1, 3, 64);
     depthwise.shape.conv.groups = 3;
     assert!(!space_to_depth_preferred(&depthwise));
+    // int8 over 3 channels: no other kernel takes it, so regrouped at any size.
+    let small = kernel(3, (16, 16), (3, 3), [2, 2], [1, 1]);
+    assert!(crate::conv::hopper_unsupported_reason(&small).is_some());
+    assert!(space_to_depth_preferred(&small));
+    let mut f16 = small;
+    (f16.input, f16.out) = (DType::F16, DType::F16);
+    assert!(!space_to_depth_preferred(&f16));
 }
