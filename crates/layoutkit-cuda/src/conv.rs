@@ -346,10 +346,22 @@ impl ConvKernel {
     /// with the output written NCHW by the kernel).
     pub fn flop_per_converted_byte(&self) -> f64 {
         let s = &self.shape;
-        let macs = s.n * s.o * s.oh * s.ow * s.kh * s.kw * (s.c / s.conv.groups.max(1));
+        let macs = self.macs();
         let x = s.n * s.c * s.h * s.w * self.input.size_bytes();
         let y = s.n * s.o * s.oh * s.ow * self.out.size_bytes();
         2.0 * macs as f64 / (2 * (x + y)).max(1) as f64
+    }
+
+    /// Multiply-adds of the convolution (groups counted).
+    pub fn macs(&self) -> usize {
+        let s = &self.shape;
+        s.n * s.o * s.oh * s.ow * s.kh * s.kw * (s.c / s.conv.groups.max(1))
+    }
+
+    /// Elements of the OHWI filter (I = C / groups).
+    pub fn w_elements(&self) -> usize {
+        let s = &self.shape;
+        s.o * s.kh * s.kw * (s.c / s.conv.groups.max(1))
     }
 
     /// Elements of the activations in `layout` (NC/32HW32 pads C to whole blocks).

@@ -362,7 +362,7 @@ impl Cuda {
             reduce,
             regroup: None,
             x_bytes: kernel.x_elements() * e,
-            w_bytes: s.o * s.kh * s.kw * (s.c / s.conv.groups.max(1)) * e,
+            w_bytes: kernel.w_elements() * e,
             y_bytes: kernel.y_elements() * kernel.out.size_bytes(),
         })
     }
@@ -483,13 +483,12 @@ impl DeviceConv {
             unreachable!("space to depth runs the Hopper kernel")
         };
         let e = kernel.input.size_bytes();
-        let s = &kernel.shape;
         DeviceConv {
             kernel: *kernel,
             path: ConvPath::SpaceToDepth(tile),
             regroup: Some(pass),
             x_bytes: kernel.x_elements() * e,
-            w_bytes: s.o * s.kh * s.kw * s.c * e,
+            w_bytes: kernel.w_elements() * e,
             ..self
         }
     }

@@ -24,14 +24,8 @@ pub(crate) struct SpaceToDepthPass {
 
 impl Cuda {
     /// Compiles (or finds in the caches) the regrouping pass of `kernel` and allocates its
-    /// scratch memory. Errors where [`space_to_depth_unsupported_reason`] gives a reason.
-    pub(crate) fn prepare_space_to_depth(
-        &self,
-        kernel: &ConvKernel,
-    ) -> Result<SpaceToDepthPass, Error> {
-        if let Some(why) = space_to_depth_unsupported_reason(kernel) {
-            return Err(Error::Unsupported(why));
-        }
+    /// scratch memory. Contract: [`space_to_depth_problem`] takes `kernel`.
+    fn prepare_space_to_depth(&self, kernel: &ConvKernel) -> Result<SpaceToDepthPass, Error> {
         let (x_bytes, w_bytes) = space_to_depth_bytes(kernel).expect("a problem it takes");
         let function = self.compiled(
             &space_to_depth_source(kernel),

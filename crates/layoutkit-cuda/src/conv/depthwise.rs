@@ -229,19 +229,27 @@ pub fn depthwise_source(k: &ConvKernel) -> String {
             s.w
         ),
     };
+    // One input row's products: the output row `out_row`'s sums over the filter row
+    // `filter_row` (C expressions).
+    let accumulate = |out_row: &str, filter_row: &str| {
+        format!(
+            "    #pragma unroll\n    for (int t = 0; t < {wt}; ++t)\n      #pragma unroll\n      for (int s = 0; s < {kw}; ++s)\n        #pragma unroll\n        for (int e = 0; e < {cv}; ++e) acc[{out_row}][t][e] += xv[t * {} + s * {}][e] * f[{filter_row} * {kw} + s][e];",
+            st[1],
+            dl[1],
+            kw = s.kw,
+        )
+    };
     if rows == 1 {
         // One output row: the filter rows in a loop, rows outside the image skipped (as
         // measured: predicated zero loads ran stride-2 layers at 0.65-1.08x).
         let _ = writeln!(
             src,
-            "  #pragma unroll\n  for (int r = 0; r < {kh}; ++r) {{\n    const int ih = oh0 * {} - {} + r * {};\n    if (ih < 0 || ih >= {h}) continue;\n    const bool rok = true;\n    float xv[{cols}][{cv}];\n{row_loads}\n    #pragma unroll\n    for (int t = 0; t < {wt}; ++t)\n      #pragma unroll\n      for (int s = 0; s < {kw}; ++s)\n        #pragma unroll\n        for (int e = 0; e < {cv}; ++e) acc[0][t][e] += xv[t * {} + s * {}][e] * f[r * {kw} + s][e];\n  }}",
+            "  #pragma unroll\n  for (int r = 0; r < {kh}; ++r) {{\n    const int ih = oh0 * {} - {} + r * {};\n    if (ih < 0 || ih >= {h}) continue;\n    const bool rok = true;\n    float xv[{cols}][{cv}];\n{row_loads}\n{}\n  }}",
             st[0],
             pd[0],
             dl[0],
-            st[1],
-            dl[1],
+            accumulate("0", "r"),
             kh = s.kh,
-            kw = s.kw,
             h = s.h,
         );
     }
@@ -270,13 +278,7 @@ pub fn depthwise_source(k: &ConvKernel) -> String {
             h = s.h,
         );
         for (t, r) in uses {
-            let _ = writeln!(
-                src,
-                "    #pragma unroll\n    for (int t = 0; t < {wt}; ++t)\n      #pragma unroll\n      for (int s = 0; s < {kw}; ++s)\n        #pragma unroll\n        for (int e = 0; e < {cv}; ++e) acc[{t}][t][e] += xv[t * {} + s * {}][e] * f[{r} * {kw} + s][e];",
-                st[1],
-                dl[1],
-                kw = s.kw,
-            );
+            let _ = writeln!(src, "{}", accumulate(&t.to_string(), &r.to_string()));
         }
         src.push_str("  }\n");
     }

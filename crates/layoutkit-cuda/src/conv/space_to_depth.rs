@@ -88,12 +88,11 @@ pub const SPACE_TO_DEPTH_MIN_MACS: usize = 100_000_000;
 /// kernel takes it at all (int8 with C < 16, which the tensor-core kernels and the direct
 /// kernel do not read, runs regrouped at any size).
 pub fn space_to_depth_preferred(k: &ConvKernel) -> bool {
-    let s = &k.shape;
-    let macs = s.n * s.oh * s.ow * s.o * s.kh * s.kw * s.c;
     let only_way = super::hopper_unsupported_reason(k).is_some()
         && super::unsupported_reason(k).is_some()
         && super::direct_unsupported_reason(k).is_some();
-    space_to_depth_unsupported_reason(k).is_none() && (macs >= SPACE_TO_DEPTH_MIN_MACS || only_way)
+    space_to_depth_unsupported_reason(k).is_none()
+        && (k.macs() >= SPACE_TO_DEPTH_MIN_MACS || only_way)
 }
 
 /// Why `k` is not regrouped, or None where it can be: a convolution without groups or
@@ -212,6 +211,18 @@ pub fn block_element(k: &ConvKernel, j: usize) -> Option<(usize, usize, usize)> 
     (j < sh * sw * s.c).then(|| (j / (sw * s.c), j / s.c % sw, j % s.c))
 }
 
+/// [`block_element`] as CUDA statements: `r`, `u` and `c` (row and column within the block,
+/// channel) of element `j` of a regrouped pixel or filter tap (`j` under `sh * sw * C`).
+fn block_element_source(k: &ConvKernel) -> String {
+    let s = &k.shape;
+    format!(
+        "const int r = j / {}, u = j / {c} % {}, c = j % {c};",
+        s.conv.stride[1] * s.c,
+        s.conv.stride[1],
+        c = s.c
+    )
+}
+
 /// The input row (or column) of block `b`'s row `r` on an axis: `stride * (b + a0) + r`
 /// (outside the image where negative or past the extent).
 fn input_index(a: Axis, b: usize, r: usize) -> isize {
@@ -326,7 +337,7 @@ pub fn space_to_depth_source(k: &ConvKernel) -> String {
          \x20   #pragma unroll\n\
          \x20   for (int q = 0; q < {per}; ++q) {{\n\
          \x20     const int j = j0 + q;\n\
-         \x20     const int r = j / {rsc}, u = j / {c} % {sw}, c = j % {c};\n\
+         \x20     {element}\n\
          \x20     const int ky = {sh} * (ty + ({ay0})) + r + {ph}, kx = {sw} * (tx + ({ax0})) + u + {pw};\n\
          \x20     const bool ok = j < {real} && ky >= 0 && ky < {kh} && kx >= 0 && kx < {kw};\n\
          \x20     out.e[q] = ok ? w[((o * {kh} + ky) * {kw} + kx) * {c} + c] : ({elem})0;\n\
@@ -340,7 +351,7 @@ pub fn space_to_depth_source(k: &ConvKernel) -> String {
         kw2 = t.kw,
         kh2 = t.kh,
         kk2 = t.kh * t.kw,
-        rsc = sw * s.c,
+        element = block_element_source(k),
         c = s.c,
         real = sh * sw * s.c,
         ay0 = ay.first,
@@ -499,7 +510,7 @@ fn chunk_body(k: &ConvKernel, (ay, ax): (Axis, Axis), t: &ConvShape) -> String {
          \x20 #pragma unroll\n\
          \x20 for (int q = 0; q < {per}; ++q) {{\n\
          \x20   const int j = j0 + q;\n\
-         \x20   const int r = j / {rsc}, u = j / {c} % {sw}, c = j % {c};\n\
+         \x20   {element}\n\
          \x20   const int iy = {sh} * (by + ({ay0})) + r, ix = {sw} * (bx + ({ax0})) + u;\n\
          \x20   const bool ok = j < {real} && iy >= 0 && iy < {h} && ix >= 0 && ix < {w};\n\
          \x20   out.e[q] = ok ? x[{at}] : ({elem})0;\n\
@@ -509,8 +520,7 @@ fn chunk_body(k: &ConvKernel, (ay, ax): (Axis, Axis), t: &ConvShape) -> String {
         tw = t.w,
         th = t.h,
         thw = t.h * t.w,
-        rsc = sw * s.c,
-        c = s.c,
+        element = block_element_source(k),
         real = sh * sw * s.c,
         ay0 = ay.first,
         ax0 = ax.first,
