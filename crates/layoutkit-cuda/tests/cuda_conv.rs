@@ -259,12 +259,13 @@ fn fixed_cases(cuda: &Cuda, which: std::ops::Range<usize>) {
 /// The depthwise kernel: odd and even channel counts, 1, 2 and 4 output rows per thread in
 /// NHWC, widths that are not multiples of its four
 /// outputs per thread, stride 2, dilation 2, 5x5 and 1x1 filters, no padding, in NHWC and NCHW
-/// (rows read one value at a time and in pieces of 2, 4 and 8 pixels), f16 and f32 outputs,
-/// against the reference.
+/// (rows read one value at a time and in pieces of 2, 4 and 8 pixels, one or two output rows
+/// per thread, four outputs of a row or the whole row per thread, outputs stored one, two or
+/// four at a time), f16 and f32 outputs, against the reference.
 #[test]
 fn depthwise_kernel_matches_the_reference() {
     let Some(cuda) = device() else { return };
-    let cases: [Problem; 14] = [
+    let cases: [Problem; 20] = [
         (2, 32, 9, 11, 32, 3, 1, 1, 1, 32),
         // NHWC threads of 2 output rows (200 K one-row threads) and of 4 (408 K; 57 rows).
         (16, 32, 56, 56, 32, 3, 1, 1, 1, 32),
@@ -282,6 +283,16 @@ fn depthwise_kernel_matches_the_reference() {
         (1, 24, 12, 20, 24, 3, 2, 1, 1, 24),
         (1, 16, 10, 10, 16, 3, 1, 0, 1, 16),
         (2, 24, 10, 8, 24, 3, 1, 2, 2, 24),
+        // NCHW with two output rows per thread (14 x 14, 300 x 40 with a 5x5 filter) and
+        // stores of two (W = 14) and four (W = 40) outputs; 11 x 13 at stride 2.
+        (8, 144, 14, 14, 144, 3, 1, 1, 1, 144),
+        (6, 90, 11, 13, 90, 3, 2, 1, 1, 90),
+        (1, 8, 300, 40, 8, 5, 1, 2, 1, 8),
+        // NCHW rows of 14 and of 11 (odd) one per thread (300 K threads of four or more), two
+        // output rows per thread at stride 2 (128 K one-row threads or more).
+        (16, 384, 14, 14, 384, 3, 1, 1, 1, 384),
+        (96, 128, 11, 11, 128, 3, 1, 1, 1, 128),
+        (16, 96, 56, 56, 96, 3, 2, 1, 1, 96),
     ];
     let mut checked = 0;
     for (ci, &problem) in cases.iter().enumerate() {

@@ -6,7 +6,9 @@
 //! load per input pixel, one store per output pixel for both) and consecutive threads take
 //! consecutive channel pairs, so a warp's loads are one contiguous run, and where there are
 //! threads enough a thread takes 2 or 4 output rows, which share the input rows they read
-//! ([`rows_per_thread`]); in NCHW consecutive threads take consecutive groups of a row. The
+//! ([`rows_per_thread`]); in NCHW consecutive threads take consecutive groups of a row (two
+//! rows per thread at stride 1 on planes of 14 rows or more) and store their outputs four or
+//! two at a time where the row's width allows. The
 //! epilogue (bias, ReLU, f16 or f32 output) is the direct kernel's. Same name and parameters as
 //! [`super::direct_source`]'s `conv_direct`.
 
@@ -21,6 +23,36 @@ pub const OUTPUTS_PER_THREAD: usize = 4;
 
 /// Threads per block.
 const THREADS: usize = 256;
+
+/// Output pixels along W per thread: [`OUTPUTS_PER_THREAD`], but in NCHW at stride 1 along
+/// W a whole row of 9 to 16 outputs where threads of four outputs would be
+/// [`FOUR_ROWS_MIN_THREADS`] or more (one output row per thread then). Measured on an H200
+/// (`bench/results/conv.md`): rows of 14 outputs per thread ran MobileNetV2's `dw 3x3 384 @14`
+/// and `576 @14` 1.23-1.29x faster than four outputs and two rows at batch 32 and 64 (and
+/// 0.78-1.0x at batch 8, under the threshold; at stride 2, 0.80x; 7 x 7 planes with 7 outputs
+/// per thread 0.98-1.06x of four, not taken). `LAYOUTKIT_CONV_DW_COLS=N` (1 to 16) sets it in
+/// NCHW for A/B runs.
+fn outputs_per_thread(k: &ConvKernel) -> usize {
+    let s = &k.shape;
+    if k.layout != ConvLayout::Nchw {
+        return OUTPUTS_PER_THREAD;
+    }
+    let forced = std::env::var("LAYOUTKIT_CONV_DW_COLS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|v| (1..=16).contains(v));
+    if let Some(cols) = forced {
+        return cols;
+    }
+    let whole_row = s.conv.stride[1] == 1
+        && (OUTPUTS_PER_THREAD * 2 + 1..=16).contains(&s.ow)
+        && threads_with(k, 1, OUTPUTS_PER_THREAD) >= FOUR_ROWS_MIN_THREADS;
+    if whole_row {
+        s.ow
+    } else {
+        OUTPUTS_PER_THREAD
+    }
+}
 
 /// Whether `k` runs in this kernel: a depthwise convolution (groups = C = O) of f16 activations
 /// in NHWC or NCHW.
@@ -53,14 +85,25 @@ pub const TWO_ROWS_MIN_THREADS: usize = 128_000;
 /// Threads of the kernel with one output row per thread, above which each thread takes four.
 pub const FOUR_ROWS_MIN_THREADS: usize = 300_000;
 
+/// Output rows of a plane from which NCHW threads of four outputs take two rows: at stride 1
+/// whatever the thread count, at stride 2 where one-row threads are
+/// [`TWO_ROWS_MIN_THREADS`] or more. Measured on an H100 and an H200 (`bench/results/conv.md`):
+/// at stride 1, 2 rows ran MobileNetV2's depthwise layers on 14 x 14 to 112 x 112 planes
+/// 1.00-1.06x of one row at batch 1 and 1.05-1.29x at 8-64; at stride 2 (28 x 28 to 56 x 56
+/// outputs) 0.95-0.98x at batch 1 and 1.00-1.08x at 8-64; on 7 x 7 planes, whose fourth pair
+/// of rows is half empty, 0.64-0.78x; 4 rows no faster than 2 but on 56 x 56 and 112 x 112 at
+/// batch 32-64.
+pub const NCHW_TWO_ROWS_MIN_OH: usize = 14;
+
 /// Output rows per thread: in NHWC at stride 1 along H, 4 where the kernel with one row per
 /// thread has [`FOUR_ROWS_MIN_THREADS`] threads or more, 2 where it has
-/// [`TWO_ROWS_MIN_THREADS`], else 1 (NCHW, and stride 2: 1). A thread's rows share the input
+/// [`TWO_ROWS_MIN_THREADS`], else 1; in NCHW 2 on planes of [`NCHW_TWO_ROWS_MIN_OH`] rows or
+/// more (at stride 2 with threads enough), else 1. A thread's rows share the input
 /// rows their filter taps overlap on (a 3x3 filter reads 2 + R input rows for R output rows,
 /// not 3R), at the cost of R times fewer threads. Measured on an H200 against one row, on
 /// MobileNetV2's stride-1 depthwise layers at batch 1-64 (`bench/results/conv.md`): 2 rows
 /// 1.03-1.40x where the one-row kernel had 128 K threads or more, 4 rows 1.15-1.46x from
-/// 300 K, both 0.66-1.00x under 128 K; stride 2 0.81-1.18x, NCHW 0.36-1.0x.
+/// 300 K, both 0.66-1.00x under 128 K; stride 2 0.81-1.18x.
 /// `LAYOUTKIT_CONV_DW_ROWS=N` (1 to 8) sets it for A/B runs.
 fn rows_per_thread(k: &ConvKernel) -> usize {
     let forced = std::env::var("LAYOUTKIT_CONV_DW_ROWS")
@@ -70,10 +113,18 @@ fn rows_per_thread(k: &ConvKernel) -> usize {
     if let Some(rows) = forced {
         return rows;
     }
-    if k.layout != ConvLayout::Nhwc || k.shape.conv.stride[0] != 1 {
+    let stride = k.shape.conv.stride[0];
+    if k.layout == ConvLayout::Nchw {
+        let two = outputs_per_thread(k) == OUTPUTS_PER_THREAD
+            && k.shape.oh >= NCHW_TWO_ROWS_MIN_OH
+            && (stride == 1
+                || stride == 2 && threads_with(k, 1, OUTPUTS_PER_THREAD) >= TWO_ROWS_MIN_THREADS);
+        return if two { 2 } else { 1 };
+    }
+    if stride != 1 {
         return 1;
     }
-    match threads_with_rows(k, 1) {
+    match threads_with(k, 1, OUTPUTS_PER_THREAD) {
         t if t >= FOUR_ROWS_MIN_THREADS => 4,
         t if t >= TWO_ROWS_MIN_THREADS => 2,
         _ => 1,
@@ -82,13 +133,14 @@ fn rows_per_thread(k: &ConvKernel) -> usize {
 
 /// Threads the kernel for `k` runs.
 fn threads(k: &ConvKernel) -> usize {
-    threads_with_rows(k, rows_per_thread(k))
+    threads_with(k, rows_per_thread(k), outputs_per_thread(k))
 }
 
-/// Threads of the kernel for `k` with `rows` output rows per thread.
-fn threads_with_rows(k: &ConvKernel, rows: usize) -> usize {
+/// Threads of the kernel for `k` with `rows` output rows and `cols` outputs of a row per
+/// thread.
+fn threads_with(k: &ConvKernel, rows: usize, cols: usize) -> usize {
     let s = &k.shape;
-    s.n * s.oh.div_ceil(rows) * s.ow.div_ceil(OUTPUTS_PER_THREAD) * (s.c / channels_per_thread(k))
+    s.n * s.oh.div_ceil(rows) * s.ow.div_ceil(cols) * (s.c / channels_per_thread(k))
 }
 
 /// Grid and block of the kernel for `k`.
@@ -97,7 +149,7 @@ pub fn depthwise_launch(k: &ConvKernel) -> ((u32, u32, u32), u32) {
 }
 
 /// NCHW rows read in vectors: the `body` columns a thread's outputs read from their own
-/// aligned run of the row (`OUTPUTS_PER_THREAD x stride` pixels from `ow0 x stride`, which is
+/// aligned run of the row (`outputs_per_thread x stride` pixels from `ow0 x stride`, which is
 /// where the columns it holds start once the padding is past), loaded in pieces of `piece`
 /// pixels (8, 4 or 2: the largest dividing W and the run, so a piece never crosses the row's
 /// end), the other columns one value at a time. `(run, piece)`; None where no such piece
@@ -108,8 +160,8 @@ fn nchw_body(k: &ConvKernel) -> Option<(usize, usize)> {
         return None;
     }
     let (st, pd, dl) = (s.conv.stride[1], s.conv.padding[1], s.conv.dilation[1]);
-    let cols = (OUTPUTS_PER_THREAD - 1) * st + (s.kw - 1) * dl + 1;
-    let run = OUTPUTS_PER_THREAD * st;
+    let cols = (outputs_per_thread(k) - 1) * st + (s.kw - 1) * dl + 1;
+    let run = outputs_per_thread(k) * st;
     let piece = [8, 4, 2]
         .into_iter()
         .find(|&p| run.is_multiple_of(p) && s.w.is_multiple_of(p))?;
@@ -168,7 +220,7 @@ pub fn depthwise_source(k: &ConvKernel) -> String {
     let cv = channels_per_thread(k);
     let rows = rows_per_thread(k);
     let row_groups = s.oh.div_ceil(rows);
-    let wt = OUTPUTS_PER_THREAD;
+    let wt = outputs_per_thread(k);
     let (st, pd, dl) = (s.conv.stride, s.conv.padding, s.conv.dilation);
     let groups_w = s.ow.div_ceil(wt);
     let cols = (wt - 1) * st[1] + (s.kw - 1) * dl[1] + 1;
@@ -196,8 +248,10 @@ pub fn depthwise_source(k: &ConvKernel) -> String {
         _ => {
             let _ = writeln!(
                 src,
-                "  const int owg = (int)(i % {groups_w}); long long q = i / {groups_w};\n  const int oh0 = (int)(q % {row_groups}) * {rows}; q /= {row_groups};\n  const int c = (int)(q % {c}), n = (int)(q / {c});",
-                c = s.c
+                "  const {ix} ii = ({ix})i;\n  const int owg = (int)(ii % {groups_w}); {ix} q = ii / {groups_w};\n  const int oh0 = (int)(q % {row_groups}) * {rows}; q /= {row_groups};\n  const int c = (int)(q % {c}), n = (int)(q / {c});",
+                c = s.c,
+                // 32-bit division where the threads allow (a 64-bit one is a call).
+                ix = if threads(k) < i32::MAX as usize { "int" } else { "long long" },
             );
         }
     }
@@ -304,6 +358,30 @@ pub fn depthwise_source(k: &ConvKernel) -> String {
         "  #pragma unroll\n  for (int rr = 0; rr < {rows}; ++rr) {{\n  const int oh = oh0 + rr;\n  if (oh >= {}) break;",
         s.oh
     );
+    if k.layout == ConvLayout::Nchw && s.ow.is_multiple_of(2) && wt.is_multiple_of(2) {
+        // A row's outputs in stores of 4 (W a multiple of 4) or 2: each store stays inside
+        // the row and on its own size's boundary.
+        let pack = if s.ow.is_multiple_of(4) && wt.is_multiple_of(4) {
+            4
+        } else {
+            2
+        };
+        let (word, member, lane, value) = match (k.out == DType::F16, pack) {
+            (true, 4) => ("uint2", "d", "h", "f2h(v)"),
+            (true, _) => ("unsigned", "u", "h", "f2h(v)"),
+            (false, 4) => ("uint4", "q", "f", "v"),
+            (false, _) => ("uint2", "d", "f", "v"),
+        };
+        let _ = writeln!(
+            src,
+            "  #pragma unroll\n  for (int t0 = 0; t0 < {wt}; t0 += {pack}) {{\n    if (ow0 + t0 >= {ow}) break;\n    union {{ uint4 q[1]; uint2 d[1]; unsigned u[1]; unsigned short h[{pack}]; float f[{pack}]; }} o;\n    #pragma unroll\n    for (int e = 0; e < {pack}; ++e) {{\n        float v = acc[rr][t0 + e][0]{bias0};{relu}\n        o.{lane}[e] = {value};\n    }}\n    *({word}*)(y + (((long long)n * {o} + c) * {oh} + oh) * {ow} + ow0 + t0) = o.{member}[0];\n  }}\n  }}\n}}",
+            ow = s.ow,
+            o = s.o,
+            oh = s.oh,
+            bias0 = if k.bias { " + bias[c]" } else { "" },
+        );
+        return src;
+    }
     if k.layout == ConvLayout::Nhwc && cv == 2 {
         // A channel pair's two outputs in one store (4 bytes of f16, 8 of f32).
         let bytes = cv * k.out.size_bytes();
@@ -403,9 +481,20 @@ mod tests {
         assert!(depthwise_source(&odd).contains("float xv[6][1];"));
         let nchw = depthwise_source(&dw(32, 20, 1, ConvLayout::Nchw));
         assert!(
-            nchw.contains("const int owg = (int)(i % 5);"),
-            "rows first in NCHW"
+            nchw.contains("const int owg = (int)(ii % 5); int q = ii / 5;"),
+            "rows first in NCHW, 32-bit division"
         );
+        // NCHW outputs in 8-byte stores of 4 (W = 20), 4-byte stores of 2 (W = 14), one at a
+        // time for odd W; f32 in 16-byte stores.
+        assert!(nchw.contains(
+            "*(uint2*)(y + (((long long)n * 32 + c) * 20 + oh) * 20 + ow0 + t0) = o.d[0];"
+        ));
+        let pairs = depthwise_source(&dw(32, 14, 1, ConvLayout::Nchw));
+        assert!(pairs.contains("t0 += 2") && pairs.contains("*(unsigned*)(y + "));
+        let mut f32_nchw = dw(32, 20, 1, ConvLayout::Nchw);
+        f32_nchw.out = DType::F32;
+        assert!(depthwise_source(&f32_nchw).contains("= o.q[0];"));
+        assert!(depthwise_source(&dw(32, 13, 1, ConvLayout::Nchw)).contains("y[(((long long)n"));
         // NCHW rows in vectors: a thread's run of 8 columns at stride 2 in one 16-byte load
         // (W = 112), its 4 at stride 1 in one 8-byte load, the halo one value at a time; odd
         // W one value at a time throughout.
@@ -445,7 +534,7 @@ mod row_tests {
         // MobileNetV2's dw 3x3 144 @56: 8 x 56 x 14 x 72 = 452 K threads at batch 8.
         let big = layer(8, 144, 56, 1, ConvLayout::Nhwc);
         assert_eq!(
-            (threads_with_rows(&big, 1), rows_per_thread(&big)),
+            (threads_with(&big, 1, 4), rows_per_thread(&big)),
             (451_584, 4)
         );
         assert_eq!(threads(&big), 8 * 14 * 14 * 72);
@@ -453,7 +542,27 @@ mod row_tests {
         assert_eq!(rows_per_thread(&layer(8, 192, 28, 1, ConvLayout::Nhwc)), 2);
         assert_eq!(rows_per_thread(&layer(1, 192, 28, 1, ConvLayout::Nhwc)), 1);
         assert_eq!(rows_per_thread(&layer(64, 144, 56, 2, ConvLayout::Nhwc)), 1);
-        assert_eq!(rows_per_thread(&layer(64, 144, 56, 1, ConvLayout::Nchw)), 1);
+        // NCHW: 2 rows at stride 1 from 14 x 14 planes at any batch, at stride 2 from 128 K
+        // one-row threads; 7 x 7: 1. Rows of 14 at stride 1 one per thread from 300 K threads
+        // of four.
+        let nchw = |n, c, hw, stride| {
+            let k = layer(n, c, hw, stride, ConvLayout::Nchw);
+            (outputs_per_thread(&k), rows_per_thread(&k))
+        };
+        assert_eq!(nchw(64, 144, 56, 1), (4, 2));
+        assert_eq!(nchw(1, 384, 14, 1), (4, 2));
+        assert_eq!(nchw(8, 384, 14, 1), (4, 2), "172 K threads of four");
+        assert_eq!(nchw(32, 384, 14, 1), (14, 1), "688 K threads of four");
+        assert_eq!(nchw(64, 960, 7, 1), (4, 1));
+        assert_eq!(nchw(64, 144, 56, 2), (4, 2));
+        assert_eq!(nchw(1, 144, 56, 2), (4, 1), "28 K one-row threads");
+        assert_eq!(
+            nchw(64, 192, 28, 2),
+            (4, 2),
+            "14 x 14 outputs at stride 2: four"
+        );
+        let src = depthwise_source(&layer(32, 384, 14, 1, ConvLayout::Nchw));
+        assert!(src.contains("acc[1][14][1]") && src.contains("t0 += 2"));
         let src = depthwise_source(&big);
         assert!(src.contains("acc[4][4][2]") && src.contains("const int ih = oh0 * 1 - 1 + 5;"));
         // Input row 2 feeds output rows 0, 1 and 2 through filter rows 2, 1 and 0.
