@@ -43,6 +43,7 @@ mod source;
 pub mod space_to_depth;
 pub mod splitk;
 mod staged;
+pub mod stream_k;
 mod tile_rule;
 pub mod tma;
 pub mod tma_map;

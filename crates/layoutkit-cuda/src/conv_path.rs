@@ -35,7 +35,9 @@ fn write_hopper(f: &mut std::fmt::Formatter<'_>, t: &HopperTile) -> std::fmt::Re
     if t.splits > 1 {
         write!(f, " split-K {}", t.splits)?;
     }
-    if t.persistent {
+    if t.stream_k {
+        write!(f, " stream-K")?;
+    } else if t.persistent {
         write!(f, " persistent")?;
     }
     Ok(())

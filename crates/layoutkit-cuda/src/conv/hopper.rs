@@ -66,6 +66,8 @@ pub struct HopperTile {
     pub tma: bool,
     pub nchw: bool,
     pub persistent: bool,
+    /// Persistent blocks sharing the K steps of all tiles ([`super::stream_k`]).
+    pub stream_k: bool,
     pub epilogue_bytes: usize,
     pub epilogue_passes: usize,
     pub footprint_rows: usize,
@@ -97,6 +99,7 @@ impl HopperTile {
             tma: false,
             nchw: false,
             persistent: false,
+            stream_k: false,
             epilogue_bytes: 0,
             epilogue_passes: 1,
             footprint_rows: 0,
