@@ -43,7 +43,6 @@ mod source;
 pub mod space_to_depth;
 pub mod splitk;
 mod staged;
-pub mod stream_k;
 mod tile_rule;
 pub mod tma;
 pub mod tma_map;

@@ -35,9 +35,7 @@ fn write_hopper(f: &mut std::fmt::Formatter<'_>, t: &HopperTile) -> std::fmt::Re
     if t.splits > 1 {
         write!(f, " split-K {}", t.splits)?;
     }
-    if t.stream_k {
-        write!(f, " stream-K")?;
-    } else if t.persistent {
+    if t.persistent {
         write!(f, " persistent")?;
     }
     Ok(())

@@ -7,7 +7,6 @@ use crate::conv::persistent::{
     few_step_persistent, persistent_from_env, persistent_plan, tap_step_persistent,
 };
 use crate::conv::pointwise::pointwise_tile;
-use crate::conv::stream_k::stream_k_from_env;
 use crate::conv::tma::row_bytes;
 use crate::conv::wave_fill::fuller_wave_tile;
 use crate::conv::{hopper_plan_with, ConvKernel, HopperTile, MIN_TMA_STEPS};
@@ -94,9 +93,6 @@ pub fn hopper_tile(kernel: &ConvKernel) -> Result<HopperTile, Error> {
     // Pointwise layers of a few channels: a tall persistent TMA tile of narrow rows.
     if !tile.tma && rule && tma_env.is_none() {
         tile = pointwise_tile(kernel, &tile).unwrap_or(tile);
-    }
-    if stream_k_from_env() == Some(true) {
-        tile = tile.with_stream_k(kernel).unwrap_or(tile);
     }
     let tile = tile.with_rows_of(kernel);
     if !tile.loads_fit() {

@@ -1,18 +1,17 @@
 //! Running the tensor-core convolution ([`crate::conv`]) on a [`Cuda`] device.
 
-use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute_enum, CUstream};
+use cudarc::driver::sys::{CUfunction_attribute_enum, CUstream};
 use cudarc::driver::{DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 
 use crate::conv::nchw_footprint::{
     footprint_plan, footprint_plan_with, footprint_rows, footprint_unsupported_reason,
 };
 use crate::conv::splitk::{reduce_grid, reduce_source, workspace_bytes, REDUCE_THREADS};
-use crate::conv::stream_k::{stream_k_blocks, stream_k_workspace_bytes};
 use crate::conv::tma_map::{activation_map, filter_map, TensorMap};
 use crate::conv::{
     block, conv_source, depthwise_applies, depthwise_launch, depthwise_source, direct_grid,
     direct_source, direct_unsupported_reason, grid, hopper_source, hopper_unsupported_reason,
-    nchw_plan, nchw_unsupported_reason, unsupported_reason, ConvKernel, HopperTile, DIRECT_THREADS,
+    nchw_plan, nchw_unsupported_reason, unsupported_reason, ConvKernel, DIRECT_THREADS,
 };
 use crate::conv_env::{tile_from_env, with_env_splits};
 use crate::conv_path::ConvPath;
@@ -22,22 +21,6 @@ use crate::{Cuda, Error, Launches, Timing};
 impl Cuda {
     /// The device's compute capability (major, minor); an error below sm_80, which every
     /// convolution kernel here needs.
-    /// Blocks of `tile`'s stream-K grid for `kernel` on this GPU (its own SM count: every
-    /// block must be resident at once, [`crate::conv::stream_k`]).
-    fn stream_k_grid(&self, kernel: &ConvKernel, tile: &HopperTile) -> Result<usize, Error> {
-        let sms = self
-            .ctx
-            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-            .map_err(|e| Error::driver("cuDeviceGetAttribute", e))?;
-        let steps = crate::conv::stream_k::stream_k_steps(kernel, tile);
-        Ok(stream_k_blocks(
-            tile,
-            &kernel.shape,
-            steps,
-            sms.max(1) as usize,
-        ))
-    }
-
     fn conv_capability(&self) -> Result<(i32, i32), Error> {
         let (major, minor) = self
             .ctx
@@ -295,19 +278,6 @@ impl Cuda {
         // The split-K workspace (every element is written before it is read) and the
         // reduction that finishes the output.
         let (workspace, reduce) = match path {
-            ConvPath::Hopper(tile) if tile.stream_k => {
-                let blocks = self.stream_k_grid(kernel, &tile)?;
-                // Zeros: the flags start lowered (the kernel lowers them again as it reads
-                // them); the sums are written before they are read.
-                let w = self
-                    .stream
-                    .alloc_zeros::<u8>(stream_k_workspace_bytes(&tile, blocks))
-                    .map_err(|e| Error::driver("cuMemAlloc", e))?;
-                self.stream
-                    .synchronize()
-                    .map_err(|e| Error::driver("cuStreamSynchronize", e))?;
-                (Some(w), None)
-            }
             ConvPath::Hopper(tile) if tile.splits > 1 => {
                 // SAFETY: the kernel writes every element before the reduction reads it.
                 let w = unsafe {
@@ -351,13 +321,8 @@ impl Cuda {
                     smem as i32,
                 )
                 .map_err(|e| Error::driver("cuFuncSetAttribute", e))?;
-                let grid_dim = if tile.stream_k {
-                    (self.stream_k_grid(kernel, &tile)? as u32, 1, 1)
-                } else {
-                    tile.grid(s)
-                };
                 let cfg = LaunchConfig {
-                    grid_dim,
+                    grid_dim: tile.grid(s),
                     block_dim: (tile.block_threads() as u32, 1, 1),
                     shared_mem_bytes: smem as u32,
                 };

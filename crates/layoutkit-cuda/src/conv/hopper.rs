@@ -66,8 +66,6 @@ pub struct HopperTile {
     pub tma: bool,
     pub nchw: bool,
     pub persistent: bool,
-    /// Persistent blocks sharing the K steps of all tiles ([`super::stream_k`]).
-    pub stream_k: bool,
     pub epilogue_bytes: usize,
     pub epilogue_passes: usize,
     pub footprint_rows: usize,
@@ -99,7 +97,6 @@ impl HopperTile {
             tma: false,
             nchw: false,
             persistent: false,
-            stream_k: false,
             epilogue_bytes: 0,
             epilogue_passes: 1,
             footprint_rows: 0,

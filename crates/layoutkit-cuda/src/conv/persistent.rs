@@ -191,7 +191,7 @@ pub fn channel_tiles_first(tile: &HopperTile, s: &super::ConvShape) -> bool {
 
 /// The first pixel `m0` and output channel `n0` of output tile `tile` (a C expression) of
 /// `hopper`'s tiles for `kernel`, in the order of [`channel_tiles_first`].
-pub(super) fn origin_of(tile: &str, hopper: &HopperTile, kernel: &ConvKernel) -> String {
+fn origin_of(tile: &str, hopper: &HopperTile, kernel: &ConvKernel) -> String {
     let (x, y) = hopper.tiles(&kernel.shape);
     let (bm, bn) = (hopper.bm, hopper.bn);
     if channel_tiles_first(hopper, &kernel.shape) {

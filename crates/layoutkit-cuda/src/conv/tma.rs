@@ -38,7 +38,6 @@ use super::hopper::{hopper_epilogue, wgmma_function, HopperTile};
 use super::persistent::{tile_loop, tile_origin};
 use super::requant::q8_function;
 use super::staged::{staged_epilogue, Staged};
-use super::stream_k::{fixup, segment_loop, stream_k_steps};
 use super::{ConvKernel, ConvLayout};
 
 /// Pixels per im2col copy (a 64-row group of the tile, one `wgmma` M).
@@ -235,17 +234,7 @@ pub fn tma_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
     };
     // A persistent block's producer walks its tiles, counting its steps over all of them in
     // `gs` for the stages and the barriers' parities.
-    let (tiles_open, tiles_close, n, inc) = if tile.stream_k {
-        (
-            format!(
-                "      int gs = 0;\n{}\n",
-                segment_loop(tile, kernel, steps, "      ")
-            ),
-            "      }\n",
-            "gs",
-            ", ++gs",
-        )
-    } else if tile.persistent {
+    let (tiles_open, tiles_close, n, inc) = if tile.persistent {
         (
             format!("      int gs = 0;\n{}\n", tile_loop(tile, kernel, "      ")),
             "      }\n",
@@ -307,9 +296,7 @@ pub(super) fn warp_specialised_prologue(
     if !tile.persistent {
         let _ = writeln!(k, "  {}", tile_origin(tile, kernel));
     }
-    if !tile.stream_k {
-        super::hopper_k::block_steps(k, steps, tile.splits);
-    }
+    super::hopper_k::block_steps(k, steps, tile.splits);
 }
 
 /// The warpgroups' part of such a kernel, to its end: wait for each stage to be full,
@@ -337,15 +324,7 @@ pub(super) fn consumers(k: &mut String, kernel: &ConvKernel, tile: &HopperTile) 
         mr * bn / 2
     );
     let _ = writeln!(k, "  {acc_t} acc[{mr}][{}][4];", bn / 8);
-    let (n, inc) = if tile.stream_k {
-        let steps = stream_k_steps(kernel, tile);
-        let _ = writeln!(
-            k,
-            "  int gs = 0;\n{}",
-            segment_loop(tile, kernel, steps, "  ")
-        );
-        ("gs", ", ++gs")
-    } else if tile.persistent {
+    let (n, inc) = if tile.persistent {
         let _ = writeln!(k, "  int gs = 0;\n{}", tile_loop(tile, kernel, "  "));
         ("gs", ", ++gs")
     } else {
@@ -372,9 +351,6 @@ pub(super) fn consumers(k: &mut String, kernel: &ConvKernel, tile: &HopperTile) 
             k,
             "  if (lane == 0) mbar_arrive(empty + (gs - 1) % {stages});"
         );
-        if tile.stream_k {
-            fixup(k, kernel, tile, stream_k_steps(kernel, tile), &sync);
-        }
         let row = format!("wg * {} + (warp & 3) * 16", mr * 64);
         staged_epilogue(k, kernel, tile, &row, Staged::Output, &sync);
         k.push_str("  }\n}\n");
