@@ -25,13 +25,16 @@
 //! warp instead of `cp.async` from every thread ([`tma`]). What the tensor-core kernels do not take (groups, depthwise, and before Hopper
 //! channel counts that are not multiples of 32) runs in a direct kernel ([`direct_source`]: one
 //! thread per output, f32 sums), depthwise layers in NHWC and NCHW in a kernel of their own
-//! ([`depthwise_source`]: a run of outputs per thread sharing the input columns they read).
+//! ([`depthwise_source`]: a run of outputs per thread sharing the input columns they read),
+//! other grouped layers in NHWC in an implicit GEMM per group on `mma.sync`
+//! ([`grouped_source`]).
 
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::DType;
 
 mod depthwise;
 mod direct;
+mod grouped;
 mod hopper;
 mod hopper_k;
 pub mod nchw_footprint;
@@ -49,6 +52,7 @@ pub mod tma_map;
 pub mod wave_fill;
 pub use depthwise::{depthwise_applies, depthwise_launch, depthwise_source, OUTPUTS_PER_THREAD};
 pub use direct::{direct_grid, direct_source, direct_unsupported_reason, DIRECT_THREADS};
+pub use grouped::{grouped_applies, grouped_launch, grouped_source};
 pub use hopper::{hopper_source, hopper_unsupported_reason, HopperTile};
 pub use hopper_k::HopperK;
 pub use nchw_loader::{nchw_plan, nchw_unsupported_reason};
@@ -243,9 +247,10 @@ impl ConvKernel {
     ///   kernel (operands rounded to f16 when they are of another type), both with f32 sums;
     /// * the kernel reads the activations in `x_format` when it has that layout (NHWC, NCHW,
     ///   NC/32HW32), else in NHWC, and writes its output in the same layout; NCHW activations
-    ///   of a problem a tensor-core kernel takes are planned through NHWC (converted first)
-    ///   when the convolution has enough work to hide the conversion
-    ///   ([`NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE`]), and that kernel writes NCHW itself, except where
+    ///   of a problem a tensor-core kernel takes (the grouped one, [`grouped_applies`],
+    ///   included) are planned through NHWC (converted first) when the convolution has enough
+    ///   work to hide the conversion ([`NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE`]), and a dense kernel
+    ///   writes NCHW itself (the grouped kernel's output is converted back), except where
     ///   GPU 0 is a Hopper (sm_90) and the NCHW footprint kernel is the faster way
     ///   ([`nchw_footprint::footprint_planned`]: read in place); int8 never reads NCHW;
     /// * `y_format`, where given, is the layout the caller wants the output in (else
@@ -321,7 +326,7 @@ impl ConvKernel {
             ..kernel
         };
         if kernel.layout == ConvLayout::Nchw
-            && unsupported_reason(&nhwc).is_none()
+            && (unsupported_reason(&nhwc).is_none() || grouped_applies(&nhwc))
             && nhwc.flop_per_converted_byte() >= NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE
             && !nchw_footprint::footprint_planned(&kernel)
         {
@@ -427,7 +432,11 @@ pub fn out_layout_reason(k: &ConvKernel) -> Option<String> {
 pub fn unsupported_reason(k: &ConvKernel) -> Option<String> {
     let s = &k.shape;
     if s.conv.groups != 1 {
-        return Some("grouped convolution (groups > 1) is not in the CUDA kernel yet".into());
+        return Some(
+            "grouped convolution (groups > 1) runs in the grouped or direct kernel, not the \
+             dense tensor-core ones"
+                .into(),
+        );
     }
     match (k.input, k.out) {
         (DType::F16, DType::F16 | DType::F32) => {}

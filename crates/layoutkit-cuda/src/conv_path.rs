@@ -54,3 +54,15 @@ impl std::fmt::Display for ConvPath {
         }
     }
 }
+
+impl ConvPath {
+    /// The kernel this path runs for `kernel`, as reports name it: the display, but on the
+    /// direct path the depthwise and grouped kernels by their names.
+    pub fn label(&self, kernel: &crate::conv::ConvKernel) -> String {
+        match self {
+            ConvPath::Direct if crate::conv::depthwise_applies(kernel) => "depthwise".into(),
+            ConvPath::Direct if crate::conv::grouped_applies(kernel) => "grouped mma.sync".into(),
+            p => p.to_string(),
+        }
+    }
+}

@@ -10,8 +10,9 @@ use crate::conv::splitk::{reduce_grid, reduce_source, workspace_bytes, REDUCE_TH
 use crate::conv::tma_map::{activation_map, filter_map, TensorMap};
 use crate::conv::{
     block, conv_source, depthwise_applies, depthwise_launch, depthwise_source, direct_grid,
-    direct_source, direct_unsupported_reason, grid, hopper_source, hopper_unsupported_reason,
-    nchw_plan, nchw_unsupported_reason, unsupported_reason, ConvKernel, DIRECT_THREADS,
+    direct_source, direct_unsupported_reason, grid, grouped_applies, grouped_launch,
+    grouped_source, hopper_source, hopper_unsupported_reason, nchw_plan, nchw_unsupported_reason,
+    unsupported_reason, ConvKernel, DIRECT_THREADS,
 };
 use crate::conv_env::{tile_from_env, with_env_splits};
 use crate::conv_path::ConvPath;
@@ -340,6 +341,9 @@ impl Cuda {
                 let (source, grid_dim, threads) = if depthwise_applies(kernel) {
                     let (g, t) = depthwise_launch(kernel);
                     (depthwise_source(kernel), g, t)
+                } else if grouped_applies(kernel) {
+                    let (g, t) = grouped_launch(kernel);
+                    (grouped_source(kernel), g, t)
                 } else {
                     (direct_source(kernel), direct_grid(kernel), DIRECT_THREADS)
                 };
@@ -390,7 +394,8 @@ impl Cuda {
     /// The tensor-core kernels copy the activations and the filter, and the Hopper kernel
     /// stores the output, 16 bytes at a time (the space-to-depth pass reads the activations
     /// in runs of up to 16 bytes, the depthwise kernel NCHW rows in runs of up to 16 bytes and
-    /// NHWC channel pairs): on those paths `x`, `w` and `y` must start on
+    /// NHWC channel pairs, the grouped kernel a group's channels and filter rows in runs of
+    /// up to 16 bytes): on those paths `x`, `w` and `y` must start on
     /// 16-byte boundaries (an error otherwise; allocations from CUDA's allocators do).
     pub unsafe fn conv2d_on_stream(
         &self,
@@ -405,8 +410,10 @@ impl Cuda {
         if conv.y_bytes == 0 {
             return Ok(());
         }
-        // The direct kernel loads and stores elements, the depthwise one vectors.
-        let vectors = !matches!(conv.path, ConvPath::Direct) || depthwise_applies(&conv.kernel);
+        // The direct kernel loads and stores elements, the depthwise and grouped ones vectors.
+        let vectors = !matches!(conv.path, ConvPath::Direct)
+            || depthwise_applies(&conv.kernel)
+            || grouped_applies(&conv.kernel);
         if vectors && [x, w, y].iter().any(|p| p % 16 != 0) {
             return Err(Error::Unsupported(format!(
                 "the {} convolution kernel needs its activations, filter and output on 16-byte \

@@ -317,6 +317,46 @@ fn depthwise_kernel_matches_the_reference() {
     );
 }
 
+/// The grouped kernel (tensor cores per group): ResNeXt-50's groups of 4 to 32 channels, a
+/// stride of 2, 128 output channels per group (two column tiles), 3 and 1 channels per group
+/// (a channel multiplier of 2, dilation 2), a 5x5 filter, 1x1, no padding; f16 and f32
+/// outputs, against the reference.
+#[test]
+fn grouped_kernel_matches_the_reference() {
+    let Some(cuda) = device() else { return };
+    let cases: [Problem; 10] = [
+        (2, 128, 14, 14, 128, 3, 1, 1, 1, 32),
+        (2, 256, 9, 11, 256, 3, 2, 1, 1, 32),
+        (1, 512, 7, 7, 512, 3, 1, 1, 1, 32),
+        (1, 1024, 7, 7, 1024, 3, 1, 1, 1, 32),
+        (2, 256, 10, 10, 256, 3, 1, 1, 1, 2),
+        (2, 15, 9, 9, 30, 3, 1, 1, 1, 5),
+        (2, 16, 12, 12, 32, 3, 1, 2, 2, 16),
+        (1, 64, 13, 13, 96, 5, 2, 2, 1, 4),
+        (3, 48, 8, 8, 48, 1, 1, 0, 1, 6),
+        (1, 96, 17, 17, 48, 3, 1, 0, 1, 3),
+    ];
+    let mut checked = 0;
+    for (ci, &problem) in cases.iter().enumerate() {
+        for (out, relu) in [(DType::F16, true), (DType::F32, false)] {
+            let kernel = kernel_for(problem, ConvLayout::Nhwc, DType::F16, out, relu);
+            assert!(
+                layoutkit_cuda::conv::grouped_applies(&kernel),
+                "{problem:?}"
+            );
+            assert_eq!(cuda.conv_path(&kernel).unwrap(), ConvPath::Direct);
+            checked += check(
+                &cuda,
+                &kernel,
+                70 + ci as u64,
+                &[ConvPath::Direct],
+                &format!("grouped {problem:?}"),
+            );
+        }
+    }
+    eprintln!("checked {checked} grouped convolutions on {}", cuda.name());
+}
+
 /// Random problems (fixed seed): channel counts multiples of 32 to 256, multiples of 8 to 256
 /// and 1 to 24 (a third each), 1 to 300 output channels, groups dividing them, 1x1 to 3x3
 /// kernels (to 7x7 with up to 24 channels), stride 1-2, padding 0-2, dilation 1-2, each in a

@@ -67,9 +67,9 @@ fn nchw_through_nhwc_equals_the_nhwc_kernel_converted() {
 }
 
 /// The plan `conv` and the Python package use: NCHW through NHWC where a tensor-core kernel
-/// takes the problem and it has enough FLOP per converted byte, NCHW in place where only the
-/// direct kernel takes it or the work is too little to hide the conversions, never NCHW for
-/// int8.
+/// (the grouped one included) takes the problem and it has enough FLOP per converted byte,
+/// NCHW in place where only the direct kernel takes it or the work is too little to hide the
+/// conversions, never NCHW for int8.
 #[test]
 fn for_problem_plans_nchw_through_nhwc_for_tensor_core_problems() {
     let conv = |k: usize| Conv2d {
@@ -116,4 +116,32 @@ fn for_problem_plans_nchw_through_nhwc_for_tensor_core_problems() {
     assert_eq!(plan(64, 64, 1, DType::I8, false).layout, ConvLayout::Nhwc);
     assert_eq!(plan(64, 64, 3, DType::I8, false).out, DType::I32);
     assert_eq!(plan(64, 64, 3, DType::F32, false).input, DType::F16);
+    // Grouped: through NHWC where the grouped kernel has work enough (16 channels per group:
+    // 36 FLOP per converted byte), its NHWC output converted back by the caller; groups of 4
+    // channels (9 FLOP per byte) in place.
+    let grouped = |c: usize| {
+        ConvKernel::for_problem(
+            &Conv2d {
+                groups: 32,
+                ..conv(3)
+            },
+            &d(&format!("N=1,C={c},H=8,W=8")),
+            "NCHW",
+            DType::F16,
+            &d(&format!("O={c},I={},H=3,W=3", c / 32)),
+            DType::F16,
+            true,
+            false,
+            None,
+            None,
+        )
+        .unwrap()
+    };
+    let wide = grouped(512);
+    assert!(layoutkit_cuda::conv::grouped_applies(&wide));
+    assert_eq!(
+        (wide.layout, wide.out_layout),
+        (ConvLayout::Nhwc, ConvLayout::Nhwc)
+    );
+    assert_eq!(grouped(128).layout, ConvLayout::Nchw);
 }

@@ -276,20 +276,21 @@ fn run_cuda(
                     rows.push(json!({
                         "layer": l.name, "layout": label, "dtype": name,
                         "flop": flop, "median_s": median, "tflops": tflops, "mib_moved": moved,
-                        "device": "cuda", "kernel": path.to_string(),
+                        "device": "cuda", "kernel": path.label(&kernel),
                         "launches": launches.name(),
                         "route": if via_nhwc { "via NHWC" } else { "in place" },
                     }));
                 } else {
                     outln!(
-                        "{:<26} {:<10} {:>5} {:>10.2} {:>9.4} {:>10.1} {:>9.1}  {path}",
+                        "{:<26} {:<10} {:>5} {:>10.2} {:>9.4} {:>10.1} {:>9.1}  {}",
                         l.name,
                         label,
                         name,
                         flop / 1e9,
                         median * 1e3,
                         tflops,
-                        moved
+                        moved,
+                        path.label(&kernel)
                     );
                 }
             }
