@@ -89,7 +89,7 @@ def main():
     ap.add_argument("--batches", default="1,8,32,64")
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--filter", default=None)
-    ap.add_argument("--net", default="all", help="resnet50, vgg16, mobilenetv2 or all (as `conv bench --net`)")
+    ap.add_argument("--net", default="all", help="resnet50, vgg16, mobilenetv2, all or resnext50 (as `conv bench --net`)")
     ap.add_argument("--layer", action="append", default=None,
                     help="a layer of your own in place of --net's, as `conv bench --layer` (repeat for several)")
     ap.add_argument("--json", default=None, help="write every measurement here")

@@ -74,7 +74,8 @@ pub struct ConvBenchArgs {
     /// layer (name, c, hw, o, k, stride, padding).
     #[arg(long)]
     pub list: bool,
-    /// Which network's layers: resnet50, vgg16, mobilenetv2 or all.
+    /// Which network's layers: resnet50, vgg16, mobilenetv2, all (the three) or resnext50
+    /// (ResNeXt-50 32x4d: grouped 3x3 layers).
     #[arg(long, default_value = "resnet50")]
     pub net: String,
     /// A layer of your own in place of --net's (repeat for several):

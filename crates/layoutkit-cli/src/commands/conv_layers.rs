@@ -1,5 +1,5 @@
 //! The convolution layers `layoutkit conv bench` times: ResNet-50's, VGG-16's and
-//! MobileNetV2's, or layers given on the command line ([`custom`]).
+//! MobileNetV2's, ResNeXt-50's, or layers given on the command line ([`custom`]).
 
 use std::borrow::Cow;
 
@@ -79,6 +79,20 @@ const fn depthwise(name: &'static str, c: usize, hw: usize, stride: usize) -> La
         stride,
         pad: 1,
         groups: c,
+    }
+}
+
+/// A grouped 3x3 layer of `c` channels in and out, `groups` groups, padding 1.
+const fn grouped(name: &'static str, c: usize, hw: usize, stride: usize, groups: usize) -> Layer {
+    Layer {
+        name: Cow::Borrowed(name),
+        c,
+        hw,
+        o: c,
+        k: 3,
+        stride,
+        pad: 1,
+        groups,
     }
 }
 
@@ -165,15 +179,47 @@ pub const MOBILENETV2: &[Layer] = &[
     layer("mbv2 pw 1x1 320->1280 @7", 320, 7, 1280, 1, 1, 0),
 ];
 
-/// The layers of `net`: `resnet50`, `vgg16`, `mobilenetv2` or `all` (the three, in that
-/// order).
+/// The distinct convolutions of ResNeXt-50 32x4d (torchvision's `resnext50_32x4d`, 224 x
+/// 224 input: bottlenecks of 128 to 1024 channels whose 3x3 convolution has 32 groups of 4
+/// to 32 channels, stride on the 3x3 of each stage's first block). Not in `all`: a fourth
+/// network, for grouped convolutions, which the other three lack (depthwise aside).
+pub const RESNEXT50: &[Layer] = &[
+    layer("rx conv1 7x7/2 3->64 @224", 3, 224, 64, 7, 2, 3),
+    layer("rx l1 1x1 64->128 @56", 64, 56, 128, 1, 1, 0),
+    grouped("rx l1 3x3 128 g32 @56", 128, 56, 1, 32),
+    layer("rx l1 1x1 128->256 @56", 128, 56, 256, 1, 1, 0),
+    layer("rx l1 1x1 64->256 @56", 64, 56, 256, 1, 1, 0),
+    layer("rx l1 1x1 256->128 @56", 256, 56, 128, 1, 1, 0),
+    layer("rx l2 1x1 256->256 @56", 256, 56, 256, 1, 1, 0),
+    grouped("rx l2 3x3/2 256 g32 @56", 256, 56, 2, 32),
+    layer("rx l2 1x1 256->512 @28", 256, 28, 512, 1, 1, 0),
+    layer("rx l2 1x1/2 256->512 @56", 256, 56, 512, 1, 2, 0),
+    layer("rx l2 1x1 512->256 @28", 512, 28, 256, 1, 1, 0),
+    grouped("rx l2 3x3 256 g32 @28", 256, 28, 1, 32),
+    layer("rx l3 1x1 512->512 @28", 512, 28, 512, 1, 1, 0),
+    grouped("rx l3 3x3/2 512 g32 @28", 512, 28, 2, 32),
+    layer("rx l3 1x1 512->1024 @14", 512, 14, 1024, 1, 1, 0),
+    layer("rx l3 1x1/2 512->1024 @28", 512, 28, 1024, 1, 2, 0),
+    layer("rx l3 1x1 1024->512 @14", 1024, 14, 512, 1, 1, 0),
+    grouped("rx l3 3x3 512 g32 @14", 512, 14, 1, 32),
+    layer("rx l4 1x1 1024->1024 @14", 1024, 14, 1024, 1, 1, 0),
+    grouped("rx l4 3x3/2 1024 g32 @14", 1024, 14, 2, 32),
+    layer("rx l4 1x1 1024->2048 @7", 1024, 7, 2048, 1, 1, 0),
+    layer("rx l4 1x1/2 1024->2048 @14", 1024, 14, 2048, 1, 2, 0),
+    layer("rx l4 1x1 2048->1024 @7", 2048, 7, 1024, 1, 1, 0),
+    grouped("rx l4 3x3 1024 g32 @7", 1024, 7, 1, 32),
+];
+
+/// The layers of `net`: `resnet50`, `vgg16`, `mobilenetv2`, `all` (the three, in that order)
+/// or `resnext50`.
 pub fn network(net: &str) -> Result<Vec<Layer>> {
     let layers: Vec<&Layer> = match net {
         "resnet50" => RESNET50.iter().collect(),
         "vgg16" => VGG16.iter().collect(),
         "mobilenetv2" => MOBILENETV2.iter().collect(),
         "all" => RESNET50.iter().chain(VGG16).chain(MOBILENETV2).collect(),
-        other => bail!("--net takes resnet50, vgg16, mobilenetv2 or all, not `{other}`"),
+        "resnext50" => RESNEXT50.iter().collect(),
+        other => bail!("--net takes resnet50, vgg16, mobilenetv2, all or resnext50, not `{other}`"),
     };
     Ok(layers.into_iter().cloned().collect())
 }
@@ -248,6 +294,28 @@ pub fn custom(spec: &str) -> Result<Layer> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// ResNeXt-50 32x4d: 24 distinct convolutions, the 3x3 ones grouped (32 groups of 4 to 32
+    /// channels), every one a valid convolution whose name gives its shape; not in `all`.
+    #[test]
+    fn resnext50_lists_its_grouped_bottlenecks() {
+        let rx = network("resnext50").unwrap();
+        assert_eq!(rx.len(), 24);
+        let grouped: Vec<_> = rx.iter().filter(|l| l.groups > 1).collect();
+        assert_eq!(grouped.len(), 7);
+        for l in &grouped {
+            assert_eq!((l.groups, l.k, l.o), (32, 3, l.c));
+            assert!([4, 8, 16, 32].contains(&(l.c / l.groups)), "{}", l.name);
+            assert!(l.name.contains(&format!("{} g32 @{}", l.c, l.hw)));
+        }
+        for l in &rx {
+            let (x, w) = l.dims(2).unwrap();
+            l.conv().output_dims(&x, &w).unwrap();
+        }
+        let all = network("all").unwrap();
+        assert!(all.iter().all(|l| !l.name.starts_with("rx ")));
+        assert!(network("resnext").is_err());
+    }
 
     #[test]
     fn custom_layers_parse_with_defaults_and_name_their_shape() {
