@@ -29,14 +29,14 @@ import torch
 import torch.nn.functional as F
 
 
-def torch_median(x, w, stride, pad, repeats):
+def torch_median(x, w, stride, pad, repeats, groups=1):
     """Fastest seconds of one F.conv2d call over `repeats` (after one warm-up)."""
     with torch.no_grad():
-        F.conv2d(x, w, stride=stride, padding=pad)
+        F.conv2d(x, w, stride=stride, padding=pad, groups=groups)
         times = []
         for _ in range(repeats):
             t = time.perf_counter()
-            F.conv2d(x, w, stride=stride, padding=pad)
+            F.conv2d(x, w, stride=stride, padding=pad, groups=groups)
             times.append(time.perf_counter() - t)
     return min(times)
 
@@ -44,13 +44,14 @@ def torch_median(x, w, stride, pad, repeats):
 def torch_layer(layer, batch, repeats):
     """Fastest seconds in NCHW and in channels_last."""
     c, hw, o, k = layer["c"], layer["hw"], layer["o"], layer["k"]
+    g = layer.get("groups", 1)
     x = torch.rand(batch, c, hw, hw) * 2 - 1
-    w = torch.rand(o, c, k, k) * 2 - 1
+    w = torch.rand(o, c // g, k, k) * 2 - 1
     s, p = layer["stride"], layer["padding"]
-    nchw = torch_median(x, w, s, p, repeats)
+    nchw = torch_median(x, w, s, p, repeats, g)
     xl = x.contiguous(memory_format=torch.channels_last)
     wl = w.contiguous(memory_format=torch.channels_last)
-    nhwc = torch_median(xl, wl, s, p, repeats)
+    nhwc = torch_median(xl, wl, s, p, repeats, g)
     return nchw, nhwc
 
 
@@ -90,7 +91,7 @@ def main():
     layers = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)["layers"]
     rows, engine = [], None
     for layer in layers:
-        flop = 2 * args.batch * layer["o"] * layer["c"] * layer["k"] ** 2 * (
+        flop = 2 * args.batch * layer["o"] * (layer["c"] // layer.get("groups", 1)) * layer["k"] ** 2 * (
             (layer["hw"] + 2 * layer["padding"] - layer["k"]) // layer["stride"] + 1) ** 2
         best = {"torch_nchw_s": math.inf, "torch_channels_last_s": math.inf}
         ours = {}

@@ -39,6 +39,8 @@ mod conv_auto;
 #[allow(unsafe_code)]
 mod conv_blocked;
 #[allow(unsafe_code)]
+mod conv_depthwise;
+#[allow(unsafe_code)]
 mod conv_fast;
 #[allow(unsafe_code)]
 mod conv_int8;
@@ -56,6 +58,7 @@ pub use conv_auto::{conv2d_auto, conv2d_engine, CpuConvEngine};
 pub use conv_blocked::{
     conv2d_blocked, conv2d_blocked_into, conv2d_blocked_unsupported, BlockedFilter, ConvKernels,
 };
+pub use conv_depthwise::{conv2d_depthwise_into, conv2d_depthwise_supports, DepthwiseFilter};
 pub use conv_fast::{conv2d_fast, conv2d_fast_packed, conv2d_fast_supports, PackedFilter};
 pub use conv_int8::{conv2d_int8, conv2d_int8_build, conv2d_int8_supports};
 pub use conv_reference::{conv2d_reference, Epilogue, TensorRef};

@@ -7,8 +7,9 @@ use anyhow::{bail, Result};
 use layoutkit_core::plan::ConversionPlan;
 use layoutkit_core::{parse_format, CastSpec, DType, ShapedLayout};
 use layoutkit_cpu::{
-    conv2d_blocked_into, conv2d_blocked_unsupported, conv2d_fast_packed, conv2d_fast_supports,
-    convert_fast, AlignedBuf, BlockedFilter, ConvKernels, Epilogue, PackedFilter, TensorRef,
+    conv2d_blocked_into, conv2d_blocked_unsupported, conv2d_depthwise_into,
+    conv2d_depthwise_supports, conv2d_fast_packed, conv2d_fast_supports, convert_fast, AlignedBuf,
+    BlockedFilter, ConvKernels, DepthwiseFilter, Epilogue, PackedFilter, TensorRef,
 };
 use serde_json::json;
 
@@ -16,9 +17,11 @@ use super::conv_bench::noise;
 use super::conv_layers::Layer;
 use crate::args::{ConvBenchArgs, CpuConvEngine, KernelBuild};
 
-/// A filter packed for one engine.
+/// A filter packed for one engine (the blocked engine's depthwise layers: the depthwise
+/// kernel's).
 enum Packed {
     Blocked(BlockedFilter),
+    Depthwise(DepthwiseFilter, ConvKernels),
     Fast(PackedFilter),
 }
 
@@ -36,6 +39,7 @@ fn conv_once(
     let ep = Epilogue::default();
     match packed {
         Packed::Blocked(w) => conv2d_blocked_into(&conv, x, w, &ep, y, out, threads)?,
+        Packed::Depthwise(w, k) => conv2d_depthwise_into(&conv, x, w, &ep, y, out, threads, *k)?,
         Packed::Fast(w) => {
             let v = conv2d_fast_packed(&conv, x, w, &ep, y, DType::F32, threads)?;
             out.copy_from_slice(&v);
@@ -123,7 +127,11 @@ pub(super) fn run(
             data: &wb,
         };
         // Packed once per layer, outside the timing (an engine keeps packed weights).
+        let depthwise = l.groups > 1 && l.groups == l.c && l.groups == l.o;
         let packed = match a.engine {
+            CpuConvEngine::Blocked if depthwise => {
+                Packed::Depthwise(DepthwiseFilter::new(wr)?, kernels)
+            }
             CpuConvEngine::Blocked => Packed::Blocked(BlockedFilter::new(wr, l.groups, kernels)?),
             CpuConvEngine::Fast => Packed::Fast(PackedFilter::new(wr, l.groups)?),
         };
@@ -142,11 +150,13 @@ pub(super) fn run(
             };
             let refused = match &packed {
                 Packed::Blocked(w) => conv2d_blocked_unsupported(&xr, w),
+                Packed::Depthwise(..) => (!conv2d_depthwise_supports(&conv, &xr, &wr))
+                    .then(|| "the depthwise kernel takes NCHW, NHWC or NCHW<x>c".to_string()),
                 Packed::Fast(_) => (!conv2d_fast_supports(&xr))
                     .then(|| "the fast convolution takes NCHW, NHWC or NCHW<x>c".to_string()),
             };
-            // What an engine does not take (the blocked kernels' depthwise layers) is listed as
-            // skipped, as the CUDA rows are.
+            // What an engine does not take (the blocked kernels' grouped layers of under 16
+            // output channels per group) is listed as skipped, as the CUDA rows are.
             if let Some(why) = refused {
                 if json_out {
                     rows.push(json!({"layer": l.name, "layout": xs.layout().to_string(),

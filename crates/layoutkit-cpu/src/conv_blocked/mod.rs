@@ -31,7 +31,7 @@ mod packing;
 mod padded;
 mod schedule;
 pub(crate) use packing::cache_sizes;
-mod runtime;
+pub(crate) mod runtime;
 
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::plan::ConversionPlan;
@@ -139,7 +139,12 @@ pub fn conv2d_blocked(
     kernels: ConvKernels,
 ) -> Result<Vec<u8>, Error> {
     no_scale(epilogue, "blocked")?;
-    check_problem(conv, x.layout, w.layout, epilogue, y)?;
+    let out_dims = check_problem(conv, x.layout, w.layout, epilogue, y)?;
+    if crate::conv2d_depthwise_supports(conv, &x, &w) {
+        return crate::conv_depthwise::conv2d_depthwise(
+            conv, x, w, epilogue, &out_dims, y, y_dtype, threads, kernels,
+        );
+    }
     let packed = BlockedFilter::new(w, conv.groups, kernels)?;
     if conv2d_blocked_unsupported(&x, &packed).is_some() {
         return crate::conv2d_fast(conv, x, w, epilogue, y, y_dtype, threads);

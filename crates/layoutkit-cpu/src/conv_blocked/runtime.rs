@@ -102,7 +102,7 @@ impl ConvKernels {
 pub(super) type Tables = [&'static [[TileFn; 2]]; 3];
 
 /// `bytes` as f32 values: in place when aligned, else copied.
-pub(super) fn f32s(bytes: &[u8]) -> std::borrow::Cow<'_, [f32]> {
+pub(crate) fn f32s(bytes: &[u8]) -> std::borrow::Cow<'_, [f32]> {
     // SAFETY: every bit pattern is a valid f32; `align_to` only reinterprets the aligned middle.
     let (head, mid, tail) = unsafe { bytes.align_to::<f32>() };
     if head.is_empty() && tail.is_empty() {
@@ -118,7 +118,7 @@ pub(super) fn f32s(bytes: &[u8]) -> std::borrow::Cow<'_, [f32]> {
 
 /// The pool of `threads` threads (the caller and `threads - 1` spinning workers, built once
 /// per count: building one per call would cost more than a small layer).
-pub(super) fn pool(threads: usize) -> Result<Arc<SpinPool>, Error> {
+pub(crate) fn pool(threads: usize) -> Result<Arc<SpinPool>, Error> {
     SpinPool::get(threads).map_err(|e| Error::Threads {
         threads,
         reason: e.to_string(),

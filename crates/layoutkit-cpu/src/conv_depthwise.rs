@@ -1,0 +1,484 @@
+//! Depthwise convolution on the CPU (groups = C = O: each output channel reads its own input
+//! channel), f32, for activations in NCHW, NHWC or `NCHW<x>c`, which the blocked engine's
+//! tiles (16 output channels of one group at a time) do not take and the implicit GEMM ran at
+//! 1-2 GFLOP/s (MobileNetV2's `dw 3x3 144 @56`: 6.2 ms at batch 1 on two Zen 5 cores, where
+//! PyTorch's NHWC took 0.083 ms).
+//!
+//! The output is written in the activations' own layout, one contiguous row at a time: a row
+//! is `(n, channel block, oh)`, `OW x` values for a block of `x` channels (x = C in NHWC). A
+//! pixel's channels of a block are vectors of 16 lanes (the rest one at a time), each tap one
+//! multiply-add per vector, the taps inside the image listed once per output pixel. Layouts
+//! whose blocks have under 8 channels (NCHW, `NCHW2c`, `NCHW4c`) go through NHWC: the
+//! activations converted, the output converted back (two memory passes; a kernel taking one
+//! channel at a time ran 6x slower than NHWC on MobileNetV2's layers). Built for AVX-512,
+//! AVX2 with FMA, or portable code, as [`ConvKernels`] chooses.
+//!
+//! Sums in f32, in tap order (`r` then `s`), bias first: the same operations in every layout,
+//! so within a build the result does not depend on the layout or the threads (the AVX2 and
+//! AVX-512 builds fuse each multiply-add, the portable one rounds the product first).
+
+use layoutkit_core::conv::Conv2d;
+use layoutkit_core::plan::ConversionPlan;
+use layoutkit_core::{parse_format, CastSpec, DType, ShapedLayout};
+
+use crate::conv_blocked::runtime::{f32s, pool};
+use crate::conv_blocked::ConvKernels;
+use crate::conv_fast::{activation, channel_block};
+use crate::conv_reference::{check_problem, no_scale};
+use crate::{convert, convert_fast, Epilogue, Error, TensorRef};
+
+/// Lanes of a vector of channels or pixels.
+const LANES: usize = 16;
+
+/// Whether the depthwise kernel takes these operands: f32 activations in NCHW, NHWC or
+/// `NCHW<x>c`, groups = C = O (a filter of one input channel per output channel).
+pub fn conv2d_depthwise_supports(conv: &Conv2d, x: &TensorRef<'_>, w: &TensorRef<'_>) -> bool {
+    let c = letter(&x.layout.dims(), 'C');
+    let o = letter(&w.layout.dims(), 'O');
+    x.dtype == DType::F32
+        && x.layout.axes().len() == 4
+        && channel_block(x.layout).is_some()
+        && conv.groups > 1
+        && c == Some(conv.groups)
+        && o == Some(conv.groups)
+}
+
+/// The extent of the axis named `l` in `d`, if it has one.
+fn letter(d: &layoutkit_core::Dims, l: char) -> Option<usize> {
+    layoutkit_core::Axis::from_letter(l).and_then(|a| d.get(a))
+}
+
+/// The problem's extents, shared by every row.
+struct Geometry {
+    c: usize,
+    h: usize,
+    w: usize,
+    ow: usize,
+    kh: usize,
+    kw: usize,
+    conv: Conv2d,
+}
+
+impl Geometry {
+    /// The input row read by output row `oh` through filter row `r`, if inside the image.
+    fn in_row(&self, oh: usize, r: usize) -> Option<usize> {
+        let ih = (oh * self.conv.stride[0] + r * self.conv.dilation[0]) as isize
+            - self.conv.padding[0] as isize;
+        (0..self.h as isize).contains(&ih).then_some(ih as usize)
+    }
+
+    /// The input column read by output column `ow` through filter column `s`, if inside.
+    fn in_col(&self, ow: usize, s: usize) -> Option<usize> {
+        let iw = (ow * self.conv.stride[1] + s * self.conv.dilation[1]) as isize
+            - self.conv.padding[1] as isize;
+        (0..self.w as isize).contains(&iw).then_some(iw as usize)
+    }
+}
+
+/// A depthwise filter prepared once (an engine keeps its weights): f32, each tap's channels.
+#[derive(Clone, Debug)]
+pub struct DepthwiseFilter {
+    oihw: ShapedLayout,
+    kh: usize,
+    kw: usize,
+    /// `[tap][c]`.
+    per_tap: Vec<f32>,
+}
+
+impl DepthwiseFilter {
+    /// Prepares `w` (axes O, I, H, W with I = 1; any layout and element type). Errors where
+    /// I is not 1.
+    pub fn new(w: TensorRef<'_>) -> Result<DepthwiseFilter, Error> {
+        let oihw = parse_format("OIHW")?.shaped(&w.layout.dims())?;
+        let [c, i, kh, kw] = [0, 1, 2, 3].map(|k| oihw.extents()[k]);
+        if i != 1 {
+            return Err(Error::Unsupported(format!(
+                "a depthwise filter has one input channel per output channel, not I = {i}"
+            )));
+        }
+        let wf = convert(
+            w.layout,
+            w.data,
+            &oihw,
+            &CastSpec::new(w.dtype, DType::F32, None)?,
+        )?;
+        let taps = kh * kw;
+        let per_channel: Vec<f32> = wf
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        let mut per_tap = vec![0f32; taps * c];
+        for ci in 0..c {
+            for t in 0..taps {
+                per_tap[t * c + ci] = per_channel[ci * taps + t];
+            }
+        }
+        Ok(DepthwiseFilter {
+            oihw,
+            kh,
+            kw,
+            per_tap,
+        })
+    }
+}
+
+/// Depthwise convolution (see the module) into a new buffer in `y`'s layout and type.
+///
+/// Contract: `conv2d_depthwise_supports`; the reference's output up to f32 rounding of the
+/// sums (the tests hold `||out - ref|| / ||ref||` under 1e-5), independent of `threads` and
+/// the activations' layout.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn conv2d_depthwise(
+    conv: &Conv2d,
+    x: TensorRef<'_>,
+    w: TensorRef<'_>,
+    epilogue: &Epilogue<'_>,
+    out_dims: &layoutkit_core::Dims,
+    y: &ShapedLayout,
+    y_dtype: DType,
+    threads: usize,
+    kernels: ConvKernels,
+) -> Result<Vec<u8>, Error> {
+    let filter = DepthwiseFilter::new(w)?;
+    let y_same = x.layout.layout().shaped(out_dims)?;
+    let mut out = crate::AlignedBuf::zeroed(y_same.bytes(DType::F32)?);
+    conv2d_depthwise_into(
+        conv, x, &filter, epilogue, &y_same, &mut out, threads, kernels,
+    )?;
+    if y.layout().to_string() == y_same.layout().to_string() && y_dtype == DType::F32 {
+        return Ok(out.to_vec());
+    }
+    convert(&y_same, &out, y, &CastSpec::new(DType::F32, y_dtype, None)?)
+}
+
+/// [`conv2d_depthwise`] with a filter prepared by [`DepthwiseFilter::new`], into `out` (f32
+/// in `y`, which must be the activations' layout; every byte written).
+///
+/// Contract: as [`conv2d_depthwise`]; errors for operands it does not take
+/// ([`conv2d_depthwise_supports`]), an output in another layout, buffers of the wrong size.
+#[allow(clippy::too_many_arguments)]
+pub fn conv2d_depthwise_into(
+    conv: &Conv2d,
+    x: TensorRef<'_>,
+    w: &DepthwiseFilter,
+    epilogue: &Epilogue<'_>,
+    y: &ShapedLayout,
+    out: &mut [u8],
+    threads: usize,
+    kernels: ConvKernels,
+) -> Result<(), Error> {
+    no_scale(epilogue, "depthwise")?;
+    let out_dims = check_problem(conv, x.layout, &w.oihw, epilogue, y)?;
+    let c = w.oihw.extents()[0];
+    let family =
+        x.dtype == DType::F32 && x.layout.axes().len() == 4 && channel_block(x.layout).is_some();
+    if !family || conv.groups != c || letter(&x.layout.dims(), 'C') != Some(c) {
+        return Err(Error::Unsupported(format!(
+            "the depthwise convolution takes f32 NCHW, NHWC or NCHW<x>c activations with groups \
+             = C = O, not {} {} with {} groups",
+            x.dtype,
+            x.layout.layout(),
+            conv.groups
+        )));
+    }
+    if y.layout().to_string() != x.layout.layout().to_string() {
+        return Err(Error::Unsupported(format!(
+            "the depthwise convolution writes its activations' layout ({}), not {}",
+            x.layout.layout(),
+            y.layout()
+        )));
+    }
+    crate::check_buffers(x.layout, x.data, y, out, &CastSpec::identity(DType::F32))?;
+    let kernels = kernels.resolve()?;
+    let block = channel_block(x.layout).expect("checked above");
+    if block < 8 && block != c {
+        // NCHW, NCHW2c, NCHW4c: through NHWC (whose block is all C channels) (two memory passes, where a channel at a time
+        // ran 6x slower than NHWC itself).
+        let f32s_id = CastSpec::identity(DType::F32);
+        let nhwc_x = parse_format("NHWC")?.shaped(&x.layout.dims())?;
+        let nhwc_y = parse_format("NHWC")?.shaped(&out_dims)?;
+        let mut xb = crate::AlignedBuf::zeroed(nhwc_x.bytes(DType::F32)?);
+        let to_nhwc = ConversionPlan::new(x.layout, &nhwc_x)?;
+        convert_fast(&to_nhwc, x.data, &mut xb, &f32s_id, threads)?;
+        let mut yb = crate::AlignedBuf::zeroed(nhwc_y.bytes(DType::F32)?);
+        let xn = TensorRef {
+            layout: &nhwc_x,
+            dtype: DType::F32,
+            data: &xb,
+        };
+        conv2d_depthwise_into(conv, xn, w, epilogue, &nhwc_y, &mut yb, threads, kernels)?;
+        return convert_fast(
+            &ConversionPlan::new(&nhwc_y, y)?,
+            &yb,
+            out,
+            &f32s_id,
+            threads,
+        );
+    }
+    let xs = f32s(x.data);
+    let d = x.layout.dims();
+    let get = |l: char| letter(&d, l).unwrap_or(0);
+    let (oh, ow) = (
+        letter(&out_dims, 'H').unwrap_or(0),
+        letter(&out_dims, 'W').unwrap_or(0),
+    );
+    let g = Geometry {
+        c,
+        h: get('H'),
+        w: get('W'),
+        ow,
+        kh: w.kh,
+        kw: w.kw,
+        conv: *conv,
+    };
+    let act = activation(x.layout);
+    let bias: Vec<f32> = match epilogue.bias {
+        Some(b) => b.iter().map(|&v| v as f32).collect(),
+        None => vec![0.0; c],
+    };
+    let blocks = c.div_ceil(block);
+    let rows = get('N') * blocks * oh;
+    let row_len = ow * block;
+    let ctx = Rows {
+        g: &g,
+        xs: &xs,
+        per_tap: &w.per_tap,
+        bias: &bias,
+        relu: epilogue.relu,
+        block,
+        sn: act.sn,
+        sh: act.sh,
+        sw: act.sw,
+        plane: if blocks > 1 { g.h * g.w * block } else { 0 },
+    };
+    // The rows in f32: `out` itself where it is aligned for f32, else a copy.
+    // SAFETY: every bit pattern is a valid f32; `align_to_mut` only reinterprets the middle.
+    let (head, mid, tail) = unsafe { out.align_to_mut::<f32>() };
+    let aligned = head.is_empty() && tail.is_empty();
+    let mut scratch = if aligned {
+        Vec::new()
+    } else {
+        vec![0f32; rows * row_len]
+    };
+    let dst: &mut [f32] = if aligned { mid } else { &mut scratch };
+    let shared = SharedOut(dst.as_mut_ptr());
+    let work = |row: usize| {
+        let (n, rest) = (row / (blocks * oh), row % (blocks * oh));
+        // SAFETY: rows are disjoint ranges of `dst` (`row_len` values each, `rows` of them),
+        // each written by one item only; `dst` outlives the call.
+        let chunk =
+            unsafe { std::slice::from_raw_parts_mut(shared.get().add(row * row_len), row_len) };
+        run_row(kernels, &ctx, n, rest / oh, rest % oh, chunk);
+    };
+    if threads > 1 && rows > 1 {
+        pool(threads)?.run(rows, &work);
+    } else {
+        (0..rows).for_each(work);
+    }
+    if !aligned {
+        for (b, v) in out.chunks_exact_mut(4).zip(&scratch) {
+            b.copy_from_slice(&v.to_le_bytes());
+        }
+    }
+    Ok(())
+}
+
+/// The output pointer the rows share; each writes its own range.
+#[derive(Clone, Copy)]
+struct SharedOut(*mut f32);
+// SAFETY: items write disjoint rows; see `conv2d_depthwise_into`.
+unsafe impl Send for SharedOut {}
+// SAFETY: as above.
+unsafe impl Sync for SharedOut {}
+
+impl SharedOut {
+    /// The pointer (a method, so closures capture the whole value).
+    fn get(self) -> *mut f32 {
+        self.0
+    }
+}
+
+/// What every row reads.
+struct Rows<'a> {
+    g: &'a Geometry,
+    xs: &'a [f32],
+    per_tap: &'a [f32],
+    bias: &'a [f32],
+    relu: bool,
+    /// Channels per block of the layout (C in NHWC, 1 in NCHW).
+    block: usize,
+    /// Strides of n, h, w in the activations; `plane` of a channel block (0 with one block).
+    sn: usize,
+    sh: usize,
+    sw: usize,
+    plane: usize,
+}
+
+/// Row `(n, channel block cb, oh)` into `out` (`OW x block` values) with the build `kernels`.
+fn run_row(kernels: ConvKernels, r: &Rows<'_>, n: usize, cb: usize, oh: usize, out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    match kernels {
+        // SAFETY: `resolve` returned this build only where the CPU has its instructions.
+        ConvKernels::Avx512 => return unsafe { row_avx512(r, n, cb, oh, out) },
+        // SAFETY: as above (AVX2 and FMA).
+        ConvKernels::Avx2 => return unsafe { row_avx2(r, n, cb, oh, out) },
+        _ => {}
+    }
+    let _ = kernels;
+    row::<false>(r, n, cb, oh, out);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+fn row_avx512(r: &Rows<'_>, n: usize, cb: usize, oh: usize, out: &mut [f32]) {
+    row::<true>(r, n, cb, oh, out);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn row_avx2(r: &Rows<'_>, n: usize, cb: usize, oh: usize, out: &mut [f32]) {
+    row::<true>(r, n, cb, oh, out);
+}
+
+/// `a * b + acc`, fused where `FMA` (only with hardware FMA: otherwise `mul_add` is a library
+/// call; unfused sums round differently, which the contract's tolerance covers).
+#[inline(always)]
+fn madd<const FMA: bool>(acc: f32, a: f32, b: f32) -> f32 {
+    if FMA {
+        a.mul_add(b, acc)
+    } else {
+        acc + a * b
+    }
+}
+
+/// Output pixels a thread computes together inside the interior (each tap's weights loaded
+/// once for them).
+const PIXELS: usize = 4;
+
+/// The output columns `lo..hi` whose every tap along W lies inside the input row.
+fn interior(g: &Geometry) -> (usize, usize) {
+    let (sw, pw, dw) = (g.conv.stride[1], g.conv.padding[1], g.conv.dilation[1]);
+    let lo = pw.div_ceil(sw).min(g.ow);
+    let reach = (g.kw - 1) * dw;
+    // iw = ow * sw + s * dw - pw <= w - 1 for s = kw - 1.
+    let hi = if g.w + pw > reach {
+        ((g.w - 1 + pw - reach) / sw + 1).min(g.ow)
+    } else {
+        0
+    };
+    (lo, hi.max(lo))
+}
+
+/// One output row of channel vectors; inlined into the wrappers so its fixed-size loops take
+/// their features. Inside the interior, [`PIXELS`] output pixels at a time; elsewhere one, its
+/// taps inside the image listed first.
+#[inline(always)]
+fn row<const FMA: bool>(r: &Rows<'_>, n: usize, cb: usize, oh: usize, out: &mut [f32]) {
+    let g = r.g;
+    let c0 = cb * r.block;
+    let chans = r.block.min(g.c - c0);
+    let base = n * r.sn + cb * r.plane;
+    let (lo, hi) = interior(g);
+    let (sw, dw, pw) = (g.conv.stride[1], g.conv.dilation[1], g.conv.padding[1]);
+    // The filter rows inside the image: (offset of the input row, filter row).
+    let rows: Vec<(usize, usize)> = (0..g.kh)
+        .filter_map(|rr| g.in_row(oh, rr).map(|ih| (base + ih * r.sh, rr)))
+        .collect();
+    let mut offs: Vec<(usize, usize)> = Vec::with_capacity(g.kh * g.kw);
+    let mut ow = 0;
+    while ow < g.ow {
+        if ow >= lo && ow + PIXELS <= hi && chans >= LANES {
+            // PIXELS interior pixels: every tap along W inside; whole vectors of channels.
+            let mut v = 0;
+            while v + LANES <= chans {
+                let mut acc = [[0f32; LANES]; PIXELS];
+                for a in acc.iter_mut() {
+                    a.copy_from_slice(&r.bias[c0 + v..c0 + v + LANES]);
+                }
+                for &(row_at, rr) in &rows {
+                    for s in 0..g.kw {
+                        let wt = (rr * g.kw + s) * g.c + c0 + v;
+                        let wv: &[f32; LANES] = r.per_tap[wt..wt + LANES].try_into().unwrap();
+                        let at0 = row_at + (ow * sw + s * dw - pw) * r.sw + v;
+                        for (p, a) in acc.iter_mut().enumerate() {
+                            let at = at0 + p * sw * r.sw;
+                            let xv: &[f32; LANES] = r.xs[at..at + LANES].try_into().unwrap();
+                            for l in 0..LANES {
+                                a[l] = madd::<FMA>(a[l], xv[l], wv[l]);
+                            }
+                        }
+                    }
+                }
+                for (p, a) in acc.iter().enumerate() {
+                    let o = &mut out[(ow + p) * r.block + v..(ow + p) * r.block + v + LANES];
+                    for l in 0..LANES {
+                        o[l] = if r.relu { a[l].max(0.0) } else { a[l] };
+                    }
+                }
+                v += LANES;
+            }
+            for p in 0..PIXELS {
+                one_pixel::<FMA>(r, &rows, &mut offs, ow + p, c0, v, chans, out);
+            }
+            ow += PIXELS;
+        } else {
+            one_pixel::<FMA>(r, &rows, &mut offs, ow, c0, 0, chans, out);
+            ow += 1;
+        }
+    }
+}
+
+/// Channels `from..` of output pixel `ow` (vectors of 16, then one at a time), and zeros in
+/// the lanes past C of a partial last block.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn one_pixel<const FMA: bool>(
+    r: &Rows<'_>,
+    rows: &[(usize, usize)],
+    offs: &mut Vec<(usize, usize)>,
+    ow: usize,
+    c0: usize,
+    from: usize,
+    chans: usize,
+    out: &mut [f32],
+) {
+    let g = r.g;
+    // The taps inside the image: (input offset of the pixel's block, tap).
+    offs.clear();
+    for &(row_at, rr) in rows {
+        for s in 0..g.kw {
+            if let Some(iw) = g.in_col(ow, s) {
+                offs.push((row_at + iw * r.sw, rr * g.kw + s));
+            }
+        }
+    }
+    let o = &mut out[ow * r.block..(ow + 1) * r.block];
+    let mut v = from;
+    while v + LANES <= chans {
+        let mut acc: [f32; LANES] = r.bias[c0 + v..c0 + v + LANES].try_into().unwrap();
+        for &(at, t) in offs.iter() {
+            let xv: &[f32; LANES] = r.xs[at + v..at + v + LANES].try_into().unwrap();
+            let wt = t * g.c + c0 + v;
+            let wv: &[f32; LANES] = r.per_tap[wt..wt + LANES].try_into().unwrap();
+            for l in 0..LANES {
+                acc[l] = madd::<FMA>(acc[l], xv[l], wv[l]);
+            }
+        }
+        for l in 0..LANES {
+            o[v + l] = if r.relu { acc[l].max(0.0) } else { acc[l] };
+        }
+        v += LANES;
+    }
+    for (e, oe) in o.iter_mut().enumerate().take(chans).skip(v) {
+        let mut acc = r.bias[c0 + e];
+        for &(at, t) in offs.iter() {
+            acc = madd::<FMA>(acc, r.xs[at + e], r.per_tap[t * g.c + c0 + e]);
+        }
+        *oe = if r.relu { acc.max(0.0) } else { acc };
+    }
+    o[chans..].fill(0.0);
+}
+
+#[cfg(test)]
+#[path = "conv_depthwise_tests.rs"]
+mod tests;
