@@ -151,10 +151,12 @@ pub(crate) fn conv2d_depthwise(
     convert(&y_same, &out, y, &CastSpec::new(DType::F32, y_dtype, None)?)
 }
 
-/// [`conv2d_depthwise`] with a filter prepared by [`DepthwiseFilter::new`], into `out` (f32
-/// in `y`, which must be the activations' layout; every byte written).
+/// Depthwise convolution (see the module) with a filter prepared by [`DepthwiseFilter::new`],
+/// into `out` (f32 in `y`, which must be the activations' layout; every byte written).
 ///
-/// Contract: as [`conv2d_depthwise`]; errors for operands it does not take
+/// Contract: the reference convolution's output up to f32 rounding of the sums (the tests
+/// hold `||out - ref|| / ||ref||` under 1e-5), independent of `threads` and the activations'
+/// layout within a build; errors for operands it does not take
 /// ([`conv2d_depthwise_supports`]), an output in another layout, buffers of the wrong size.
 #[allow(clippy::too_many_arguments)]
 pub fn conv2d_depthwise_into(
