@@ -55,8 +55,8 @@ pub fn grouped_applies(k: &ConvKernel) -> bool {
 /// between the groups, so a pixel's loads and stores span the super-group's channels): where
 /// a group has under 8 channels, the fewest groups (dividing the groups) that have 8 or more;
 /// else 1. Measured on an H200 (`bench/results/conv.md`): ResNeXt-50's groups of 4 channels
-/// 1.5-1.7x with 2, 4 or 8 groups together; groups of 8 and more 0.2-1.0x (the block-diagonal
-/// filter is gathered value by value). `LAYOUTKIT_CONV_GROUPED_S=N` (a divisor of the
+/// 1.4-1.7x with 2, 4 or 8 groups together; groups of 8 and more 0.2-1.02x (the
+/// block-diagonal filter is gathered value by value). `LAYOUTKIT_CONV_GROUPED_S=N` (a divisor of the
 /// groups) sets it for A/B runs.
 fn supergroup(k: &ConvKernel) -> usize {
     let g = k.shape.conv.groups;
