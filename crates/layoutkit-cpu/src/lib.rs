@@ -56,7 +56,8 @@ mod winograd;
 
 pub use conv_auto::{conv2d_auto, conv2d_engine, CpuConvEngine};
 pub use conv_blocked::{
-    conv2d_blocked, conv2d_blocked_into, conv2d_blocked_unsupported, BlockedFilter, ConvKernels,
+    blocked_supergroup, conv2d_blocked, conv2d_blocked_into, conv2d_blocked_unsupported,
+    expand_groups, BlockedFilter, ConvKernels,
 };
 pub use conv_depthwise::{conv2d_depthwise_into, conv2d_depthwise_supports, DepthwiseFilter};
 pub use conv_fast::{conv2d_fast, conv2d_fast_packed, conv2d_fast_supports, PackedFilter};

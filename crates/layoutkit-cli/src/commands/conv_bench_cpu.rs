@@ -7,9 +7,10 @@ use anyhow::{bail, Result};
 use layoutkit_core::plan::ConversionPlan;
 use layoutkit_core::{parse_format, CastSpec, DType, ShapedLayout};
 use layoutkit_cpu::{
-    conv2d_blocked_into, conv2d_blocked_unsupported, conv2d_depthwise_into,
-    conv2d_depthwise_supports, conv2d_fast_packed, conv2d_fast_supports, convert_fast, AlignedBuf,
-    BlockedFilter, ConvKernels, DepthwiseFilter, Epilogue, PackedFilter, TensorRef,
+    blocked_supergroup, conv2d_blocked_into, conv2d_blocked_unsupported, conv2d_depthwise_into,
+    conv2d_depthwise_supports, conv2d_fast_packed, conv2d_fast_supports, convert_fast,
+    expand_groups, AlignedBuf, BlockedFilter, ConvKernels, DepthwiseFilter, Epilogue, PackedFilter,
+    TensorRef,
 };
 use serde_json::json;
 
@@ -20,7 +21,9 @@ use crate::args::{ConvBenchArgs, CpuConvEngine, KernelBuild};
 /// A filter packed for one engine (the blocked engine's depthwise layers: the depthwise
 /// kernel's).
 enum Packed {
-    Blocked(BlockedFilter),
+    /// The filter and the groups it was packed for (fewer where groups were joined:
+    /// [`blocked_supergroup`]).
+    Blocked(BlockedFilter, usize),
     Depthwise(DepthwiseFilter, ConvKernels),
     Fast(PackedFilter),
 }
@@ -38,7 +41,13 @@ fn conv_once(
     let conv = l.conv();
     let ep = Epilogue::default();
     match packed {
-        Packed::Blocked(w) => conv2d_blocked_into(&conv, x, w, &ep, y, out, threads)?,
+        Packed::Blocked(w, groups) => {
+            let joined = layoutkit_core::conv::Conv2d {
+                groups: *groups,
+                ..conv
+            };
+            conv2d_blocked_into(&joined, x, w, &ep, y, out, threads)?
+        }
         Packed::Depthwise(w, k) => conv2d_depthwise_into(&conv, x, w, &ep, y, out, threads, *k)?,
         Packed::Fast(w) => {
             let v = conv2d_fast_packed(&conv, x, w, &ep, y, DType::F32, threads)?;
@@ -132,7 +141,23 @@ pub(super) fn run(
             CpuConvEngine::Blocked if depthwise => {
                 Packed::Depthwise(DepthwiseFilter::new(wr)?, kernels)
             }
-            CpuConvEngine::Blocked => Packed::Blocked(BlockedFilter::new(wr, l.groups, kernels)?),
+            CpuConvEngine::Blocked => {
+                let s = blocked_supergroup(l.groups, l.o / l.groups, kernels.lanes());
+                if s > 1 {
+                    let (ws, wb) = expand_groups(wr, l.groups, s)?;
+                    let wide = TensorRef {
+                        layout: &ws,
+                        dtype: DType::F32,
+                        data: &wb,
+                    };
+                    Packed::Blocked(
+                        BlockedFilter::new(wide, l.groups / s, kernels)?,
+                        l.groups / s,
+                    )
+                } else {
+                    Packed::Blocked(BlockedFilter::new(wr, l.groups, kernels)?, l.groups)
+                }
+            }
             CpuConvEngine::Fast => Packed::Fast(PackedFilter::new(wr, l.groups)?),
         };
         let nchw_x = parse_format("NCHW")?.shaped(&xd)?;
@@ -149,7 +174,7 @@ pub(super) fn run(
                 data: &xb,
             };
             let refused = match &packed {
-                Packed::Blocked(w) => conv2d_blocked_unsupported(&xr, w),
+                Packed::Blocked(w, _) => conv2d_blocked_unsupported(&xr, w),
                 Packed::Depthwise(..) => (!conv2d_depthwise_supports(&conv, &xr, &wr))
                     .then(|| "the depthwise kernel takes NCHW, NHWC or NCHW<x>c".to_string()),
                 Packed::Fast(_) => (!conv2d_fast_supports(&xr))

@@ -32,6 +32,7 @@ mod padded;
 mod schedule;
 pub(crate) use packing::cache_sizes;
 pub(crate) mod runtime;
+mod supergroups;
 
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::plan::ConversionPlan;
@@ -46,6 +47,7 @@ use padded::Padded;
 pub use runtime::ConvKernels;
 use runtime::{f32s, give_scratch, pool, take_scratch};
 use schedule::BandCopies;
+pub use supergroups::{blocked_supergroup, expand_groups};
 
 /// A filter packed once for [`conv2d_blocked_into`]: panels for one kernel build and group
 /// count (an inference engine keeps them with the weights).
@@ -144,6 +146,25 @@ pub fn conv2d_blocked(
         return crate::conv_depthwise::conv2d_depthwise(
             conv, x, w, epilogue, &out_dims, y, y_dtype, threads, kernels,
         );
+    }
+    // Groups of fewer output channels than a vector: super-groups of a block-diagonal filter.
+    let o = layoutkit_core::Axis::from_letter('O')
+        .and_then(|a| w.layout.dims().get(a))
+        .unwrap_or(0);
+    let lanes = kernels.resolve()?.tables().0;
+    let s = blocked_supergroup(conv.groups, o / conv.groups.max(1), lanes);
+    if s > 1 {
+        let (ws, wb) = expand_groups(w, conv.groups, s)?;
+        let joined = Conv2d {
+            groups: conv.groups / s,
+            ..*conv
+        };
+        let w = TensorRef {
+            layout: &ws,
+            dtype: DType::F32,
+            data: &wb,
+        };
+        return conv2d_blocked(&joined, x, w, epilogue, y, y_dtype, threads, kernels);
     }
     let packed = BlockedFilter::new(w, conv.groups, kernels)?;
     if conv2d_blocked_unsupported(&x, &packed).is_some() {

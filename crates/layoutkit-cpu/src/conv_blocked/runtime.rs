@@ -72,6 +72,12 @@ impl ConvKernels {
         }
     }
 
+    /// f32 lanes of the build's vectors (16 for AVX-512, 8 for AVX2 and the portable code);
+    /// `self` resolved ([`ConvKernels::resolve`]).
+    pub fn lanes(self) -> usize {
+        self.tables().0
+    }
+
     /// Vector lanes and the tile tables of a resolved build: `[stride][P - 1][B - 1]`, the
     /// pixel stride 0 (read from the shape), one vector or two (see
     /// [`microkernel::TileTables`]), then the two-row tiles' `[stride][PX - 1][B - 1]` (none

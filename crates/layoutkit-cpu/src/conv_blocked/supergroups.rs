@@ -1,0 +1,62 @@
+//! Grouped convolutions whose groups have fewer output channels than a vector (ResNeXt-50
+//! 32x4d's 4 per group against 16 lanes): the blocked tiles take 16 (or 8) output channels of
+//! one group at a time, so such groups are joined into *super-groups* of `lanes / og` groups
+//! whose filter is block-diagonal (each output channel's weights on its own group's input
+//! channels, zeros on the others'): the same convolution with `groups / s` groups, computed
+//! with `s` times the multiply-adds in whole vectors.
+
+use layoutkit_core::{parse_format, CastSpec, DType, ShapedLayout};
+
+use super::runtime::f32s;
+use crate::{convert, Error, TensorRef};
+
+/// Groups a super-group joins for `groups` groups of `og` output channels and vectors of
+/// `lanes` (1: none): `lanes / og` where `og` divides `lanes` but is not a multiple of it and
+/// that many groups divide `groups`.
+pub fn blocked_supergroup(groups: usize, og: usize, lanes: usize) -> usize {
+    if groups <= 1 || og == 0 || og.is_multiple_of(lanes) || !lanes.is_multiple_of(og) {
+        return 1;
+    }
+    let s = lanes / og;
+    if groups.is_multiple_of(s) {
+        s
+    } else {
+        1
+    }
+}
+
+/// The block-diagonal filter of super-groups of `s` groups for `w` (axes O, I, H, W with
+/// I = C / `groups`; any layout and type): f32 OIHW with I = `s` x C / `groups`, output
+/// channel `o`'s weights at its group's place inside its super-group, zeros elsewhere.
+pub fn expand_groups(
+    w: TensorRef<'_>,
+    groups: usize,
+    s: usize,
+) -> Result<(ShapedLayout, Vec<u8>), Error> {
+    let oihw = parse_format("OIHW")?.shaped(&w.layout.dims())?;
+    let [o, cg, kh, kw] = [0, 1, 2, 3].map(|i| oihw.extents()[i]);
+    if groups == 0 || !o.is_multiple_of(groups) || !groups.is_multiple_of(s.max(1)) {
+        return Err(Error::Unsupported(format!(
+            "{groups} groups of O = {o} cannot be joined {s} at a time"
+        )));
+    }
+    let og = o / groups;
+    let cast = CastSpec::new(w.dtype, DType::F32, None)?;
+    let wv = f32s(&convert(w.layout, w.data, &oihw, &cast)?).into_owned();
+    let taps = kh * kw;
+    let wide = s * cg;
+    let mut out = vec![0f32; o * wide * taps];
+    for oc in 0..o {
+        // The group's place in its super-group.
+        let place = (oc / og) % s;
+        for i in 0..cg {
+            for t in 0..taps {
+                out[(oc * wide + place * cg + i) * taps + t] = wv[(oc * cg + i) * taps + t];
+            }
+        }
+    }
+    let layout = parse_format("OIHW")?.shaped(&layoutkit_core::Dims::parse(&format!(
+        "O={o},I={wide},H={kh},W={kw}"
+    ))?)?;
+    Ok((layout, out.iter().flat_map(|v| v.to_le_bytes()).collect()))
+}
