@@ -402,9 +402,18 @@ fn row<const FMA: bool>(r: &Rows<'_>, n: usize, cb: usize, oh: usize, out: &mut 
                         let wt = (rr * g.kw + s) * g.c + c0 + v;
                         let wv: &[f32; LANES] = r.per_tap[wt..wt + LANES].try_into().unwrap();
                         let at0 = row_at + (ow * sw + s * dw - pw) * r.sw + v;
+                        let step = sw * r.sw;
+                        // One bounds check for the PIXELS vectors of this tap.
+                        assert!(at0 + (PIXELS - 1) * step + LANES <= r.xs.len());
+                        let xp = r.xs.as_ptr();
                         for (p, a) in acc.iter_mut().enumerate() {
-                            let at = at0 + p * sw * r.sw;
-                            let xv: &[f32; LANES] = r.xs[at..at + LANES].try_into().unwrap();
+                            // SAFETY: at0 + p * step + LANES <= the bound asserted above,
+                            // which is at most xs.len(); f32 has no invalid bit patterns.
+                            let xv: [f32; LANES] = unsafe {
+                                xp.add(at0 + p * step)
+                                    .cast::<[f32; LANES]>()
+                                    .read_unaligned()
+                            };
                             for l in 0..LANES {
                                 a[l] = madd::<FMA>(a[l], xv[l], wv[l]);
                             }
