@@ -28,11 +28,12 @@ cuDNN's best, our kernel), the geometric mean of the ratio over the layers and t
 """
 import argparse
 import json
-import math
 import subprocess
 
 import torch
 import torch.nn.functional as F
+
+from fair_table import row_line, summary, table_head
 
 
 def graph_timed(fn, repeats, launches=10):
@@ -78,11 +79,6 @@ def ours_for_batch(exe, batch, repeats, filt, net, host_launches, specs):
     return {(r["layer"], r["layout"]): r for r in doc["results"]}
 
 
-def geomean(values):
-    values = [v for v in values if v and v > 0]
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("layoutkit")
@@ -109,11 +105,7 @@ def main():
     for batch in [int(b) for b in args.batches.split(",")]:
         ours = ours_for_batch(args.layoutkit, batch, args.repeats, args.filter, args.net, args.host_launches,
                               args.layer)
-        print(f"### batch {batch}\n")
-        print("| layer | cuDNN NCHW | cuDNN NHWC | cuDNN best | ours NHWC | ours NCHW in place "
-              "| ours NCHW via NHWC | ours NCHW as planned (route) | ours / cuDNN best "
-              "| NCHW planned / ours NHWC | our kernel |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        print(table_head(batch))
         rows = []
         for l in layers:
             n, c, hw, o, k = batch, l["c"], l["hw"], l["o"], l["k"]
@@ -136,32 +128,17 @@ def main():
             ratio = tf["NHWC"] / cudnn[best_fmt] if tf["NHWC"] else None
             nchw_ratio = tf["NCHW-planned"] / tf["NHWC"] if tf["NCHW-planned"] and tf["NHWC"] else None
             kernel = mine["NHWC"].get("kernel") or mine["NHWC"].get("skipped", "-")
-            fmt_v = lambda v, p=".1f": format(v, p) if v else "-"
-            print(f"| {l['name']} | {cudnn['NCHW']:.1f} | {cudnn['NHWC']:.1f} | {cudnn[best_fmt]:.1f} "
-                  f"({best_fmt}) | {fmt_v(tf['NHWC'])} | {fmt_v(tf['NCHW'])} | {fmt_v(tf['NCHW>NHWC'])} | "
-                  f"{fmt_v(tf['NCHW-planned'])} ({route}) | {fmt_v(ratio, '.0%')} | "
-                  f"{fmt_v(nchw_ratio, '.0%')} | {kernel} |", flush=True)
             row = {"batch": batch, "layer": l["name"], "flop": flop, "cudnn_nchw_tflops": cudnn["NCHW"],
                    "cudnn_nhwc_tflops": cudnn["NHWC"], "cudnn_best_layout": best_fmt,
                    "ours_nhwc_tflops": tf["NHWC"], "ours_nchw_in_place_tflops": tf["NCHW"],
                    "ours_nchw_via_nhwc_tflops": tf["NCHW>NHWC"],
                    "ours_nchw_planned_tflops": tf["NCHW-planned"], "nchw_route": route,
                    "ratio_to_cudnn_best": ratio, "nchw_planned_over_nhwc": nchw_ratio, "kernel": kernel}
+            print(row_line(row), flush=True)
             rows.append(row)
             everything.append(row)
             del x, w
-        covered = [r for r in rows if r["ratio_to_cudnn_best"]]
-        print(f"\nbatch {batch}: geometric mean of ours / cuDNN best over {len(covered)} of {len(rows)} "
-              f"layers: {geomean([r['ratio_to_cudnn_best'] for r in covered]):.2f}; "
-              f"layers >= 85%: {sum(r['ratio_to_cudnn_best'] >= 0.85 for r in covered)}")
-        via = [r for r in rows if r["nchw_planned_over_nhwc"] and "3x3" in r["layer"]]
-        if via:
-            print(f"batch {batch}: NCHW end to end (as planned) / our NHWC on the 3x3 layers: min "
-                  f"{min(r['nchw_planned_over_nhwc'] for r in via):.2f}, geometric mean "
-                  f"{geomean([r['nchw_planned_over_nhwc'] for r in via]):.2f}")
-        worst = sorted(covered, key=lambda r: r["ratio_to_cudnn_best"])[:10]
-        print("worst ten: " + "; ".join(f"{r['layer']} {r['ratio_to_cudnn_best']:.2f} ({r['kernel']})"
-                                        for r in worst) + "\n")
+        print(summary(batch, rows))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,

@@ -23,7 +23,7 @@ use layoutkit_core::{parse_format, CastSpec, DType, ShapedLayout};
 
 use crate::conv_blocked::runtime::{f32s, pool};
 use crate::conv_blocked::ConvKernels;
-use crate::conv_fast::{activation, channel_block};
+use crate::conv_fast::{activation, channel_block, letter};
 use crate::conv_reference::{check_problem, no_scale};
 use crate::{convert, convert_fast, Epilogue, Error, TensorRef};
 
@@ -33,19 +33,15 @@ const LANES: usize = 16;
 /// Whether the depthwise kernel takes these operands: f32 activations in NCHW, NHWC or
 /// `NCHW<x>c`, groups = C = O (a filter of one input channel per output channel).
 pub fn conv2d_depthwise_supports(conv: &Conv2d, x: &TensorRef<'_>, w: &TensorRef<'_>) -> bool {
-    let c = letter(&x.layout.dims(), 'C');
-    let o = letter(&w.layout.dims(), 'O');
-    x.dtype == DType::F32
-        && x.layout.axes().len() == 4
-        && channel_block(x.layout).is_some()
-        && conv.groups > 1
-        && c == Some(conv.groups)
-        && o == Some(conv.groups)
+    takes(conv, x, letter(&w.layout.dims(), 'O'))
 }
 
-/// The extent of the axis named `l` in `d`, if it has one.
-fn letter(d: &layoutkit_core::Dims, l: char) -> Option<usize> {
-    layoutkit_core::Axis::from_letter(l).and_then(|a| d.get(a))
+/// [`conv2d_depthwise_supports`] for a filter of `o` output channels.
+fn takes(conv: &Conv2d, x: &TensorRef<'_>, o: Option<usize>) -> bool {
+    crate::conv2d_fast_supports(x)
+        && conv.groups > 1
+        && letter(&x.layout.dims(), 'C') == Some(conv.groups)
+        && o == Some(conv.groups)
 }
 
 /// The problem's extents, shared by every row.
@@ -103,10 +99,7 @@ impl DepthwiseFilter {
             &CastSpec::new(w.dtype, DType::F32, None)?,
         )?;
         let taps = kh * kw;
-        let per_channel: Vec<f32> = wf
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
+        let per_channel = f32s(&wf);
         let mut per_tap = vec![0f32; taps * c];
         for ci in 0..c {
             for t in 0..taps {
@@ -172,9 +165,7 @@ pub fn conv2d_depthwise_into(
     no_scale(epilogue, "depthwise")?;
     let out_dims = check_problem(conv, x.layout, &w.oihw, epilogue, y)?;
     let c = w.oihw.extents()[0];
-    let family =
-        x.dtype == DType::F32 && x.layout.axes().len() == 4 && channel_block(x.layout).is_some();
-    if !family || conv.groups != c || letter(&x.layout.dims(), 'C') != Some(c) {
+    if !takes(conv, &x, Some(c)) {
         return Err(Error::Unsupported(format!(
             "the depthwise convolution takes f32 NCHW, NHWC or NCHW<x>c activations with groups \
              = C = O, not {} {} with {} groups",

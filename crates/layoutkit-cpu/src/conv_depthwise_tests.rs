@@ -7,36 +7,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::conv2d_blocked;
-
-fn noise(n: usize, seed: u64) -> Vec<u8> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .flat_map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0).to_le_bytes()
-        })
-        .collect()
-}
-
-fn values(b: &[u8]) -> Vec<f64> {
-    b.chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64)
-        .collect()
-}
-
-/// The builds this CPU runs.
-fn builds() -> Vec<ConvKernels> {
-    [
-        ConvKernels::Avx512,
-        ConvKernels::Avx2,
-        ConvKernels::Portable,
-    ]
-    .into_iter()
-    .filter(|k| k.resolve().is_ok())
-    .collect()
-}
+use crate::conv_blocked::tests::{builds, noise, values};
 
 /// The depthwise problem's output in `layout` (activations and output) through the blocked
 /// engine's entry, and the reference's, as f64 in NCHW order.

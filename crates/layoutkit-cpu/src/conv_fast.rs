@@ -28,6 +28,11 @@ pub(crate) struct Activation {
     pub(crate) chan: Vec<usize>,
 }
 
+/// The extent of the axis named `l` in `d`, if it has one.
+pub(crate) fn letter(d: &Dims, l: char) -> Option<usize> {
+    layoutkit_core::Axis::from_letter(l).and_then(|a| d.get(a))
+}
+
 /// The channel block `x` of a layout in the family, or None for other layouts.
 pub(crate) fn channel_block(layout: &ShapedLayout) -> Option<usize> {
     let c = layout.extent(layoutkit_core::Axis::from_letter('C')?)?;

@@ -70,16 +70,7 @@ const fn layer(
 
 /// A depthwise 3x3 layer (groups = C = O, padding 1).
 const fn depthwise(name: &'static str, c: usize, hw: usize, stride: usize) -> Layer {
-    Layer {
-        name: Cow::Borrowed(name),
-        c,
-        hw,
-        o: c,
-        k: 3,
-        stride,
-        pad: 1,
-        groups: c,
-    }
+    grouped(name, c, hw, stride, c)
 }
 
 /// A grouped 3x3 layer of `c` channels in and out, `groups` groups, padding 1.

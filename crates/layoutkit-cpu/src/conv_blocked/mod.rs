@@ -148,9 +148,7 @@ pub fn conv2d_blocked(
         );
     }
     // Groups of fewer output channels than a vector: super-groups of a block-diagonal filter.
-    let o = layoutkit_core::Axis::from_letter('O')
-        .and_then(|a| w.layout.dims().get(a))
-        .unwrap_or(0);
+    let o = crate::conv_fast::letter(&w.layout.dims(), 'O').unwrap_or(0);
     let lanes = kernels.resolve()?.tables().0;
     let s = blocked_supergroup(conv.groups, o / conv.groups.max(1), lanes);
     if s > 1 {
@@ -569,4 +567,4 @@ pub fn conv2d_blocked_into(
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

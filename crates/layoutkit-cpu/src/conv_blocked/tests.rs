@@ -8,7 +8,8 @@ use layoutkit_core::{parse_format, DType, Dims};
 use super::packing::tests::SMALL_CACHES;
 use super::*;
 
-fn noise(n: usize, seed: u64) -> Vec<u8> {
+/// `n` f32 values in [-1, 1) from `seed`, as bytes (shared with the depthwise tests).
+pub(crate) fn noise(n: usize, seed: u64) -> Vec<u8> {
     let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     (0..n)
         .flat_map(|_| {
@@ -20,14 +21,15 @@ fn noise(n: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
-fn values(b: &[u8]) -> Vec<f64> {
+/// f32 bytes as f64 values.
+pub(crate) fn values(b: &[u8]) -> Vec<f64> {
     b.chunks_exact(4)
         .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64)
         .collect()
 }
 
 /// The builds this CPU runs.
-fn builds() -> impl Iterator<Item = ConvKernels> {
+pub(crate) fn builds() -> impl Iterator<Item = ConvKernels> {
     [
         ConvKernels::Avx512,
         ConvKernels::Avx2,

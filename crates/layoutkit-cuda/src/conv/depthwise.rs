@@ -212,6 +212,25 @@ fn nchw_row_loads(k: &ConvKernel, (run, piece): (usize, usize), cols: usize) -> 
     out.trim_end().to_string()
 }
 
+/// How `values` outputs of type `out` are stored as one word: the word's type, the union
+/// member holding it, the union member of one value and the value's expression (of `v`).
+fn packed_word(
+    out: DType,
+    values: usize,
+) -> (&'static str, &'static str, &'static str, &'static str) {
+    let (lane, value) = if out == DType::F16 {
+        ("h", "f2h(v)")
+    } else {
+        ("f", "v")
+    };
+    let (word, member) = match values * out.size_bytes() {
+        4 => ("unsigned", "u"),
+        8 => ("uint2", "d"),
+        _ => ("uint4", "q"),
+    };
+    (word, member, lane, value)
+}
+
 /// CUDA source of `conv_direct(x, wt, y, bias)` for `k` (see the module).
 ///
 /// Contract: `depthwise_applies(k)`.
@@ -366,12 +385,7 @@ pub fn depthwise_source(k: &ConvKernel) -> String {
         } else {
             2
         };
-        let (word, member, lane, value) = match (k.out == DType::F16, pack) {
-            (true, 4) => ("uint2", "d", "h", "f2h(v)"),
-            (true, _) => ("unsigned", "u", "h", "f2h(v)"),
-            (false, 4) => ("uint4", "q", "f", "v"),
-            (false, _) => ("uint2", "d", "f", "v"),
-        };
+        let (word, member, lane, value) = packed_word(k.out, pack);
         let _ = writeln!(
             src,
             "  #pragma unroll\n  for (int t0 = 0; t0 < {wt}; t0 += {pack}) {{\n    if (ow0 + t0 >= {ow}) break;\n    union {{ uint4 q[1]; uint2 d[1]; unsigned u[1]; unsigned short h[{pack}]; float f[{pack}]; }} o;\n    #pragma unroll\n    for (int e = 0; e < {pack}; ++e) {{\n        float v = acc[rr][t0 + e][0]{bias0};{relu}\n        o.{lane}[e] = {value};\n    }}\n    *({word}*)(y + (((long long)n * {o} + c) * {oh} + oh) * {ow} + ow0 + t0) = o.{member}[0];\n  }}\n  }}\n}}",
@@ -384,26 +398,15 @@ pub fn depthwise_source(k: &ConvKernel) -> String {
     }
     if k.layout == ConvLayout::Nhwc && cv == 2 {
         // A channel pair's two outputs in one store (4 bytes of f16, 8 of f32).
-        let bytes = cv * k.out.size_bytes();
-        let (word, member) = if k.out == DType::F16 {
-            ("unsigned", "u")
-        } else {
-            ("uint2", "d")
-        };
-        let (lane, value) = if k.out == DType::F16 {
-            ("h", "f2h(v)")
-        } else {
-            ("f", "v")
-        };
+        let (word, member, lane, value) = packed_word(k.out, cv);
         let at = format!(
             "(((long long)n * {} + oh) * {} + ow) * {} + c",
             s.oh, s.ow, s.o
         );
         let _ = writeln!(
             src,
-            "  #pragma unroll\n  for (int t = 0; t < {wt}; ++t) {{\n    const int ow = ow0 + t;\n    if (ow >= {}) break;\n    union {{ uint4 q[{q}]; uint2 d[1]; unsigned u[1]; unsigned short h[{cv}]; float f[{cv}]; }} o;\n    #pragma unroll\n    for (int e = 0; e < {cv}; ++e) {{\n        float v = acc[rr][t][e]{bias};{relu}\n        o.{lane}[e] = {value};\n    }}\n    *({word}*)(y + {at} + 0) = o.{member}[0];\n  }}\n  }}\n}}",
+            "  #pragma unroll\n  for (int t = 0; t < {wt}; ++t) {{\n    const int ow = ow0 + t;\n    if (ow >= {}) break;\n    union {{ uint4 q[1]; uint2 d[1]; unsigned u[1]; unsigned short h[{cv}]; float f[{cv}]; }} o;\n    #pragma unroll\n    for (int e = 0; e < {cv}; ++e) {{\n        float v = acc[rr][t][e]{bias};{relu}\n        o.{lane}[e] = {value};\n    }}\n    *({word}*)(y + {at} + 0) = o.{member}[0];\n  }}\n  }}\n}}",
             s.ow,
-            q = bytes.div_ceil(16),
         );
         return src;
     }
