@@ -27,7 +27,8 @@
 //! thread per output, f32 sums), depthwise layers in NHWC and NCHW in a kernel of their own
 //! ([`depthwise_source`]: a run of outputs per thread sharing the input columns they read),
 //! other grouped layers in NHWC in an implicit GEMM per group on `mma.sync`
-//! ([`grouped_source`]).
+//! ([`grouped_source`]) or, on Hopper GPUs where they have work enough, as super-groups of 64
+//! channels (a block-diagonal filter) on the Hopper kernel ([`grouped_wgmma`]).
 
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::DType;
@@ -35,6 +36,7 @@ use layoutkit_core::DType;
 mod depthwise;
 mod direct;
 mod grouped;
+pub mod grouped_wgmma;
 mod hopper;
 mod hopper_k;
 pub mod nchw_footprint;
@@ -153,6 +155,15 @@ pub struct ConvKernel {
 /// the NCHW kernel reads faster than the conversion costs.
 pub const NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE: f64 = 12.0;
 
+/// Grouped NCHW activations (not depthwise) are converted to NHWC where the convolution has at
+/// least this many multiply-adds, whatever its FLOP per byte (which does not tell the two
+/// routes apart here): read in place they run in the direct kernel (one thread per output),
+/// through NHWC in the grouped tensor-core kernels, whose conversions cost a few launches.
+/// Measured on an H200 (`bench/results/conv.md`, fair script, ResNeXt-50's seven grouped
+/// layers, about 14.5 M multiply-adds per image): at batch 1 in place 2.3-4.5 TFLOP/s, through
+/// NHWC 2.8-3.3 (in place faster on six); at batch 8 in place 4.6-6.3, through NHWC 10.4-21.3.
+pub const GROUPED_VIA_NHWC_MIN_MACS: usize = 50_000_000;
+
 /// Tests' kernel: NHWC f16 activations on `hw` x `hw` planes, a `k` x `k` filter with stride 1
 /// and the padding that keeps the plane (`k / 2`), `out` in NHWC, bias and ReLU.
 #[cfg(test)]
@@ -249,7 +260,8 @@ impl ConvKernel {
     ///   NC/32HW32), else in NHWC, and writes its output in the same layout; NCHW activations
     ///   of a problem a tensor-core kernel takes (the grouped one, [`grouped_applies`],
     ///   included) are planned through NHWC (converted first) when the convolution has enough
-    ///   work to hide the conversion ([`NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE`]), and a dense kernel
+    ///   work to hide the conversion ([`NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE`], or for grouped
+    ///   layers [`GROUPED_VIA_NHWC_MIN_MACS`]), and a dense kernel
     ///   writes NCHW itself (the grouped kernel's output is converted back), except where
     ///   GPU 0 is a Hopper (sm_90) and the NCHW footprint kernel is the faster way
     ///   ([`nchw_footprint::footprint_planned`]: read in place); int8 never reads NCHW;
@@ -325,9 +337,11 @@ impl ConvKernel {
             out_layout: ConvLayout::Nhwc,
             ..kernel
         };
+        let enough = nhwc.flop_per_converted_byte() >= NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE;
+        let dense = unsupported_reason(&nhwc).is_none() && enough;
+        let grouped = grouped_applies(&nhwc) && nhwc.macs() >= GROUPED_VIA_NHWC_MIN_MACS;
         if kernel.layout == ConvLayout::Nchw
-            && (unsupported_reason(&nhwc).is_none() || grouped_applies(&nhwc))
-            && nhwc.flop_per_converted_byte() >= NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE
+            && (dense || grouped)
             && !nchw_footprint::footprint_planned(&kernel)
         {
             kernel = nhwc;

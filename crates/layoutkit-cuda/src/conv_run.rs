@@ -3,6 +3,10 @@
 use cudarc::driver::sys::{CUfunction_attribute_enum, CUstream};
 use cudarc::driver::{DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 
+use crate::conv::grouped_wgmma::{
+    grouped_tile_reason, grouped_wgmma_preferred, grouped_wgmma_tile,
+    grouped_wgmma_unsupported_reason, needs_expansion, supergroup_channels,
+};
 use crate::conv::nchw_footprint::{
     footprint_plan, footprint_plan_with, footprint_rows, footprint_unsupported_reason,
 };
@@ -16,7 +20,7 @@ use crate::conv::{
 };
 use crate::conv_env::{tile_from_env, with_env_splits};
 use crate::conv_path::ConvPath;
-use crate::conv_space_to_depth::SpaceToDepthPass;
+use crate::conv_space_to_depth::PrePass;
 use crate::{Cuda, Error, Launches, Timing};
 
 impl Cuda {
@@ -48,7 +52,11 @@ impl Cuda {
     /// `LAYOUTKIT_CONV_SPLITK`), else the Hopper kernel with its NCHW loader warpgroup where it takes the problem
     /// and [`crate::conv::nchw_loader::nchw_preferred`] (wherever it takes it with
     /// `LAYOUTKIT_CONV_NCHW_LOADER=1`, never with `=0`; its tile from [`nchw_plan`], or
-    /// `LAYOUTKIT_CONV_TILE` and `LAYOUTKIT_CONV_SPLITK` as for that kernel); else the Hopper kernel on
+    /// `LAYOUTKIT_CONV_TILE` and `LAYOUTKIT_CONV_SPLITK` as for that kernel); grouped problems
+    /// on sm_90 as super-groups on the Hopper kernel where
+    /// [`crate::conv::grouped_wgmma::grouped_wgmma_preferred`] (wherever it takes them with
+    /// `LAYOUTKIT_CONV_SUPERGROUPS=1`, never with `=0`; its tile from
+    /// [`grouped_wgmma_tile`] or `LAYOUTKIT_CONV_TILE`); else the Hopper kernel on
     /// sm_90 when it takes the problem (unless `LAYOUTKIT_CONV_WGMMA=0`), with the tile of
     /// [`crate::conv_plan::hopper_tile`] (the rules and their overrides are listed there),
     /// else the `mma.sync` kernel, else the direct one.
@@ -102,6 +110,26 @@ impl Cuda {
                 None => None,
             };
             let tile = with_env_splits(tile, &kernel.shape, steps, || Ok(nchw_plan(kernel)))?;
+            return Ok(ConvPath::Hopper(tile));
+        }
+        let supergroups = match std::env::var("LAYOUTKIT_CONV_SUPERGROUPS").as_deref() {
+            Ok("0") => false,
+            Ok("1") => true,
+            _ => grouped_wgmma_preferred(kernel),
+        };
+        if major == 9 && wgmma && supergroups && grouped_wgmma_unsupported_reason(kernel).is_none()
+        {
+            let tile = match tile_from_env()? {
+                Some(t) => t
+                    .with_group_channels(supergroup_channels(kernel))
+                    .filter(|t| grouped_tile_reason(kernel, t).is_none())
+                    .ok_or_else(|| {
+                        Error::Unsupported(format!(
+                            "LAYOUTKIT_CONV_TILE: {t:?} does not fit this problem's super-groups"
+                        ))
+                    })?,
+                None => grouped_wgmma_tile(kernel),
+            };
             return Ok(ConvPath::Hopper(tile));
         }
         if major == 9 && wgmma && hopper_unsupported_reason(kernel).is_none() {
@@ -254,6 +282,9 @@ impl Cuda {
             ConvPath::Hopper(_) if major != 9 => Some(format!(
                 "the Hopper kernel needs an sm_90 GPU; this one is sm_{major}{minor}"
             )),
+            ConvPath::Hopper(t) if t.group_channels > 0 => {
+                grouped_wgmma_unsupported_reason(kernel).or_else(|| grouped_tile_reason(kernel, &t))
+            }
             ConvPath::Hopper(t) if t.footprint_rows > 0 => footprint_unsupported_reason(kernel)
                 .or_else(|| {
                     let need = footprint_rows(&kernel.shape, t.bm);
@@ -355,6 +386,14 @@ impl Cuda {
                 (self.compiled(&source, "conv_direct", arch)?, cfg)
             }
         };
+        // Super-groups of groups under 64 channels read a block-diagonal filter a pass
+        // writes first.
+        let regroup = match path {
+            ConvPath::Hopper(t) if t.group_channels > 0 && needs_expansion(kernel) => {
+                Some(self.prepare_expand_groups(kernel)?)
+            }
+            _ => None,
+        };
         let e = kernel.input.size_bytes();
         Ok(DeviceConv {
             kernel: *kernel,
@@ -364,7 +403,7 @@ impl Cuda {
             config,
             workspace,
             reduce,
-            regroup: None,
+            regroup,
             x_bytes: kernel.x_elements() * e,
             w_bytes: kernel.w_elements() * e,
             y_bytes: kernel.y_elements() * kernel.out.size_bytes(),
@@ -387,7 +426,7 @@ impl Cuda {
     /// output), all valid until the queued work has run; `y` must not
     /// overlap the others; `stream` must be a live stream of that context. A `conv` that
     /// keeps scratch memory ([`DeviceConv::workspace_bytes`] > 0: K split among blocks, or
-    /// the space-to-depth pass's regrouped tensors) keeps one: its runs must not
+    /// the space-to-depth pass's regrouped tensors, the super-groups' filter) keeps one: its runs must not
     /// overlap in time (queue them on one stream, or order the streams); otherwise use one
     /// DeviceConv per stream.
     ///
@@ -475,8 +514,9 @@ pub struct DeviceConv {
     /// output, where the Hopper kernel divides K among several blocks.
     workspace: Option<cudarc::driver::CudaSlice<u8>>,
     reduce: Option<(cudarc::driver::CudaFunction, LaunchConfig)>,
-    /// The space-to-depth pass that runs first ([`ConvPath::SpaceToDepth`]).
-    regroup: Option<SpaceToDepthPass>,
+    /// The pass that runs first: space to depth ([`ConvPath::SpaceToDepth`]), or the
+    /// super-groups' filter ([`crate::conv::grouped_wgmma`]).
+    regroup: Option<PrePass>,
     x_bytes: usize,
     w_bytes: usize,
     y_bytes: usize,
@@ -485,7 +525,7 @@ pub struct DeviceConv {
 impl DeviceConv {
     /// `self` (prepared for `kernel`'s regrouped problem) as `kernel`'s convolution: `pass`
     /// runs first, the buffers are `kernel`'s.
-    pub(crate) fn regrouped(self, kernel: &ConvKernel, pass: SpaceToDepthPass) -> DeviceConv {
+    pub(crate) fn regrouped(self, kernel: &ConvKernel, pass: PrePass) -> DeviceConv {
         let ConvPath::Hopper(tile) = self.path else {
             unreachable!("space to depth runs the Hopper kernel")
         };
@@ -506,7 +546,7 @@ impl DeviceConv {
     }
 
     /// Bytes of scratch memory this convolution keeps: the split-K workspace and the
-    /// space-to-depth pass's regrouped tensors (0 without either).
+    /// space-to-depth pass's regrouped tensors or the super-groups' filter (0 without any).
     pub fn workspace_bytes(&self) -> usize {
         self.workspace.as_ref().map_or(0, |w| w.len())
             + self.regroup.as_ref().map_or(0, |p| p.scratch_bytes())

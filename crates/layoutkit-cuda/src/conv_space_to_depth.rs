@@ -13,19 +13,22 @@ use crate::conv::space_to_depth::{
 use crate::conv::{ConvKernel, HopperTile};
 use crate::{ConvPath, Cuda, DeviceConv, Error};
 
-/// The regrouping pass of one convolution: its kernel, launch shape and the scratch memory it
-/// writes (the regrouped activations, then the regrouped filter at a 16-byte boundary).
-pub(crate) struct SpaceToDepthPass {
-    function: CudaFunction,
-    config: LaunchConfig,
-    scratch: CudaSlice<u8>,
-    x_bytes: usize,
+/// A pass that runs before a convolution's kernel and rewrites its operands into scratch
+/// memory: the space-to-depth regrouping (the regrouped activations, then the regrouped
+/// filter at a 16-byte boundary), or with `filter_only` the super-groups' filter
+/// ([`crate::conv::grouped_wgmma`]; the activations are read where they are).
+pub(crate) struct PrePass {
+    pub(crate) function: CudaFunction,
+    pub(crate) config: LaunchConfig,
+    pub(crate) scratch: CudaSlice<u8>,
+    pub(crate) x_bytes: usize,
+    pub(crate) filter_only: bool,
 }
 
 impl Cuda {
     /// Compiles (or finds in the caches) the regrouping pass of `kernel` and allocates its
     /// scratch memory. Contract: [`space_to_depth_problem`] takes `kernel`.
-    fn prepare_space_to_depth(&self, kernel: &ConvKernel) -> Result<SpaceToDepthPass, Error> {
+    fn prepare_space_to_depth(&self, kernel: &ConvKernel) -> Result<PrePass, Error> {
         let (x_bytes, w_bytes) = space_to_depth_bytes(kernel).expect("a problem it takes");
         let function = self.compiled(
             &space_to_depth_source(kernel),
@@ -40,7 +43,7 @@ impl Cuda {
         self.stream
             .synchronize()
             .map_err(|e| Error::driver("cuStreamSynchronize", e))?;
-        Ok(SpaceToDepthPass {
+        Ok(PrePass {
             function,
             config: LaunchConfig {
                 grid_dim,
@@ -49,18 +52,20 @@ impl Cuda {
             },
             scratch,
             x_bytes,
+            filter_only: false,
         })
     }
 }
 
-impl SpaceToDepthPass {
+impl PrePass {
     /// Bytes of scratch memory the pass keeps.
     pub(crate) fn scratch_bytes(&self) -> usize {
         self.scratch.len()
     }
 
     /// Queues the pass on `stream`, reading the activations at `x` and the OHWI filter at `w`;
-    /// returns the device addresses of the regrouped activations and filter.
+    /// returns the device addresses of the activations and filter the convolution's kernel
+    /// reads (`x` itself for a `filter_only` pass).
     ///
     /// # Safety
     /// `x` and `w` must address the original convolution's activations and filter in device
@@ -80,12 +85,17 @@ impl SpaceToDepthPass {
         // wrapper does not own it.
         let borrowed = unsafe { cuda.ctx.wrap_borrowed_stream(stream) };
         let mut b = borrowed.launch_builder(&self.function);
-        b.arg(&x).arg(&w).arg(&xs).arg(&ws);
-        // SAFETY: `conv_space_to_depth` takes (x, w, xs, ws) as generated for this problem;
-        // the scratch holds both outputs (allocated with their sizes, the filter's region
-        // starting at a multiple of 16 bytes) and the caller guarantees the inputs.
+        if self.filter_only {
+            b.arg(&w).arg(&ws);
+        } else {
+            b.arg(&x).arg(&w).arg(&xs).arg(&ws);
+        }
+        // SAFETY: `conv_space_to_depth` takes (x, w, xs, ws), `conv_expand_groups` (w, ws),
+        // as generated for this problem; the scratch holds the outputs (allocated with their
+        // sizes, the filter's region starting at a multiple of 16 bytes: x_bytes is 0 or
+        // rounded so) and the caller guarantees the inputs.
         unsafe { b.launch(self.config) }.map_err(|e| Error::driver("cuLaunchKernel", e))?;
-        Ok((xs, ws))
+        Ok((if self.filter_only { x } else { xs }, ws))
     }
 }
 

@@ -17,6 +17,7 @@
 pub mod codegen;
 pub mod conv;
 mod conv_env;
+mod conv_grouped_wgmma;
 mod conv_nchw;
 mod conv_path;
 pub mod conv_plan;

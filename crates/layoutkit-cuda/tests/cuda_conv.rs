@@ -344,7 +344,13 @@ fn grouped_kernel_matches_the_reference() {
                 layoutkit_cuda::conv::grouped_applies(&kernel),
                 "{problem:?}"
             );
-            assert_eq!(cuda.conv_path(&kernel).unwrap(), ConvPath::Direct);
+            // On sm_90 the larger of them run as super-groups (`cuda_conv_supergroups.rs`).
+            let path = cuda.conv_path(&kernel).unwrap();
+            assert!(
+                matches!(path, ConvPath::Direct)
+                    || matches!(path, ConvPath::Hopper(t) if t.group_channels > 0),
+                "{problem:?}: {path}"
+            );
             checked += check(
                 &cuda,
                 &kernel,

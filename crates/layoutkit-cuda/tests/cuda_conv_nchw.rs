@@ -6,7 +6,8 @@
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::{parse_format, DType, Dims};
 use layoutkit_cuda::conv::{
-    out_layout_reason, ConvKernel, ConvLayout, NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE,
+    out_layout_reason, ConvKernel, ConvLayout, GROUPED_VIA_NHWC_MIN_MACS,
+    NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE,
 };
 use layoutkit_cuda::Launches;
 
@@ -116,16 +117,16 @@ fn for_problem_plans_nchw_through_nhwc_for_tensor_core_problems() {
     assert_eq!(plan(64, 64, 1, DType::I8, false).layout, ConvLayout::Nhwc);
     assert_eq!(plan(64, 64, 3, DType::I8, false).out, DType::I32);
     assert_eq!(plan(64, 64, 3, DType::F32, false).input, DType::F16);
-    // Grouped: through NHWC where the grouped kernel has work enough (16 channels per group:
-    // 36 FLOP per converted byte), its NHWC output converted back by the caller; groups of 4
-    // channels (9 FLOP per byte) in place.
-    let grouped = |c: usize| {
+    // Grouped: through NHWC where the grouped kernels have work enough (50 M multiply-adds:
+    // 128 channels in groups of 4 on 56 x 56 planes at batch 8), its NHWC output converted
+    // back by the caller; ResNeXt's `3x3 512->512 @14` at batch 1 in place.
+    let grouped = |n: usize, c: usize, hw: usize| {
         ConvKernel::for_problem(
             &Conv2d {
                 groups: 32,
                 ..conv(3)
             },
-            &d(&format!("N=1,C={c},H=8,W=8")),
+            &d(&format!("N={n},C={c},H={hw},W={hw}")),
             "NCHW",
             DType::F16,
             &d(&format!("O={c},I={},H=3,W=3", c / 32)),
@@ -137,11 +138,15 @@ fn for_problem_plans_nchw_through_nhwc_for_tensor_core_problems() {
         )
         .unwrap()
     };
-    let wide = grouped(512);
-    assert!(layoutkit_cuda::conv::grouped_applies(&wide));
+    let batch = grouped(8, 128, 56);
+    assert!(layoutkit_cuda::conv::grouped_applies(&batch));
+    assert!(batch.macs() >= GROUPED_VIA_NHWC_MIN_MACS);
     assert_eq!(
-        (wide.layout, wide.out_layout),
+        (batch.layout, batch.out_layout),
         (ConvLayout::Nhwc, ConvLayout::Nhwc)
     );
-    assert_eq!(grouped(128).layout, ConvLayout::Nchw);
+    let one = grouped(1, 512, 14);
+    assert!(one.macs() < GROUPED_VIA_NHWC_MIN_MACS);
+    assert!(one.flop_per_converted_byte() >= NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE);
+    assert_eq!(one.layout, ConvLayout::Nchw);
 }

@@ -1,0 +1,234 @@
+//! Grouped convolutions on the Hopper kernel ([`super::hopper_source`]): groups joined into
+//! *super-groups* of at least one K step's channels (64 f16 or bf16), each super-group a
+//! dense convolution whose filter is block-diagonal (zeros between its groups).
+//!
+//! * A super-group holds `Cs` input channels: 64 where a group has fewer (64 / Cg groups
+//!   together; Cg must divide 64), else one group of Cg channels (a multiple of 64). Its
+//!   output channels are its groups' (`Os = Cs / Cg * O / G`), so an output tile of `bn`
+//!   channels (`bn` dividing `Os`) lies in one super-group, and its block walks K over the
+//!   filter's taps and that super-group's `Cs` channels only (`kh * kw * Cs / 64` steps),
+//!   reading the NHWC activations at channel `(n0 / Os) * Cs` with the full pixel stride.
+//! * The filter the kernel reads is `O x kh x kw x Cs` (OHWI over the super-group's channels):
+//!   where `Cg < 64` a pass ([`expand_source`]) writes it from the grouped OHWI filter into
+//!   scratch memory before each run (zeros outside each output channel's group); where
+//!   `Cg >= 64` it is the grouped filter itself.
+//! * Products with the zeros are wasted: `Cs / Cg` times the useful work (16x for ResNeXt's
+//!   groups of 4, 2x for its groups of 32), on tensor cores that run 10-20x faster than the
+//!   per-group `mma.sync` kernel ([`super::grouped_source`]) on the gathers it spends its time on.
+
+use std::fmt::Write;
+
+use layoutkit_core::DType;
+
+use super::{ConvKernel, ConvLayout, HopperTile};
+
+/// Channels of one K step of the Hopper kernel's 2-byte inputs (128 bytes).
+const STEP_CHANNELS: usize = 64;
+
+/// Threads per block of the filter pass.
+pub const EXPAND_THREADS: u32 = 256;
+
+/// Input channels of `k`'s super-groups (see the module): 64 where a group has fewer, else
+/// the group's.
+pub fn supergroup_channels(k: &ConvKernel) -> usize {
+    let cg = k.shape.c / k.shape.conv.groups.max(1);
+    cg.max(STEP_CHANNELS)
+}
+
+/// Output channels of `k`'s super-groups.
+pub fn supergroup_outputs(k: &ConvKernel) -> usize {
+    let s = &k.shape;
+    let g = s.conv.groups.max(1);
+    supergroup_channels(k) / (s.c / g) * (s.o / g)
+}
+
+/// Why the Hopper kernel does not take grouped `k` as super-groups, or None where it does:
+/// f16 or bf16 NHWC activations of more than one group, not depthwise, groups of a divisor of
+/// 64 channels or a multiple of 64, super-groups of a multiple of 32 output channels, and
+/// what the Hopper kernel takes of the same problem without groups (types, output layout,
+/// tensor sizes).
+pub fn grouped_wgmma_unsupported_reason(k: &ConvKernel) -> Option<String> {
+    let s = &k.shape;
+    let g = s.conv.groups;
+    if g <= 1 || !s.c.is_multiple_of(g) || !s.o.is_multiple_of(g) {
+        return Some(
+            "super-groups are for grouped convolutions (C and O multiples of the groups)".into(),
+        );
+    }
+    if !matches!(k.input, DType::F16 | DType::BF16) {
+        return Some(format!("super-groups take f16 or bf16, not {}", k.input));
+    }
+    if k.layout != ConvLayout::Nhwc {
+        return Some("super-groups read NHWC activations".into());
+    }
+    let cg = s.c / g;
+    if cg == 1 {
+        return Some("depthwise layers run in their own kernel".into());
+    }
+    if !(STEP_CHANNELS.is_multiple_of(cg) || cg.is_multiple_of(STEP_CHANNELS)) {
+        return Some(format!(
+            "super-groups need groups of a divisor of 64 channels or a multiple of 64 (C / groups = {cg})"
+        ));
+    }
+    if !s.c.is_multiple_of(STEP_CHANNELS) {
+        return Some(format!(
+            "super-groups need C to be a multiple of 64 (C = {})",
+            s.c
+        ));
+    }
+    if !supergroup_outputs(k).is_multiple_of(32) {
+        return Some(format!(
+            "super-groups need a multiple of 32 output channels each ({})",
+            supergroup_outputs(k)
+        ));
+    }
+    let dense = dense_view(k);
+    super::hopper_unsupported_reason(&dense)
+}
+
+/// `k` without groups, for the checks the dense Hopper kernel makes of types and layouts.
+fn dense_view(k: &ConvKernel) -> ConvKernel {
+    let mut dense = *k;
+    dense.shape.conv.groups = 1;
+    dense
+}
+
+/// Whether `k`'s filter goes through [`expand_source`]'s pass (groups of fewer than 64
+/// channels).
+pub fn needs_expansion(k: &ConvKernel) -> bool {
+    supergroup_channels(k) != k.shape.c / k.shape.conv.groups.max(1)
+}
+
+/// Why `tile` cannot run `k` as super-groups, or None where it can: its `group_channels` are
+/// `k`'s super-groups' channels and its columns divide a super-group's outputs (so a block's
+/// outputs lie in one super-group).
+pub fn grouped_tile_reason(k: &ConvKernel, tile: &HopperTile) -> Option<String> {
+    let (cs, os) = (supergroup_channels(k), supergroup_outputs(k));
+    if tile.group_channels != cs || tile.tma || tile.nchw || tile.splits > 1 || tile.persistent {
+        return Some(format!(
+            "the super-group kernel needs a cp.async tile of {cs} channels per group, one split"
+        ));
+    }
+    (!os.is_multiple_of(tile.bn)).then(|| {
+        format!(
+            "a tile of {} columns does not divide a super-group's {os} output channels",
+            tile.bn
+        )
+    })
+}
+
+/// Whether `k` runs as super-groups on a Hopper GPU where the kernel takes it (see
+/// [`MIN_SUPERGROUP_MACS`]).
+pub fn grouped_wgmma_preferred(k: &ConvKernel) -> bool {
+    grouped_wgmma_unsupported_reason(k).is_none() && k.macs() >= MIN_SUPERGROUP_MACS
+}
+
+/// The fewest (useful) multiply-adds for which [`grouped_wgmma_preferred`] takes a problem;
+/// smaller ones run in the per-group `mma.sync` kernel where it takes them. Measured on an
+/// H200 (`bench/results/conv.md`, `conv bench`, NHWC, best of two alternated passes):
+/// ResNeXt-50 32x4d's seven grouped 3x3 layers (about 14.5 M multiply-adds per image) at
+/// batch 1 ran 4.3-5.0 TFLOP/s as super-groups against 4.7-8.1 in the per-group kernel
+/// (super-groups faster only on `3x3 128->128 @56`), at batch 8 (116 M) 15.0-33.7 against
+/// 6.3-29.2, at batch 32 and 64 1.5-2.9x.
+pub const MIN_SUPERGROUP_MACS: usize = 50_000_000;
+
+/// The tile of the super-group kernel for `k`: `cp.async` loads (the TMA and NCHW loaders do
+/// not take a channel offset per tile), no split of K, 64 channels per tile where the
+/// super-group has that many, 128 rows where there are enough pixels to fill the GPU with
+/// them, else 64; four stages (one group of multiplies in flight).
+pub fn grouped_wgmma_tile(k: &ConvKernel) -> HopperTile {
+    let os = supergroup_outputs(k);
+    let bn = if os.is_multiple_of(64) { 64 } else { 32 };
+    let s = &k.shape;
+    let pixels = s.n * s.oh * s.ow;
+    let blocks_128 = pixels.div_ceil(128) * s.o.div_ceil(bn);
+    let bm = if blocks_128 >= 2 * super::SMS {
+        128
+    } else {
+        64
+    };
+    HopperTile::new(bm, bn, 4)
+        .and_then(|t| t.with_group_channels(supergroup_channels(k)))
+        .expect("a cp.async tile the Hopper kernel has")
+}
+
+/// The statement (in the `cp.async` loader taking K step `t`) that sets the step's filter tap
+/// `r`, `sx`, its channel `cw` within the super-group and `c0`, the activations' channel.
+pub(super) fn supergroup_tap(k: &ConvKernel) -> String {
+    let chunks = supergroup_channels(k) / STEP_CHANNELS;
+    format!(
+        "    const int rs = t / {chunks}, cw = (t % {chunks}) * {STEP_CHANNELS}, c0 = (n0 / {os}) * {cs} + cw, r = rs / {kw}, sx = rs % {kw};",
+        os = supergroup_outputs(k),
+        cs = supergroup_channels(k),
+        kw = k.shape.kw
+    )
+}
+
+/// The `cp.async` copies of a thread's `br` filter chunks of one K step (after
+/// [`supergroup_tap`]) from the `O x kh x kw x Cs` filter to `dst`, as
+/// [`super::source::b_loads`].
+pub(super) fn supergroup_b_loads(
+    k: &mut String,
+    kernel: &ConvKernel,
+    br: usize,
+    step: usize,
+    dst: &str,
+) {
+    let s = &kernel.shape;
+    let dst = dst.replace("{step}", &step.to_string());
+    let _ = writeln!(
+        k,
+        "    #pragma unroll\n    for (int i = 0; i < {br}; ++i) {{\n      const int oc = n0 + lrow + i * {step};\n      const unsigned short* gb = oc < {o} ? w + ((oc * {kh} + r) * {kw} + sx) * {cs} + cw + lcol : w;\n      cp16({dst}, gb, oc < {o} ? 16 : 0);\n    }}",
+        o = s.o,
+        kh = s.kh,
+        kw = s.kw,
+        cs = supergroup_channels(kernel),
+    );
+}
+
+/// K steps of the super-group kernel for `k`: the taps times the super-group's chunks of 64
+/// channels.
+pub fn supergroup_steps(k: &ConvKernel) -> usize {
+    k.shape.kh * k.shape.kw * supergroup_channels(k) / STEP_CHANNELS
+}
+
+/// Elements of the filter the super-group kernel reads (`O x kh x kw x Cs`).
+pub fn expanded_filter_elements(k: &ConvKernel) -> usize {
+    let s = &k.shape;
+    s.o * s.kh * s.kw * supergroup_channels(k)
+}
+
+/// CUDA source of `conv_expand_groups(w, ws)`: from the grouped OHWI filter `w` (`O x kh x
+/// kw x Cg`, 2-byte elements) the super-groups' filter `ws` (`O x kh x kw x Cs`): element
+/// `j` of output channel `oc`'s tap is input channel `(oc / Os) * Cs + j`, the grouped
+/// filter's value where that channel is in `oc`'s group, else zero. One thread per element of
+/// `ws`, [`EXPAND_THREADS`] per block ([`expand_grid`] blocks).
+pub fn expand_source(k: &ConvKernel) -> String {
+    let s = &k.shape;
+    let g = s.conv.groups;
+    let (cg, og) = (s.c / g, s.o / g);
+    let (cs, os) = (supergroup_channels(k), supergroup_outputs(k));
+    let taps = s.kh * s.kw;
+    format!(
+        "// Generated by layoutkit-cuda (conv, super-groups' filter).\n\
+extern \"C\" __global__ void conv_expand_groups(const unsigned short* __restrict__ w, unsigned short* __restrict__ ws) {{\n\
+  const long long i = (long long)blockIdx.x * {EXPAND_THREADS} + threadIdx.x;\n\
+  if (i >= {total}LL) return;\n\
+  const int j = (int)(i % {cs});\n\
+  const long long rest = i / {cs};\n\
+  const int tap = (int)(rest % {taps}), oc = (int)(rest / {taps});\n\
+  const int c = (oc / {os}) * {cs} + j - (oc / {og}) * {cg};\n\
+  ws[i] = (c >= 0 && c < {cg}) ? w[((long long)oc * {taps} + tap) * {cg} + c] : (unsigned short)0;\n\
+}}\n",
+        total = expanded_filter_elements(k),
+    )
+}
+
+/// Blocks of [`expand_source`]'s pass.
+pub fn expand_grid(k: &ConvKernel) -> u32 {
+    expanded_filter_elements(k).div_ceil(EXPAND_THREADS as usize) as u32
+}
+
+#[cfg(test)]
+#[path = "grouped_wgmma_tests.rs"]
+mod tests;
