@@ -20,6 +20,7 @@ pub enum ConvPath {
 /// The Hopper kernel's name and tile as [`ConvPath`]'s display writes them.
 fn write_hopper(f: &mut std::fmt::Formatter<'_>, t: &HopperTile) -> std::fmt::Result {
     let name = match (t.nchw, t.tma) {
+        (_, true) if t.group_channels > 0 => "wgmma-tma-supergroups",
         _ if t.group_channels > 0 => "wgmma-supergroups",
         (true, _) if t.footprint_rows > 0 => "wgmma-nchw-footprint",
         (true, _) => "wgmma-nchw",

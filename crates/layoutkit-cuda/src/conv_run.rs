@@ -4,7 +4,7 @@ use cudarc::driver::sys::{CUfunction_attribute_enum, CUstream};
 use cudarc::driver::{DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 
 use crate::conv::grouped_wgmma::{
-    grouped_tile_reason, grouped_wgmma_preferred, grouped_wgmma_tile,
+    filter_view, grouped_tile_reason, grouped_wgmma_preferred, grouped_wgmma_tile,
     grouped_wgmma_unsupported_reason, needs_expansion, supergroup_channels,
 };
 use crate::conv::nchw_footprint::{
@@ -119,9 +119,15 @@ impl Cuda {
         };
         if major == 9 && wgmma && supergroups && grouped_wgmma_unsupported_reason(kernel).is_none()
         {
+            let tma = std::env::var("LAYOUTKIT_CONV_TMA").as_deref() != Ok("0");
             let tile = match tile_from_env()? {
                 Some(t) => t
                     .with_group_channels(supergroup_channels(kernel))
+                    .map(|t| {
+                        t.with_tma(tma)
+                            .filter(|t| grouped_tile_reason(kernel, t).is_none())
+                            .unwrap_or(t)
+                    })
                     .filter(|t| grouped_tile_reason(kernel, t).is_none())
                     .ok_or_else(|| {
                         Error::Unsupported(format!(
@@ -569,6 +575,10 @@ impl DeviceConv {
             ConvPath::Hopper(tile) if tile.nchw => {
                 Ok(Some((None, filter_map(&self.run_kernel, &tile, w)?)))
             }
+            ConvPath::Hopper(tile) if tile.tma && tile.group_channels > 0 => Ok(Some((
+                Some(activation_map(&self.run_kernel, x)?),
+                filter_map(&filter_view(&self.run_kernel), &tile, w)?,
+            ))),
             ConvPath::Hopper(tile) | ConvPath::SpaceToDepth(tile) if tile.tma => Ok(Some((
                 Some(activation_map(&self.run_kernel, x)?),
                 filter_map(&self.run_kernel, &tile, w)?,

@@ -3,7 +3,8 @@
 //! block-diagonal filter written by the pass), groups of 64 and 128 channels (the grouped
 //! filter read as it is), a channel multiplier of 2, stride 2, dilation 2, 1x1 and 5x5
 //! filters, rows that do not fill a tile; f16 with f16 and f32 outputs, bf16, NCHW output;
-//! each with the rule's tile and with tiles of 64, 128 and 256 rows and 32 or 64 columns.
+//! each with the rule's tile and with tiles of 64, 128 and 256 rows and 32 or 64 columns,
+//! loaded by `cp.async` and by TMA.
 //! Skipped without an sm_90 GPU unless LAYOUTKIT_REQUIRE_CUDA=1 (then an error on other GPUs).
 
 use layoutkit_core::DType;
@@ -16,7 +17,8 @@ use layoutkit_cuda::ConvPath;
 mod common;
 use common::{check, device, kernel_for, Problem};
 
-/// Tiles tried beside the rule's (`(bm, bn, stages, in flight)`), where they fit.
+/// Tiles tried beside the rule's (`(bm, bn, stages, in flight)`), where they fit; the last
+/// two loading by TMA.
 const TILES: [(usize, usize, usize, usize); 4] = [
     (64, 64, 4, 1),
     (128, 32, 3, 0),
@@ -66,10 +68,11 @@ fn super_groups_match_the_reference() {
             let why = grouped_wgmma_unsupported_reason(&kernel);
             assert!(why.is_none(), "{problem:?}: {why:?}");
             let mut paths = vec![ConvPath::Hopper(grouped_wgmma_tile(&kernel))];
-            for (bm, bn, st, f) in TILES {
+            for ((bm, bn, st, f), tma) in TILES.into_iter().zip([false, false, true, true]) {
                 let tile = HopperTile::new(bm, bn, st)
                     .and_then(|t| t.with_in_flight(f))
                     .and_then(|t| t.with_group_channels(supergroup_channels(&kernel)))
+                    .and_then(|t| t.with_tma(tma))
                     .filter(|t| grouped_tile_reason(&kernel, t).is_none());
                 paths.extend(tile.map(ConvPath::Hopper));
             }

@@ -93,6 +93,14 @@ fn dense_view(k: &ConvKernel) -> ConvKernel {
     dense
 }
 
+/// The problem whose filter the super-group kernel reads, for its tensor map: `k` without
+/// groups over a super-group's channels (`O x kh x kw x Cs`).
+pub fn filter_view(k: &ConvKernel) -> ConvKernel {
+    let mut view = dense_view(k);
+    view.shape.c = supergroup_channels(k);
+    view
+}
+
 /// Whether `k`'s filter goes through [`expand_source`]'s pass (groups of fewer than 64
 /// channels).
 pub fn needs_expansion(k: &ConvKernel) -> bool {
@@ -104,10 +112,19 @@ pub fn needs_expansion(k: &ConvKernel) -> bool {
 /// outputs lie in one super-group).
 pub fn grouped_tile_reason(k: &ConvKernel, tile: &HopperTile) -> Option<String> {
     let (cs, os) = (supergroup_channels(k), supergroup_outputs(k));
-    if tile.group_channels != cs || tile.tma || tile.nchw || tile.splits > 1 || tile.persistent {
+    if tile.group_channels != cs || tile.nchw || tile.splits > 1 || tile.persistent {
         return Some(format!(
-            "the super-group kernel needs a cp.async tile of {cs} channels per group, one split"
+            "the super-group kernel needs an NHWC tile of {cs} channels per group, one split, \
+             not persistent"
         ));
+    }
+    if tile.tma {
+        if tile.k_bytes != 128 {
+            return Some("super-groups load 128-byte rows by TMA".into());
+        }
+        if let Some(why) = super::tma_unsupported_reason(&dense_view(k)) {
+            return Some(why);
+        }
     }
     (!os.is_multiple_of(tile.bn)).then(|| {
         format!(
@@ -132,24 +149,32 @@ pub fn grouped_wgmma_preferred(k: &ConvKernel) -> bool {
 /// 6.3-29.2, at batch 32 and 64 1.5-2.9x.
 pub const MIN_SUPERGROUP_MACS: usize = 50_000_000;
 
-/// The tile of the super-group kernel for `k`: `cp.async` loads (the TMA and NCHW loaders do
-/// not take a channel offset per tile), no split of K, 64 channels per tile where the
-/// super-group has that many, 128 rows where there are enough pixels to fill the GPU with
-/// them, else 64; four stages (one group of multiplies in flight).
+/// The tile of the super-group kernel for `k`: loaded by TMA (by `cp.async` with
+/// `LAYOUTKIT_CONV_TMA=0` or where the TMA kernel does not take the problem), no split of K,
+/// 64 columns where a super-group has that many outputs (else 32); 128 rows and three stages
+/// where that makes at least one block per SM, else 64 rows and four stages. Measured on an
+/// H200 (`bench/results/conv.md`, ResNeXt-50's grouped layers at batch 8, 32 and 64, best of
+/// two alternated passes): TMA 1.01-1.20x `cp.async` with the same tile; 128 x 64 x 3 against
+/// 128 x 64 x 4 1.01-1.21x at batch 32 and 64; at batch 32 `3x3 1024->1024 @7` (208 tiles of
+/// 128 rows) 87.7 TFLOP/s against 72.9 with 64 rows.
 pub fn grouped_wgmma_tile(k: &ConvKernel) -> HopperTile {
     let os = supergroup_outputs(k);
     let bn = if os.is_multiple_of(64) { 64 } else { 32 };
     let s = &k.shape;
     let pixels = s.n * s.oh * s.ow;
     let blocks_128 = pixels.div_ceil(128) * s.o.div_ceil(bn);
-    let bm = if blocks_128 >= 2 * super::SMS {
-        128
+    let (bm, stages) = if blocks_128 >= super::SMS {
+        (128, 3)
     } else {
-        64
+        (64, 4)
     };
-    HopperTile::new(bm, bn, 4)
+    let tile = HopperTile::new(bm, bn, stages)
         .and_then(|t| t.with_group_channels(supergroup_channels(k)))
-        .expect("a cp.async tile the Hopper kernel has")
+        .expect("a tile the Hopper kernel has");
+    let tma = std::env::var("LAYOUTKIT_CONV_TMA").as_deref() != Ok("0");
+    tile.with_tma(tma)
+        .filter(|t| grouped_tile_reason(k, t).is_none())
+        .unwrap_or(tile)
 }
 
 /// The statement (in the `cp.async` loader taking K step `t`) that sets the step's filter tap

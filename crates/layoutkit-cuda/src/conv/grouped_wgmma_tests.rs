@@ -1,5 +1,6 @@
 use super::*;
 use crate::conv::{hopper_source, ConvShape};
+
 use layoutkit_core::conv::Conv2d;
 
 /// A 3x3 NHWC f16 layer of `c` channels in `groups` groups on 14 x 14 planes.
@@ -87,23 +88,40 @@ fn the_tile_stays_inside_one_super_group() {
     let tile = grouped_wgmma_tile(&k);
     assert_eq!(tile.group_channels, 64);
     assert!(grouped_tile_reason(&k, &tile).is_none());
-    assert!(!tile.tma && tile.splits == 1);
+    assert!(tile.tma && tile.splits == 1 && !tile.persistent);
+    // 2 x 14 x 14 pixels: 4 tiles of 128 rows x 4 super-groups, under one block per SM.
+    assert_eq!((tile.bm, tile.bn, tile.stages), (64, 64, 4));
     let wide = HopperTile::new(128, 128, 4)
         .and_then(|t| t.with_group_channels(64))
         .unwrap();
     assert!(grouped_tile_reason(&k, &wide)
         .unwrap()
         .contains("does not divide"));
-    assert!(HopperTile::new(128, 64, 4)
+    // TMA tiles walk the super-groups too (the filter's map over its 64 channels).
+    let tma = HopperTile::new(128, 64, 4)
         .and_then(|t| t.with_tma(true))
         .and_then(|t| t.with_group_channels(64))
-        .is_none());
+        .unwrap();
+    assert!(grouped_tile_reason(&k, &tma).is_none());
+    assert_eq!(filter_view(&k).shape.c, 64);
+    let src = hopper_source(&k, &tma);
+    assert!(
+        src.contains("kc = (t % 1) * 64, c0 = (n0 / 64) * 64 + kc"),
+        "{src}"
+    );
+    assert!(src.contains("tma_tile(sa + 16384, &tw, kc, sx, r, n0, full + st)"));
+    let persistent = HopperTile {
+        persistent: true,
+        ..tma
+    };
+    assert!(grouped_tile_reason(&k, &persistent).is_some());
 }
 
 #[test]
 fn the_sources_read_the_super_group_channels() {
     let k = grouped(256, 32);
-    let src = hopper_source(&k, &grouped_wgmma_tile(&k));
+    let cp_async = grouped_wgmma_tile(&k).with_tma(false).unwrap();
+    let src = hopper_source(&k, &cp_async);
     // The activations' channel from the tile's super-group, the filter over 64 channels.
     assert!(src.contains("c0 = (n0 / 64) * 64 + cw"), "{src}");
     assert!(src.contains("w + ((oc * 3 + r) * 3 + sx) * 64 + cw + lcol"));

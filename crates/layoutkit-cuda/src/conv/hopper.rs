@@ -141,9 +141,9 @@ impl HopperTile {
     }
 
     /// This tile walking K over super-groups of `channels` input channels (a multiple of 64;
-    /// [`super::grouped_wgmma`]); None for tiles that load by TMA, read NCHW or split K.
+    /// [`super::grouped_wgmma`]); None for tiles that read NCHW, split K or are persistent.
     pub fn with_group_channels(self, channels: usize) -> Option<HopperTile> {
-        let ok = channels.is_multiple_of(64) && !self.tma && !self.nchw && self.splits == 1;
+        let ok = channels.is_multiple_of(64) && !self.nchw && self.splits == 1 && !self.persistent;
         ok.then_some(HopperTile {
             group_channels: channels,
             ..self

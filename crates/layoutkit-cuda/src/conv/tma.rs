@@ -193,7 +193,23 @@ pub fn tma_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
     let row = tile.k_bytes;
     debug_assert_eq!(row, row_bytes(kernel), "the tile's rows are the kernel's");
     let per_step = row / kernel.input.size_bytes();
-    let chunks = s.c.div_ceil(per_step);
+    // Super-groups walk their own channels: `kc` is the channel of the filter the tile reads,
+    // `c0` the activations' ([`super::grouped_wgmma`]).
+    let grouped = tile.group_channels > 0;
+    let chunks = if grouped {
+        tile.group_channels / per_step
+    } else {
+        s.c.div_ceil(per_step)
+    };
+    let channels = if grouped {
+        format!(
+            "kc = (t % {chunks}) * {per_step}, c0 = (n0 / {}) * {} + kc",
+            super::grouped_wgmma::supergroup_outputs(kernel),
+            tile.group_channels
+        )
+    } else {
+        format!("c0 = (t % {chunks}) * {per_step}, kc = c0")
+    };
     let steps = s.kh * s.kw * chunks;
     let stage_bytes = (bm + bn) * row;
     let groups = bm / PIXELS_PER_COPY;
@@ -251,7 +267,7 @@ pub fn tma_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
     );
     let _ = writeln!(
         k,
-        "      for (int u = 0; u < nsteps; ++u{inc}) {{\n        const int st = {n} % {stages};\n        if ({n} >= {stages}) mbar_wait(empty + st, (({n} / {stages}) + 1) & 1);\n        const int t = t0 + u, rs = t / {chunks}, c0 = (t % {chunks}) * {per_step}, r = rs / {kw}, sx = rs % {kw};\n        unsigned char* sa = smem + st * {stage_bytes};\n        mbar_expect(full + st, {stage_bytes});\n        #pragma unroll\n        for (int i = 0; i < {groups}; ++i)\n          {a_copy};\n        tma_tile(sa + {}, &tw, c0, sx, r, n0, full + st);\n      }}\n{tiles_close}    }}\n    return;\n  }}",
+        "      for (int u = 0; u < nsteps; ++u{inc}) {{\n        const int st = {n} % {stages};\n        if ({n} >= {stages}) mbar_wait(empty + st, (({n} / {stages}) + 1) & 1);\n        const int t = t0 + u, rs = t / {chunks}, {channels}, r = rs / {kw}, sx = rs % {kw};\n        unsigned char* sa = smem + st * {stage_bytes};\n        mbar_expect(full + st, {stage_bytes});\n        #pragma unroll\n        for (int i = 0; i < {groups}; ++i)\n          {a_copy};\n        tma_tile(sa + {}, &tw, kc, sx, r, n0, full + st);\n      }}\n{tiles_close}    }}\n    return;\n  }}",
         bm * row,
         kw = s.kw
     );
