@@ -155,8 +155,8 @@ pub const MIN_SUPERGROUP_MACS: usize = 50_000_000;
 /// where that makes at least one block per SM, else 64 rows and four stages. Measured on an
 /// H200 (`bench/results/conv.md`, ResNeXt-50's grouped layers at batch 8, 32 and 64, best of
 /// two alternated passes): TMA 1.01-1.20x `cp.async` with the same tile; 128 x 64 x 3 against
-/// 128 x 64 x 4 1.01-1.21x at batch 32 and 64; at batch 32 `3x3 1024->1024 @7` (208 tiles of
-/// 128 rows) 87.7 TFLOP/s against 72.9 with 64 rows.
+/// 128 x 64 x 4 0.98-1.18x at batch 32 and 64 (geometric mean 1.04); at batch 32 `3x3
+/// 1024->1024 @7` (208 tiles of 128 rows) 87.7 TFLOP/s against 72.9 with 64 rows.
 pub fn grouped_wgmma_tile(k: &ConvKernel) -> HopperTile {
     let os = supergroup_outputs(k);
     let bn = if os.is_multiple_of(64) { 64 } else { 32 };
