@@ -30,6 +30,10 @@ use crate::{convert, convert_fast, Epilogue, Error, TensorRef};
 /// Lanes of a vector of channels or pixels.
 const LANES: usize = 16;
 
+/// Lanes of a half vector (the blocks of `NCHW8c`, and the last 8 channels where C is 8 more
+/// than a multiple of 16).
+const HALF: usize = 8;
+
 /// Whether the depthwise kernel takes these operands: f32 activations in NCHW, NHWC or
 /// `NCHW<x>c`, groups = C = O (a filter of one input channel per output channel).
 pub fn conv2d_depthwise_supports(conv: &Conv2d, x: &TensorRef<'_>, w: &TensorRef<'_>) -> bool {
@@ -372,55 +376,65 @@ fn row<const FMA: bool>(r: &Rows<'_>, n: usize, cb: usize, oh: usize, out: &mut 
     let chans = r.block.min(g.c - c0);
     let base = n * r.sn + cb * r.plane;
     let (lo, hi) = interior(g);
-    let (sw, dw, pw) = (g.conv.stride[1], g.conv.dilation[1], g.conv.padding[1]);
     // The filter rows inside the image: (offset of the input row, filter row).
     let rows: Vec<(usize, usize)> = (0..g.kh)
         .filter_map(|rr| g.in_row(oh, rr).map(|ih| (base + ih * r.sh, rr)))
         .collect();
     let mut offs: Vec<(usize, usize)> = Vec::with_capacity(g.kh * g.kw);
+    // A block of one half vector (`NCHW8c`) takes twice the pixels, for as many independent
+    // sums per tap.
+    if (HALF..LANES).contains(&chans) {
+        let mut ow = 0;
+        while ow < g.ow {
+            let p = if ow + 2 * PIXELS <= hi {
+                2 * PIXELS
+            } else {
+                PIXELS
+            };
+            if ow >= lo && ow + p <= hi {
+                if p == PIXELS {
+                    interior_vectors::<FMA, PIXELS, 1, HALF>(r, &rows, ow, c0, 0, out);
+                } else {
+                    interior_vectors::<FMA, { 2 * PIXELS }, 1, HALF>(r, &rows, ow, c0, 0, out);
+                }
+                if HALF < r.block {
+                    for q in 0..p {
+                        one_pixel::<FMA>(r, &rows, &mut offs, ow + q, c0, HALF, chans, out);
+                    }
+                }
+                ow += p;
+            } else {
+                one_pixel::<FMA>(r, &rows, &mut offs, ow, c0, 0, chans, out);
+                ow += 1;
+            }
+        }
+        return;
+    }
     let mut ow = 0;
     while ow < g.ow {
-        if ow >= lo && ow + PIXELS <= hi && chans >= LANES {
-            // PIXELS interior pixels: every tap along W inside; whole vectors of channels.
+        if ow >= lo && ow + PIXELS <= hi && chans >= HALF {
+            // PIXELS interior pixels: every tap along W inside; whole vectors of channels,
+            // two at a time (eight independent sums per tap), then the last one, then a half
+            // vector (blocks of 8 channels, C = 8 mod 16).
             let mut v = 0;
-            while v + LANES <= chans {
-                let mut acc = [[0f32; LANES]; PIXELS];
-                for a in acc.iter_mut() {
-                    a.copy_from_slice(&r.bias[c0 + v..c0 + v + LANES]);
-                }
-                for &(row_at, rr) in &rows {
-                    for s in 0..g.kw {
-                        let wt = (rr * g.kw + s) * g.c + c0 + v;
-                        let wv: &[f32; LANES] = r.per_tap[wt..wt + LANES].try_into().unwrap();
-                        let at0 = row_at + (ow * sw + s * dw - pw) * r.sw + v;
-                        let step = sw * r.sw;
-                        // One bounds check for the PIXELS vectors of this tap.
-                        assert!(at0 + (PIXELS - 1) * step + LANES <= r.xs.len());
-                        let xp = r.xs.as_ptr();
-                        for (p, a) in acc.iter_mut().enumerate() {
-                            // SAFETY: at0 + p * step + LANES <= the bound asserted above,
-                            // which is at most xs.len(); f32 has no invalid bit patterns.
-                            let xv: [f32; LANES] = unsafe {
-                                xp.add(at0 + p * step)
-                                    .cast::<[f32; LANES]>()
-                                    .read_unaligned()
-                            };
-                            for l in 0..LANES {
-                                a[l] = madd::<FMA>(a[l], xv[l], wv[l]);
-                            }
-                        }
-                    }
-                }
-                for (p, a) in acc.iter().enumerate() {
-                    let o = &mut out[(ow + p) * r.block + v..(ow + p) * r.block + v + LANES];
-                    for l in 0..LANES {
-                        o[l] = if r.relu { a[l].max(0.0) } else { a[l] };
-                    }
-                }
+            while v + 2 * LANES <= chans {
+                interior_vectors::<FMA, PIXELS, 2, LANES>(r, &rows, ow, c0, v, out);
+                v += 2 * LANES;
+            }
+            if v + LANES <= chans {
+                interior_vectors::<FMA, PIXELS, 1, LANES>(r, &rows, ow, c0, v, out);
                 v += LANES;
             }
-            for p in 0..PIXELS {
-                one_pixel::<FMA>(r, &rows, &mut offs, ow + p, c0, v, chans, out);
+            if v + HALF <= chans {
+                interior_vectors::<FMA, PIXELS, 1, HALF>(r, &rows, ow, c0, v, out);
+                v += HALF;
+            }
+            // The channels past the last whole vector (and a partial block's zero lanes),
+            // where there are any: the pixel's tap list is not rebuilt for nothing.
+            if v < r.block {
+                for p in 0..PIXELS {
+                    one_pixel::<FMA>(r, &rows, &mut offs, ow + p, c0, v, chans, out);
+                }
             }
             ow += PIXELS;
         } else {
@@ -430,7 +444,65 @@ fn row<const FMA: bool>(r: &Rows<'_>, n: usize, cb: usize, oh: usize, out: &mut 
     }
 }
 
-/// Channels `from..` of output pixel `ow` (vectors of 16, then one at a time), and zeros in
+/// `V` vectors of `L` channels from `v` of the `P` interior output pixels from `ow`: each
+/// tap's `V` weight vectors loaded once for the pixels, `V x P` independent sums (so the
+/// multiply-adds of one tap do not wait on each other), one bounds check per tap.
+#[inline(always)]
+fn interior_vectors<const FMA: bool, const P: usize, const V: usize, const L: usize>(
+    r: &Rows<'_>,
+    rows: &[(usize, usize)],
+    ow: usize,
+    c0: usize,
+    v: usize,
+    out: &mut [f32],
+) {
+    let g = r.g;
+    let (sw, dw, pw) = (g.conv.stride[1], g.conv.dilation[1], g.conv.padding[1]);
+    // Sum `k` is pixel `k / V`'s vector `k % V` (one flat array: nested ones were not kept in
+    // registers).
+    let mut acc = [[0f32; L]; 8];
+    let sums = P * V;
+    assert!(sums <= acc.len());
+    for (k, a) in acc.iter_mut().enumerate().take(sums) {
+        let b = c0 + v + (k % V) * L;
+        a.copy_from_slice(&r.bias[b..b + L]);
+    }
+    let step = sw * r.sw;
+    let xp = r.xs.as_ptr();
+    for &(row_at, rr) in rows {
+        for s in 0..g.kw {
+            let wt = (rr * g.kw + s) * g.c + c0 + v;
+            let wv = &r.per_tap[wt..wt + V * L];
+            let at0 = row_at + (ow * sw + s * dw - pw) * r.sw + v;
+            // One bounds check for the P x V vectors of this tap.
+            assert!(at0 + (P - 1) * step + V * L <= r.xs.len());
+            for (k, a) in acc.iter_mut().enumerate().take(sums) {
+                let (p, j) = (k / V, k % V);
+                // SAFETY: at0 + p * step + (j + 1) * L <= the bound asserted above,
+                // which is at most xs.len(); f32 has no invalid bit patterns.
+                let xv: [f32; L] = unsafe {
+                    xp.add(at0 + p * step + j * L)
+                        .cast::<[f32; L]>()
+                        .read_unaligned()
+                };
+                let w: &[f32; L] = wv[j * L..(j + 1) * L].try_into().unwrap();
+                for l in 0..L {
+                    a[l] = madd::<FMA>(a[l], xv[l], w[l]);
+                }
+            }
+        }
+    }
+    for (k, a) in acc.iter().enumerate().take(sums) {
+        let at = (ow + k / V) * r.block + v + (k % V) * L;
+        let o = &mut out[at..at + L];
+        for l in 0..L {
+            o[l] = if r.relu { a[l].max(0.0) } else { a[l] };
+        }
+    }
+}
+
+/// Channels `from..` of output pixel `ow` (vectors of 16, a half vector of 8, then one at a
+/// time), and zeros in
 /// the lanes past C of a partial last block.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
@@ -470,6 +542,21 @@ fn one_pixel<const FMA: bool>(
             o[v + l] = if r.relu { acc[l].max(0.0) } else { acc[l] };
         }
         v += LANES;
+    }
+    if v + HALF <= chans {
+        let mut acc: [f32; HALF] = r.bias[c0 + v..c0 + v + HALF].try_into().unwrap();
+        for &(at, t) in offs.iter() {
+            let xv: &[f32; HALF] = r.xs[at + v..at + v + HALF].try_into().unwrap();
+            let wt = t * g.c + c0 + v;
+            let wv: &[f32; HALF] = r.per_tap[wt..wt + HALF].try_into().unwrap();
+            for l in 0..HALF {
+                acc[l] = madd::<FMA>(acc[l], xv[l], wv[l]);
+            }
+        }
+        for l in 0..HALF {
+            o[v + l] = if r.relu { acc[l].max(0.0) } else { acc[l] };
+        }
+        v += HALF;
     }
     for (e, oe) in o.iter_mut().enumerate().take(chans).skip(v) {
         let mut acc = r.bias[c0 + e];

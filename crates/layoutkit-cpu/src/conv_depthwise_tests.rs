@@ -108,18 +108,27 @@ proptest! {
     }
 }
 
-/// MobileNetV2's and EfficientNet's shapes: 144 channels on 56 x 56 (vectors of 16 and a
-/// row's 16-pixel runs), 5x5 at stride 2, 250 channels (a partial vector).
+/// MobileNetV2's and EfficientNet's shapes: 144 channels on 56 x 56 (vectors of 16 in pairs
+/// and one alone, a row's 16-pixel runs), 5x5 at stride 2, 250 channels (a partial vector),
+/// 32 channels on 56 x 56 (one pair of vectors; in `NCHW8c` half vectors of 8 and 4
+/// pixels), 40 channels (a pair and a half vector).
 #[test]
 fn depthwise_layers_of_published_networks_match_the_reference() {
-    for (c, hw, k, stride) in [(144, 56, 3, 1), (96, 28, 5, 2), (250, 14, 3, 1)] {
+    let shapes = [
+        (144, 56, 3, 1),
+        (96, 28, 5, 2),
+        (250, 14, 3, 1),
+        (32, 56, 3, 1),
+        (40, 14, 3, 1),
+    ];
+    for (c, hw, k, stride) in shapes {
         let conv = Conv2d {
             stride: [stride; 2],
             padding: [k / 2; 2],
             dilation: [1; 2],
             groups: c,
         };
-        for layout in ["NCHW", "NHWC", "NCHW16c"] {
+        for layout in ["NCHW", "NHWC", "NCHW8c", "NCHW16c"] {
             for kernels in builds() {
                 let (got, want) = run(&conv, (1, c, hw, hw, (k, k)), layout, true, 2, kernels);
                 assert!(
