@@ -501,6 +501,51 @@ fn interior_vectors<const FMA: bool, const P: usize, const V: usize, const L: us
     }
 }
 
+/// `V` vectors of channels from `v` of output pixel `ow` over the taps `offs` (input offset
+/// of the pixel's block, tap): `V` independent sums per tap, one bounds check per tap.
+#[inline(always)]
+fn pixel_vectors<const FMA: bool, const V: usize>(
+    r: &Rows<'_>,
+    offs: &[(usize, usize)],
+    ow: usize,
+    c0: usize,
+    v: usize,
+    out: &mut [f32],
+) {
+    let g = r.g;
+    let mut acc = [[0f32; LANES]; V];
+    for (k, a) in acc.iter_mut().enumerate() {
+        let b = c0 + v + k * LANES;
+        a.copy_from_slice(&r.bias[b..b + LANES]);
+    }
+    let xp = r.xs.as_ptr();
+    for &(at, t) in offs {
+        let wt = t * g.c + c0 + v;
+        let wv = &r.per_tap[wt..wt + V * LANES];
+        assert!(at + v + V * LANES <= r.xs.len());
+        for (k, a) in acc.iter_mut().enumerate() {
+            // SAFETY: at + v + (k + 1) * LANES <= the bound asserted above, at most
+            // xs.len(); f32 has no invalid bit patterns.
+            let xv: [f32; LANES] = unsafe {
+                xp.add(at + v + k * LANES)
+                    .cast::<[f32; LANES]>()
+                    .read_unaligned()
+            };
+            let w: &[f32; LANES] = wv[k * LANES..(k + 1) * LANES].try_into().unwrap();
+            for l in 0..LANES {
+                a[l] = madd::<FMA>(a[l], xv[l], w[l]);
+            }
+        }
+    }
+    for (k, a) in acc.iter().enumerate() {
+        let at = ow * r.block + v + k * LANES;
+        let o = &mut out[at..at + LANES];
+        for l in 0..LANES {
+            o[l] = if r.relu { a[l].max(0.0) } else { a[l] };
+        }
+    }
+}
+
 /// Channels `from..` of output pixel `ow` (vectors of 16, a half vector of 8, then one at a
 /// time), and zeros in
 /// the lanes past C of a partial last block.
@@ -526,8 +571,17 @@ fn one_pixel<const FMA: bool>(
             }
         }
     }
-    let o = &mut out[ow * r.block..(ow + 1) * r.block];
     let mut v = from;
+    // Four vectors at a time (four independent sums per tap), then two, then one.
+    while v + 4 * LANES <= chans {
+        pixel_vectors::<FMA, 4>(r, offs, ow, c0, v, out);
+        v += 4 * LANES;
+    }
+    if v + 2 * LANES <= chans {
+        pixel_vectors::<FMA, 2>(r, offs, ow, c0, v, out);
+        v += 2 * LANES;
+    }
+    let o = &mut out[ow * r.block..(ow + 1) * r.block];
     while v + LANES <= chans {
         let mut acc: [f32; LANES] = r.bias[c0 + v..c0 + v + LANES].try_into().unwrap();
         for &(at, t) in offs.iter() {
