@@ -147,7 +147,8 @@ pub fn conv2d_blocked(
             conv, x, w, epilogue, &out_dims, y, y_dtype, threads, kernels,
         );
     }
-    // Groups of fewer output channels than a vector: super-groups of a block-diagonal filter.
+    // Groups whose output channels are not whole vectors: super-groups of a block-diagonal
+    // filter.
     let o = crate::conv_fast::letter(&w.layout.dims(), 'O').unwrap_or(0);
     let lanes = kernels.resolve()?.tables().0;
     let s = blocked_supergroup(conv.groups, o / conv.groups.max(1), lanes);

@@ -1,7 +1,7 @@
-//! Grouped convolutions whose groups have fewer output channels than a vector (ResNeXt-50
-//! 32x4d's 4 per group against 16 lanes): the blocked tiles take 16 (or 8) output channels of
-//! one group at a time, so such groups are joined into *super-groups* of `lanes / og` groups
-//! whose filter is block-diagonal (each output channel's weights on its own group's input
+//! Grouped convolutions whose groups' output channels are not whole vectors (ResNeXt-50
+//! 32x4d's 4 per group against 16 lanes, RegNet's 24): the blocked tiles take 16 (or 8) output
+//! channels of one group at a time, so such groups are joined into *super-groups* of `s`
+//! groups whose outputs fill whole vectors and whose filter is block-diagonal (each output channel's weights on its own group's input
 //! channels, zeros on the others'): the same convolution with `groups / s` groups, computed
 //! with `s` times the multiply-adds in whole vectors.
 
@@ -11,18 +11,27 @@ use super::runtime::f32s;
 use crate::{convert, Error, TensorRef};
 
 /// Groups a super-group joins for `groups` groups of `og` output channels and vectors of
-/// `lanes` (1: none): `lanes / og` where `og` divides `lanes` but is not a multiple of it and
-/// that many groups divide `groups`.
+/// `lanes` (1: none): the fewest whose outputs fill whole vectors, `lanes / gcd(og, lanes)`
+/// (`lanes / og` where `og` divides `lanes`; 2 for RegNet's groups of 24 against 16 lanes),
+/// where `og` is not a multiple of `lanes` and that many groups divide `groups`.
 pub fn blocked_supergroup(groups: usize, og: usize, lanes: usize) -> usize {
-    if groups <= 1 || og == 0 || og.is_multiple_of(lanes) || !lanes.is_multiple_of(og) {
+    if groups <= 1 || og == 0 || lanes == 0 || og.is_multiple_of(lanes) {
         return 1;
     }
-    let s = lanes / og;
+    let s = lanes / gcd(og, lanes);
     if groups.is_multiple_of(s) {
         s
     } else {
         1
     }
+}
+
+/// The greatest common divisor of `a` and `b`.
+fn gcd(mut a: usize, mut b: usize) -> usize {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
 }
 
 /// The block-diagonal filter of super-groups of `s` groups for `w` (axes O, I, H, W with

@@ -208,9 +208,10 @@ fn two_rows_win_only_where_the_smallest_tile_grows() {
     assert!(!two_rows_win(7, 4, 0));
 }
 
-/// Groups of fewer output channels than a vector, joined into super-groups of a block-diagonal
-/// filter (ResNeXt-50's 4 per group; 8; 2 with a channel multiplier; strides and dilation), and
-/// groups that cannot be joined (3 output channels, or a group count the join does not divide,
+/// Groups whose output channels are not whole vectors, joined into super-groups of a
+/// block-diagonal filter (ResNeXt-50's 4 per group; 8; 2 with a channel multiplier; strides
+/// and dilation; 24 and 12 per group, which do not divide the vector: 2 or 4 groups fill
+/// whole vectors), and groups that cannot be joined (a group count the join does not divide,
 /// which go to the implicit GEMM): every build, one and two threads, NCHW, NHWC and NCHW16c,
 /// within 1e-5 of the reference.
 #[test]
@@ -219,6 +220,12 @@ fn small_groups_joined_into_super_groups_match_the_reference() {
     assert_eq!(super::blocked_supergroup(32, 8, 8), 1);
     assert_eq!(super::blocked_supergroup(3, 4, 16), 1);
     assert_eq!(super::blocked_supergroup(4, 3, 16), 1);
+    // Outputs that do not divide the vector: the fewest groups that fill whole vectors.
+    assert_eq!(super::blocked_supergroup(2, 24, 16), 2);
+    assert_eq!(super::blocked_supergroup(16, 3, 16), 16);
+    assert_eq!(super::blocked_supergroup(8, 12, 16), 4);
+    assert_eq!(super::blocked_supergroup(3, 24, 16), 1);
+    assert_eq!(super::blocked_supergroup(2, 24, 8), 1);
     // (C, O, groups, kernel, stride, padding, dilation)
     let cases = [
         (32, 32, 8, 3, 1, 1, 1),
@@ -227,6 +234,9 @@ fn small_groups_joined_into_super_groups_match_the_reference() {
         (12, 12, 4, 3, 1, 1, 1),
         (12, 12, 3, 1, 1, 0, 1),
         (32, 32, 4, 5, 2, 2, 1),
+        (48, 48, 2, 3, 1, 1, 1),
+        (48, 48, 4, 3, 2, 1, 1),
+        (36, 72, 6, 3, 1, 1, 1),
     ];
     for (i, &(c, o, g, k, s, p, d)) in cases.iter().enumerate() {
         let conv = Conv2d {
