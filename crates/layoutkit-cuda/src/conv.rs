@@ -261,7 +261,8 @@ impl ConvKernel {
     ///   of a problem a tensor-core kernel takes (the grouped one, [`grouped_applies`],
     ///   included) are planned through NHWC (converted first) when the convolution has enough
     ///   work to hide the conversion ([`NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE`], or for grouped
-    ///   layers [`GROUPED_VIA_NHWC_MIN_MACS`]), and a dense kernel
+    ///   layers [`GROUPED_VIA_NHWC_MIN_MACS`]; bf16 grouped layers, which only the Hopper
+    ///   super-groups take, always), and a dense kernel
     ///   writes NCHW itself (the grouped kernel's output is converted back), except where
     ///   GPU 0 is a Hopper (sm_90) and the NCHW footprint kernel is the faster way
     ///   ([`nchw_footprint::footprint_planned`]: read in place); int8 never reads NCHW;
@@ -339,7 +340,11 @@ impl ConvKernel {
         };
         let enough = nhwc.flop_per_converted_byte() >= NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE;
         let dense = unsupported_reason(&nhwc).is_none() && enough;
-        let grouped = grouped_applies(&nhwc) && nhwc.macs() >= GROUPED_VIA_NHWC_MIN_MACS;
+        // Grouped: through NHWC where it has work enough, or where no kernel reads the NCHW
+        // problem in place but the super-groups take the NHWC one (bf16).
+        let grouped = (grouped_applies(&nhwc) && nhwc.macs() >= GROUPED_VIA_NHWC_MIN_MACS)
+            || (direct_unsupported_reason(&kernel).is_some()
+                && grouped_wgmma::grouped_wgmma_unsupported_reason(&nhwc).is_none());
         if kernel.layout == ConvLayout::Nchw
             && (dense || grouped)
             && !nchw_footprint::footprint_planned(&kernel)

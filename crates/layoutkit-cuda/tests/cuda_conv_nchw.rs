@@ -149,4 +149,25 @@ fn for_problem_plans_nchw_through_nhwc_for_tensor_core_problems() {
     assert!(one.macs() < GROUPED_VIA_NHWC_MIN_MACS);
     assert!(one.flop_per_converted_byte() >= NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE);
     assert_eq!(one.layout, ConvLayout::Nchw);
+    // bf16 grouped: no kernel reads NCHW in place; the super-groups take NHWC at any size.
+    let bf16 = ConvKernel::for_problem(
+        &Conv2d {
+            groups: 32,
+            ..conv(3)
+        },
+        &d("N=1,C=512,H=14,W=14"),
+        "NCHW",
+        DType::BF16,
+        &d("O=512,I=16,H=3,W=3"),
+        DType::BF16,
+        true,
+        false,
+        Some(DType::BF16),
+        None,
+    )
+    .unwrap();
+    assert_eq!(
+        (bf16.layout, bf16.input, bf16.out),
+        (ConvLayout::Nhwc, DType::BF16, DType::BF16)
+    );
 }

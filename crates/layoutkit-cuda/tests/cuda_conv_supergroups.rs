@@ -10,6 +10,7 @@
 use layoutkit_core::DType;
 use layoutkit_cuda::conv::grouped_wgmma::{
     grouped_tile_reason, grouped_wgmma_tile, grouped_wgmma_unsupported_reason, supergroup_channels,
+    MIN_SUPERGROUP_MACS,
 };
 use layoutkit_cuda::conv::{ConvKernel, ConvLayout, HopperTile};
 use layoutkit_cuda::ConvPath;
@@ -67,6 +68,12 @@ fn super_groups_match_the_reference() {
             };
             let why = grouped_wgmma_unsupported_reason(&kernel);
             assert!(why.is_none(), "{problem:?}: {why:?}");
+            // bf16 runs as super-groups at any size (no other kernel takes it); f16 from
+            // 50 M multiply-adds.
+            let path = cuda.conv_path(&kernel).unwrap();
+            let grouped = matches!(path, ConvPath::Hopper(t) if t.group_channels > 0);
+            let want = input == DType::BF16 || kernel.macs() >= MIN_SUPERGROUP_MACS;
+            assert_eq!(grouped, want, "{problem:?} {input}: {path}");
             let mut paths = vec![ConvPath::Hopper(grouped_wgmma_tile(&kernel))];
             for ((bm, bn, st, f), tma) in TILES.into_iter().zip([false, false, true, true]) {
                 let tile = HopperTile::new(bm, bn, st)

@@ -134,10 +134,12 @@ pub fn grouped_tile_reason(k: &ConvKernel, tile: &HopperTile) -> Option<String> 
     })
 }
 
-/// Whether `k` runs as super-groups on a Hopper GPU where the kernel takes it (see
-/// [`MIN_SUPERGROUP_MACS`]).
+/// Whether `k` runs as super-groups on a Hopper GPU where the kernel takes it: from
+/// [`MIN_SUPERGROUP_MACS`], or at any size where no other kernel takes it (bf16: the
+/// per-group and direct kernels take f16 only).
 pub fn grouped_wgmma_preferred(k: &ConvKernel) -> bool {
-    grouped_wgmma_unsupported_reason(k).is_none() && k.macs() >= MIN_SUPERGROUP_MACS
+    let only_way = !super::grouped_applies(k) && super::direct_unsupported_reason(k).is_some();
+    grouped_wgmma_unsupported_reason(k).is_none() && (k.macs() >= MIN_SUPERGROUP_MACS || only_way)
 }
 
 /// The fewest (useful) multiply-adds for which [`grouped_wgmma_preferred`] takes a problem;

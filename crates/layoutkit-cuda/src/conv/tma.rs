@@ -208,8 +208,9 @@ pub fn tma_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
             tile.group_channels
         )
     } else {
-        format!("c0 = (t % {chunks}) * {per_step}, kc = c0")
+        format!("c0 = (t % {chunks}) * {per_step}")
     };
+    let kc = if grouped { "kc" } else { "c0" };
     let steps = s.kh * s.kw * chunks;
     let stage_bytes = (bm + bn) * row;
     let groups = bm / PIXELS_PER_COPY;
@@ -267,7 +268,7 @@ pub fn tma_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
     );
     let _ = writeln!(
         k,
-        "      for (int u = 0; u < nsteps; ++u{inc}) {{\n        const int st = {n} % {stages};\n        if ({n} >= {stages}) mbar_wait(empty + st, (({n} / {stages}) + 1) & 1);\n        const int t = t0 + u, rs = t / {chunks}, {channels}, r = rs / {kw}, sx = rs % {kw};\n        unsigned char* sa = smem + st * {stage_bytes};\n        mbar_expect(full + st, {stage_bytes});\n        #pragma unroll\n        for (int i = 0; i < {groups}; ++i)\n          {a_copy};\n        tma_tile(sa + {}, &tw, kc, sx, r, n0, full + st);\n      }}\n{tiles_close}    }}\n    return;\n  }}",
+        "      for (int u = 0; u < nsteps; ++u{inc}) {{\n        const int st = {n} % {stages};\n        if ({n} >= {stages}) mbar_wait(empty + st, (({n} / {stages}) + 1) & 1);\n        const int t = t0 + u, rs = t / {chunks}, {channels}, r = rs / {kw}, sx = rs % {kw};\n        unsigned char* sa = smem + st * {stage_bytes};\n        mbar_expect(full + st, {stage_bytes});\n        #pragma unroll\n        for (int i = 0; i < {groups}; ++i)\n          {a_copy};\n        tma_tile(sa + {}, &tw, {kc}, sx, r, n0, full + st);\n      }}\n{tiles_close}    }}\n    return;\n  }}",
         bm * row,
         kw = s.kw
     );
