@@ -6,8 +6,10 @@
 //!
 //! The output is written in the activations' own layout, one contiguous row at a time: a row
 //! is `(n, channel block, oh)`, `OW x` values for a block of `x` channels (x = C in NHWC). A
-//! pixel's channels of a block are vectors of 16 lanes (the rest one at a time), each tap one
-//! multiply-add per vector, the taps inside the image listed once per output pixel. Layouts
+//! pixel's channels of a block are vectors of 16 lanes, then a half vector of 8 (the rest one
+//! at a time), each tap one multiply-add per vector: inside the row's interior 4 pixels at a
+//! time with two vectors each (8 pixels with a half vector in `NCHW8c`), at the edges up to
+//! four vectors of one pixel, the taps inside the image listed once per output pixel. Layouts
 //! whose blocks have under 8 channels (NCHW, `NCHW2c`, `NCHW4c`) go through NHWC: the
 //! activations converted, the output converted back (two memory passes; a kernel taking one
 //! channel at a time ran 6x slower than NHWC on MobileNetV2's layers). Built for AVX-512,
@@ -367,8 +369,8 @@ fn interior(g: &Geometry) -> (usize, usize) {
 }
 
 /// One output row of channel vectors; inlined into the wrappers so its fixed-size loops take
-/// their features. Inside the interior, [`PIXELS`] output pixels at a time; elsewhere one, its
-/// taps inside the image listed first.
+/// their features. Inside the interior, [`PIXELS`] output pixels at a time (twice as many for
+/// a block of one half vector); elsewhere one, its taps inside the image listed first.
 #[inline(always)]
 fn row<const FMA: bool>(r: &Rows<'_>, n: usize, cb: usize, oh: usize, out: &mut [f32]) {
     let g = r.g;

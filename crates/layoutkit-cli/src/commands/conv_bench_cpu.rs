@@ -180,8 +180,9 @@ pub(super) fn run(
                 Packed::Fast(_) => (!conv2d_fast_supports(&xr))
                     .then(|| "the fast convolution takes NCHW, NHWC or NCHW<x>c".to_string()),
             };
-            // What an engine does not take (the blocked kernels' grouped layers of under 16
-            // output channels per group) is listed as skipped, as the CUDA rows are.
+            // What an engine does not take (the blocked kernels' grouped layers whose output
+            // channels per group are not whole vectors and cannot be joined into super-groups)
+            // is listed as skipped, as the CUDA rows are.
             if let Some(why) = refused {
                 if json_out {
                     rows.push(json!({"layer": l.name, "layout": xs.layout().to_string(),

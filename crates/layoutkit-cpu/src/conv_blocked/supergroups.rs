@@ -13,7 +13,9 @@ use crate::{convert, Error, TensorRef};
 /// Groups a super-group joins for `groups` groups of `og` output channels and vectors of
 /// `lanes` (1: none): the fewest whose outputs fill whole vectors, `lanes / gcd(og, lanes)`
 /// (`lanes / og` where `og` divides `lanes`; 2 for RegNet's groups of 24 against 16 lanes),
-/// where `og` is not a multiple of `lanes` and that many groups divide `groups`.
+/// where `og` is not a multiple of `lanes` and that many groups divide `groups`. Not capped:
+/// even 16 groups of 3 or 5 outputs (16x the multiply-adds) ran 1.2-3.5x faster than the
+/// implicit GEMM they would fall to (Zen 5, one thread, `bench/results/conv-cpu.md`).
 pub fn blocked_supergroup(groups: usize, og: usize, lanes: usize) -> usize {
     if groups <= 1 || og == 0 || lanes == 0 || og.is_multiple_of(lanes) {
         return 1;

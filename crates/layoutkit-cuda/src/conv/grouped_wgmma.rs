@@ -39,7 +39,7 @@ pub fn supergroup_channels(k: &ConvKernel) -> usize {
 pub fn supergroup_outputs(k: &ConvKernel) -> usize {
     let s = &k.shape;
     let g = s.conv.groups.max(1);
-    supergroup_channels(k) / (s.c / g) * (s.o / g)
+    supergroup_channels(k) / (s.c / g).max(1) * (s.o / g)
 }
 
 /// Why the Hopper kernel does not take grouped `k` as super-groups, or None where it does:
@@ -62,6 +62,9 @@ pub fn grouped_wgmma_unsupported_reason(k: &ConvKernel) -> Option<String> {
         return Some("super-groups read NHWC activations".into());
     }
     let cg = s.c / g;
+    if cg == 0 {
+        return Some("super-groups need channels in every group (C = 0)".into());
+    }
     if cg == 1 {
         return Some("depthwise layers run in their own kernel".into());
     }

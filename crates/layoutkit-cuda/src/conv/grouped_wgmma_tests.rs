@@ -80,6 +80,11 @@ fn problems_outside_the_kernel_say_why() {
     assert!(grouped_wgmma_unsupported_reason(&int8).is_some());
     let dense = grouped(128, 1);
     assert!(grouped_wgmma_unsupported_reason(&dense).is_some());
+    // No channels at all: a reason, not a division by zero.
+    let mut empty = grouped(128, 32);
+    empty.shape.c = 0;
+    assert!(grouped_wgmma_unsupported_reason(&empty).is_some());
+    assert!(!grouped_wgmma_preferred(&empty));
 }
 
 #[test]

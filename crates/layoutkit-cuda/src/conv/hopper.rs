@@ -346,6 +346,10 @@ pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
         !grouped || (walk == HopperK::Taps && !tile.persistent),
         "super-groups walk whole 64-channel steps in the cp.async kernel"
     );
+    assert!(
+        !grouped || tile.group_channels == super::grouped_wgmma::supergroup_channels(kernel),
+        "the tile's super-groups are the problem's"
+    );
     let steps = if grouped {
         supergroup_steps(kernel)
     } else {

@@ -196,6 +196,10 @@ pub fn tma_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
     // Super-groups walk their own channels: `kc` is the channel of the filter the tile reads,
     // `c0` the activations' ([`super::grouped_wgmma`]).
     let grouped = tile.group_channels > 0;
+    assert!(
+        !grouped || tile.group_channels == super::grouped_wgmma::supergroup_channels(kernel),
+        "the tile's super-groups are the problem's"
+    );
     let chunks = if grouped {
         tile.group_channels / per_step
     } else {
