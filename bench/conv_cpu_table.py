@@ -10,6 +10,7 @@ Usage: bench/conv_cpu_table.py RAW.json...
 import json
 import math
 import sys
+import raw_json
 
 
 def gf(flop, s):
@@ -47,8 +48,7 @@ def layouts_table(path, d):
 def main():
     summary = []
     for path in sys.argv[1:]:
-        with open(path) as f:
-            d = json.load(f)
+        d = raw_json.load(path)
         if "results" in d:
             layouts_table(path, d)
             continue

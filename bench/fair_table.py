@@ -11,6 +11,7 @@ whose printout was lost can be tabulated from its raw file.
 import json
 import math
 import sys
+import raw_json
 
 
 def geomean(values):
@@ -60,7 +61,7 @@ def summary(batch, rows):
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
-    d = json.load(open(sys.argv[1]))
+    d = raw_json.load(sys.argv[1])
     launches = "launched from the host" if d.get("ours_launches") == "host" else "GPU time only"
     print(f"GPU: {d['gpu']}, PyTorch {d['torch']}, cuDNN {d['cudnn']}; f16, TFLOP/s (cuDNN: GPU "
           f"time only; ours: {launches})\n")

@@ -11,11 +11,11 @@ and the geometric mean of channels / pixels per activation layout.
 import json
 import math
 import sys
+import raw_json
 
 
 def load(path):
-    with open(path) as f:
-        return {(r["layer"], r["layout"]): r for r in json.load(f)["results"]}
+    return {(r["layer"], r["layout"]): r for r in raw_json.load(path)["results"]}
 
 
 def main():

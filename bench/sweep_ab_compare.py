@@ -3,10 +3,11 @@
 `layoutkit bench --sweep --sweep-filter F --json`, the builds alternated); each row's best ratio to the copy per build,
 the twelve largest losses and gains and the geometric mean of new / base. Usage: bench/sweep_ab_compare.py "GLOB"."""
 import json,glob,collections,math,sys
+import raw_json
 d=collections.defaultdict(dict)
 for f in glob.glob(sys.argv[1]):
     k=f.split('/')[-1].split('-')[1]
-    for row in json.load(open(f))['rows']:
+    for row in raw_json.load(f)['rows']:
         key=(row['dtype'],row['from']+'->'+row['to'],row['dims'])
         d[key].setdefault(k,[]).append(row['ratio_to_copy'])
 ch=[]

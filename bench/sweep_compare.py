@@ -10,12 +10,13 @@ Usage: bench/sweep_compare.py BEFORE.json AFTER.json
 import json
 import statistics
 import sys
+import raw_json
 
 GOAL = {">=8MiB": 0.8, "<1MiB": 0.5}
 
 
 def load(path):
-    rows = json.load(open(path))["rows"]
+    rows = raw_json.load(path)["rows"]
     return {(r["from"], r["to"], r["dtype"], r["to_dtype"], r["dims"]): r for r in rows}
 
 

@@ -9,6 +9,7 @@ Usage: bench/sweep_summary.py SWEEP.json [SWEEP.json ...]
 """
 import json
 import sys
+import raw_json
 
 GOAL = {">=8MiB": 0.8, "<1MiB": 0.5}
 CUDA_GOAL = {">=8MiB": 0.9}
@@ -26,7 +27,7 @@ def row_line(r):
 
 def main():
     for path in sys.argv[1:]:
-        s = json.load(open(path))
+        s = raw_json.load(path)
         rows = s["rows"]
         cuda = s.get("device") == "cuda"
         if cuda:

@@ -23,6 +23,7 @@ import time
 
 import torch
 import torch.nn.functional as F
+import raw_json
 
 DT = {"f32": torch.float32, "f16": torch.float16, "i8": torch.int8, "u8": torch.uint8}
 
@@ -139,7 +140,7 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--min-mib", type=float, default=0.0)
     a = ap.parse_args()
-    sweep = json.load(open(a.sweep))
+    sweep = raw_json.load(a.sweep)
     if "rows" not in sweep:
         # One row of `layoutkit bench --json` (not a sweep): its tensor's bytes and class.
         row = dict(sweep)
