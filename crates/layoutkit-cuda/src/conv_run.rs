@@ -4,8 +4,7 @@ use cudarc::driver::sys::{CUfunction_attribute_enum, CUstream};
 use cudarc::driver::{DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 
 use crate::conv::grouped_wgmma::{
-    filter_view, grouped_tile_reason, grouped_wgmma_preferred, grouped_wgmma_tile,
-    grouped_wgmma_unsupported_reason, needs_expansion, supergroup_channels,
+    filter_view, grouped_tile_reason, grouped_wgmma_unsupported_reason, needs_expansion,
 };
 use crate::conv::nchw_footprint::{
     footprint_plan, footprint_plan_with, footprint_rows, footprint_unsupported_reason,
@@ -19,6 +18,7 @@ use crate::conv::{
     unsupported_reason, ConvKernel, DIRECT_THREADS,
 };
 use crate::conv_env::{tile_from_env, with_env_splits};
+use crate::conv_grouped_wgmma::supergroup_tile;
 use crate::conv_path::ConvPath;
 use crate::conv_space_to_depth::PrePass;
 use crate::{Cuda, Error, Launches, Timing};
@@ -114,30 +114,7 @@ impl Cuda {
             let tile = with_env_splits(tile, &kernel.shape, steps, || Ok(nchw_plan(kernel)))?;
             return Ok(ConvPath::Hopper(tile));
         }
-        let supergroups = match std::env::var("LAYOUTKIT_CONV_SUPERGROUPS").as_deref() {
-            Ok("0") => false,
-            Ok("1") => true,
-            _ => grouped_wgmma_preferred(kernel),
-        };
-        if major == 9 && wgmma && supergroups && grouped_wgmma_unsupported_reason(kernel).is_none()
-        {
-            let tma = std::env::var("LAYOUTKIT_CONV_TMA").as_deref() != Ok("0");
-            let tile = match tile_from_env()? {
-                Some(t) => t
-                    .with_group_channels(supergroup_channels(kernel))
-                    .map(|t| {
-                        t.with_tma(tma)
-                            .filter(|t| grouped_tile_reason(kernel, t).is_none())
-                            .unwrap_or(t)
-                    })
-                    .filter(|t| grouped_tile_reason(kernel, t).is_none())
-                    .ok_or_else(|| {
-                        Error::Unsupported(format!(
-                            "LAYOUTKIT_CONV_TILE: {t:?} does not fit this problem's super-groups"
-                        ))
-                    })?,
-                None => grouped_wgmma_tile(kernel),
-            };
+        if let Some(tile) = supergroup_tile(kernel, major == 9 && wgmma)? {
             return Ok(ConvPath::Hopper(tile));
         }
         if major == 9 && wgmma && hopper_unsupported_reason(kernel).is_none() {
