@@ -56,7 +56,7 @@ impl Cuda {
     /// on sm_90 as super-groups on the Hopper kernel where
     /// [`crate::conv::grouped_wgmma::grouped_wgmma_preferred`] (wherever it takes them with
     /// `LAYOUTKIT_CONV_SUPERGROUPS=1`, never with `=0`; its tile from
-    /// [`grouped_wgmma_tile`] or `LAYOUTKIT_CONV_TILE`, loaded by TMA unless
+    /// [`crate::conv::grouped_wgmma::grouped_wgmma_tile`] or `LAYOUTKIT_CONV_TILE`, loaded by TMA unless
     /// `LAYOUTKIT_CONV_TMA=0`; `LAYOUTKIT_CONV_SPLITK` and `LAYOUTKIT_CONV_PERSISTENT` do not
     /// apply); else the Hopper kernel on
     /// sm_90 when it takes the problem (unless `LAYOUTKIT_CONV_WGMMA=0`), with the tile of
