@@ -160,9 +160,10 @@ pub const NCHW_VIA_NHWC_MIN_FLOP_PER_BYTE: f64 = 12.0;
 /// routes apart here): read in place they run in the direct kernel (one thread per output),
 /// through NHWC in the grouped tensor-core kernels, whose conversions cost a few launches.
 /// The same rule on GPUs before Hopper, where NHWC runs in the per-group `mma.sync` kernel
-/// (not measured there). Measured on an H200 (`bench/results/conv.md`, fair script, ResNeXt-50's seven grouped
-/// layers, about 14.5 M multiply-adds per image): at batch 1 in place 2.3-4.5 TFLOP/s, through
-/// NHWC 2.8-3.3 (in place faster on six); at batch 8 in place 4.6-6.3, through NHWC 10.4-21.3.
+/// (not measured there). Measured on an H200 (`bench/results/conv.md`, fair script,
+/// ResNeXt-50's seven grouped layers, about 14.5 M multiply-adds per image): at batch 1 in
+/// place 2.3-4.5 TFLOP/s, through NHWC 2.8-3.3 (in place faster on six); at batch 8 in place
+/// 4.6-6.3, through NHWC 10.4-21.3.
 pub const GROUPED_VIA_NHWC_MIN_MACS: usize = 50_000_000;
 
 /// Tests' kernel: NHWC f16 activations on `hw` x `hw` planes, a `k` x `k` filter with stride 1
