@@ -1,9 +1,10 @@
 //! Grouped convolutions whose groups' output channels are not whole vectors (ResNeXt-50
 //! 32x4d's 4 per group against 16 lanes, RegNet's 24): the blocked tiles take 16 (or 8) output
 //! channels of one group at a time, so such groups are joined into *super-groups* of `s`
-//! groups whose outputs fill whole vectors and whose filter is block-diagonal (each output channel's weights on its own group's input
-//! channels, zeros on the others'): the same convolution with `groups / s` groups, computed
-//! with `s` times the multiply-adds in whole vectors.
+//! groups whose outputs fill whole vectors and whose filter is block-diagonal (each output
+//! channel's weights on its own group's input channels, zeros on the others'): the same
+//! convolution with `groups / s` groups, computed with `s` times the multiply-adds in whole
+//! vectors.
 
 use layoutkit_core::{parse_format, CastSpec, DType, ShapedLayout};
 
