@@ -2,18 +2,21 @@
 //! *super-groups* of at least one K step's channels (64 f16 or bf16), each super-group a
 //! dense convolution whose filter is block-diagonal (zeros between its groups).
 //!
-//! * A super-group holds `Cs` input channels: 64 where a group has fewer (64 / Cg groups
-//!   together; Cg must divide 64), else one group of Cg channels (a multiple of 64). Its
+//! * A super-group holds `Cs = lcm(Cg, 64)` input channels: 64 where a group's channels divide
+//!   64 (64 / Cg groups together), one group where they are a multiple of 64, else the fewest
+//!   groups that fill whole 64-channel steps (RegNet's groups of 24 or 48: 192 channels). Its
 //!   output channels are its groups' (`Os = Cs / Cg * O / G`), so an output tile of `bn`
 //!   channels (`bn` dividing `Os`) lies in one super-group, and its block walks K over the
 //!   filter's taps and that super-group's `Cs` channels only (`kh * kw * Cs / 64` steps),
 //!   reading the NHWC activations at channel `(n0 / Os) * Cs` with the full pixel stride.
 //! * The filter the kernel reads is `O x kh x kw x Cs` (OHWI over the super-group's channels):
-//!   where `Cg < 64` a pass ([`expand_source`]) writes it from the grouped OHWI filter into
-//!   scratch memory before each run (zeros outside each output channel's group); where
-//!   `Cg >= 64` it is the grouped filter itself.
+//!   where a super-group joins several groups a pass ([`expand_source`]) writes it from the
+//!   grouped OHWI filter into scratch memory before each run (zeros outside each output
+//!   channel's group); where it is one group (Cg a multiple of 64) it is the grouped filter
+//!   itself.
 //! * Products with the zeros are wasted: `Cs / Cg` times the useful work (16x for ResNeXt's
-//!   groups of 4, 2x for its groups of 32), on tensor cores that run 10-20x faster than the
+//!   groups of 4, 2x for its groups of 32, 8x and 4x for RegNet's 24 and 48; at most
+//!   [`MAX_JOINED_GROUPS`]), on tensor cores that run 10-20x faster than the
 //!   per-group `mma.sync` kernel ([`super::grouped_source`]) on the gathers it spends its time on.
 
 use std::fmt::Write;
@@ -28,11 +31,24 @@ const STEP_CHANNELS: usize = 64;
 /// Threads per block of the filter pass.
 pub const EXPAND_THREADS: u32 = 256;
 
-/// Input channels of `k`'s super-groups (see the module): 64 where a group has fewer, else
-/// the group's.
+/// Input channels of `k`'s super-groups (see the module): the fewest whole groups that fill
+/// whole K steps, `lcm(Cg, 64)` (64 where a group's channels divide 64, the group's where
+/// they are a multiple of 64, 192 for groups of 24 or 48).
 pub fn supergroup_channels(k: &ConvKernel) -> usize {
-    let cg = k.shape.c / k.shape.conv.groups.max(1);
-    cg.max(STEP_CHANNELS)
+    let cg = (k.shape.c / k.shape.conv.groups.max(1)).max(1);
+    cg / gcd(cg, STEP_CHANNELS) * STEP_CHANNELS
+}
+
+/// The most groups a super-group joins: 16, ResNeXt's groups of 4 (more would multiply by
+/// zeros more than 16 times the useful work).
+pub const MAX_JOINED_GROUPS: usize = 16;
+
+/// The greatest common divisor of `a` and `b`.
+fn gcd(mut a: usize, mut b: usize) -> usize {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
 }
 
 /// Output channels of `k`'s super-groups.
@@ -43,8 +59,10 @@ pub fn supergroup_outputs(k: &ConvKernel) -> usize {
 }
 
 /// Why the Hopper kernel does not take grouped `k` as super-groups, or None where it does:
-/// f16 or bf16 NHWC activations of more than one group, not depthwise, groups of a divisor of
-/// 64 channels or a multiple of 64, super-groups of a multiple of 32 output channels, and
+/// f16 or bf16 NHWC activations of more than one group (C a multiple of 8), not depthwise,
+/// super-groups ([`supergroup_channels`]) of at most [`MAX_JOINED_GROUPS`] groups with a
+/// multiple of 32 output channels (the last super-group may hold fewer groups: its channels
+/// past C are read as zeros), and
 /// what the Hopper kernel takes of the same problem without groups (types, output layout,
 /// tensor sizes).
 pub fn grouped_wgmma_unsupported_reason(k: &ConvKernel) -> Option<String> {
@@ -68,14 +86,16 @@ pub fn grouped_wgmma_unsupported_reason(k: &ConvKernel) -> Option<String> {
     if cg == 1 {
         return Some("depthwise layers run in their own kernel".into());
     }
-    if !(STEP_CHANNELS.is_multiple_of(cg) || cg.is_multiple_of(STEP_CHANNELS)) {
+    let cs = supergroup_channels(k);
+    if cs / cg > MAX_JOINED_GROUPS {
         return Some(format!(
-            "super-groups need groups of a divisor of 64 channels or a multiple of 64 (C / groups = {cg})"
+            "super-groups of groups of {cg} channels would join {} groups (at most {MAX_JOINED_GROUPS})",
+            cs / cg
         ));
     }
-    if !s.c.is_multiple_of(STEP_CHANNELS) {
+    if !s.c.is_multiple_of(8) {
         return Some(format!(
-            "super-groups need C to be a multiple of 64 (C = {})",
+            "super-groups read 16-byte runs of channels: C must be a multiple of 8 (C = {})",
             s.c
         ));
     }
@@ -104,8 +124,8 @@ pub fn filter_view(k: &ConvKernel) -> ConvKernel {
     view
 }
 
-/// Whether `k`'s filter goes through [`expand_source`]'s pass (groups of fewer than 64
-/// channels).
+/// Whether `k`'s filter goes through [`expand_source`]'s pass (super-groups of more than one
+/// group).
 pub fn needs_expansion(k: &ConvKernel) -> bool {
     supergroup_channels(k) != k.shape.c / k.shape.conv.groups.max(1)
 }
@@ -122,8 +142,13 @@ pub fn grouped_tile_reason(k: &ConvKernel, tile: &HopperTile) -> Option<String> 
         ));
     }
     if tile.tma {
-        if tile.k_bytes != 128 {
-            return Some("super-groups load 128-byte rows by TMA".into());
+        // The activations' im2col boxes are a tap's row of the problem's channels
+        // (`tma::row_bytes`): 128 bytes, whole 64-channel steps, where C is a multiple of 64.
+        if tile.k_bytes != 128 || super::tma::row_bytes(&dense_view(k)) != 128 {
+            return Some(
+                "super-groups load 128-byte rows by TMA (C a multiple of 64); cp.async otherwise"
+                    .into(),
+            );
         }
         if let Some(why) = super::tma_unsupported_reason(&dense_view(k)) {
             return Some(why);
@@ -137,12 +162,25 @@ pub fn grouped_tile_reason(k: &ConvKernel, tile: &HopperTile) -> Option<String> 
     })
 }
 
-/// Whether `k` runs as super-groups on a Hopper GPU where the kernel takes it: from
-/// [`MIN_SUPERGROUP_MACS`], or at any size where no other kernel takes it (bf16: the
-/// per-group and direct kernels take f16 only).
+/// Whether `k` runs as super-groups on a Hopper GPU where the kernel takes it: super-groups
+/// of the shapes measured faster than the per-group kernel (64 channels, or one group, C a
+/// multiple of them; wider joins ran slower) from [`MIN_SUPERGROUP_MACS`], or any the kernel takes where no other kernel takes the problem
+/// (bf16: the per-group and direct kernels take f16 only).
 pub fn grouped_wgmma_preferred(k: &ConvKernel) -> bool {
     let only_way = !super::grouped_applies(k) && super::direct_unsupported_reason(k).is_some();
-    grouped_wgmma_unsupported_reason(k).is_none() && (k.macs() >= MIN_SUPERGROUP_MACS || only_way)
+    grouped_wgmma_unsupported_reason(k).is_none()
+        && ((measured_shape(k) && k.macs() >= MIN_SUPERGROUP_MACS) || only_way)
+}
+
+/// Super-groups of the shapes measured faster than the per-group kernel: 64 channels
+/// (groups of a divisor of 64) or one group (a multiple of 64), C a multiple of them. Wider
+/// joins ran slower: RegNetX-600MF's groups of 24 (super-groups of 192 channels, 8 groups, the
+/// last partly past C) at 0.35-0.69x the per-group kernel at batch 1-64 on an H200
+/// (`bench/results/conv.md`).
+fn measured_shape(k: &ConvKernel) -> bool {
+    let cs = supergroup_channels(k);
+    let cg = k.shape.c / k.shape.conv.groups.max(1);
+    (cs == STEP_CHANNELS || cs == cg) && k.shape.c.is_multiple_of(cs)
 }
 
 /// The fewest (useful) multiply-adds for which [`grouped_wgmma_preferred`] takes a problem;
@@ -192,6 +230,28 @@ pub(super) fn supergroup_tap(k: &ConvKernel) -> String {
         cs = supergroup_channels(k),
         kw = k.shape.kw
     )
+}
+
+/// The `cp.async` copies of a thread's `ar` activation chunks of one K step (after
+/// [`supergroup_tap`]) to `dst`, as [`super::source::a_loads`], zero-filled also past C (the
+/// last super-group's channels where C is not a multiple of its width).
+pub(super) fn supergroup_a_loads(
+    k: &mut String,
+    kernel: &ConvKernel,
+    ar: usize,
+    step: usize,
+    dst: &str,
+) {
+    let s = &kernel.shape;
+    let dst = dst.replace("{step}", &step.to_string());
+    let _ = writeln!(
+        k,
+        "    #pragma unroll\n    for (int i = 0; i < {ar}; ++i) {{\n      {}\n      const unsigned short* ga = ok ? x + ((pn[i] * {h} + ih) * {w} + iw) * {c} + c0 + lcol : x;\n      cp16({dst}, ga, ok ? 16 : 0);\n    }}",
+        super::source::tap_pixel(kernel, "r", "sx", &format!("c0 + lcol < {}", s.c)),
+        h = s.h,
+        w = s.w,
+        c = s.c,
+    );
 }
 
 /// The `cp.async` copies of a thread's `br` filter chunks of one K step (after

@@ -47,6 +47,17 @@ fn super_groups_hold_whole_steps_of_channels() {
     assert_eq!(supergroup_channels(&wide), 128);
     assert_eq!(supergroup_steps(&wide), 18);
     assert!(!needs_expansion(&wide));
+    // RegNet's groups of 24 and 48 channels: the fewest groups that fill whole steps, 192
+    // channels (8 and 4 groups), three steps per tap.
+    for (c, cg, joined) in [(192, 24, 8), (384, 48, 4)] {
+        let k = grouped(c, c / cg);
+        assert!(grouped_wgmma_unsupported_reason(&k).is_none(), "{c}");
+        assert_eq!(supergroup_channels(&k), 192);
+        assert_eq!(supergroup_outputs(&k), 192);
+        assert_eq!(supergroup_channels(&k) / cg, joined);
+        assert_eq!(supergroup_steps(&k), 27);
+        assert!(needs_expansion(&k));
+    }
     // A channel multiplier of 2 doubles the super-group's outputs.
     let mut two = grouped(256, 32);
     two.shape.o = 512;
@@ -59,10 +70,41 @@ fn problems_outside_the_kernel_say_why() {
     assert!(grouped_wgmma_unsupported_reason(&depthwise)
         .unwrap()
         .contains("depthwise"));
-    let odd = grouped(96, 4); // groups of 24 channels
-    assert!(grouped_wgmma_unsupported_reason(&odd)
+    // Groups of 24 channels with C = 96: one super-group of 192 channels, half of them past C
+    // (read as zeros).
+    let partial = grouped(96, 4);
+    assert!(grouped_wgmma_unsupported_reason(&partial).is_none());
+    assert_eq!(supergroup_channels(&partial), 192);
+    // C = 48: a tap's channels are 96 bytes, not whole TMA rows of 128: loaded by cp.async.
+    let narrow = grouped(48, 2);
+    assert!(grouped_wgmma_unsupported_reason(&narrow).is_none());
+    assert!(!grouped_wgmma_tile(&narrow).tma);
+    // Joins of 192 channels ran slower than the per-group kernel: f16 keeps it at any size,
+    // bf16 (no other kernel) takes the super-groups.
+    let mut regnet = grouped(240, 10);
+    regnet.shape.n = 64;
+    assert!(regnet.macs() >= MIN_SUPERGROUP_MACS && !grouped_wgmma_preferred(&regnet));
+    let bf16 = ConvKernel {
+        input: DType::BF16,
+        out: DType::BF16,
+        ..regnet
+    };
+    assert!(grouped_wgmma_preferred(&bf16));
+    let mut resnext = grouped(256, 32);
+    resnext.shape.n = 64;
+    assert!(grouped_wgmma_preferred(&resnext));
+    let src = hopper_source(&narrow, &grouped_wgmma_tile(&narrow));
+    assert!(src.contains("c0 = (n0 / 192) * 192 + cw"));
+    assert!(src.contains("nsteps = 27;"));
+    assert!(src.contains("const bool ok = c0 + lcol < 48 && pv[i]"));
+    let ragged = grouped(36, 3); // C not a multiple of 8: no 16-byte runs
+    assert!(grouped_wgmma_unsupported_reason(&ragged)
         .unwrap()
-        .contains("divisor of 64"));
+        .contains("multiple of 8"));
+    let threes = grouped(192, 64); // groups of 3: 64 groups would join
+    assert!(grouped_wgmma_unsupported_reason(&threes)
+        .unwrap()
+        .contains("at most 16"));
     let nchw = ConvKernel {
         layout: ConvLayout::Nchw,
         out_layout: ConvLayout::Nchw,
@@ -131,6 +173,11 @@ fn the_sources_read_the_super_group_channels() {
     assert!(src.contains("c0 = (n0 / 64) * 64 + cw"), "{src}");
     assert!(src.contains("w + ((oc * 3 + r) * 3 + sx) * 64 + cw + lcol"));
     assert!(src.contains("nsteps = 9;"));
+    // Channels past C (a last super-group that C does not fill) read as zeros.
+    assert!(
+        src.contains("const bool ok = c0 + lcol < 256 && pv[i]"),
+        "{src}"
+    );
     let pass = expand_source(&k);
     assert!(pass.contains("conv_expand_groups"));
     assert!(pass.contains("(oc / 64) * 64 + j - (oc / 8) * 8"));
@@ -142,7 +189,14 @@ fn the_sources_read_the_super_group_channels() {
 /// grouped element appears exactly once.
 #[test]
 fn the_expanded_filter_is_block_diagonal() {
-    for (c, o, g) in [(128, 128, 32), (256, 512, 32), (64, 32, 8), (128, 64, 2)] {
+    for (c, o, g) in [
+        (128, 128, 32),
+        (256, 512, 32),
+        (64, 32, 8),
+        (128, 64, 2),
+        (192, 192, 8),
+        (384, 384, 8),
+    ] {
         let mut k = grouped(c, g);
         k.shape.o = o;
         let (cg, og, cs, os, taps) = (

@@ -27,7 +27,9 @@ use std::fmt::Write;
 
 use layoutkit_core::DType;
 
-use super::grouped_wgmma::{supergroup_b_loads, supergroup_steps, supergroup_tap};
+use super::grouped_wgmma::{
+    supergroup_a_loads, supergroup_b_loads, supergroup_steps, supergroup_tap,
+};
 pub(super) use super::hopper_k::wgmma_function;
 use super::hopper_k::{chunk_async_loads, chunk_channels, register_loads, wgmma_step, HopperK};
 use super::requant::q8_function;
@@ -339,12 +341,18 @@ pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
         "{tile:?}: rows not whole passes of the threads' loads"
     );
     let (ar, br) = (bm / step, bn / step);
-    let walk = HopperK::of(kernel);
-    let registers = walk.registers();
     let grouped = tile.group_channels > 0;
+    // Super-groups walk whole 64-channel steps of their own channels whatever C is (channels
+    // past C read as zeros).
+    let walk = if grouped {
+        HopperK::Taps
+    } else {
+        HopperK::of(kernel)
+    };
+    let registers = walk.registers();
     assert!(
-        !grouped || (walk == HopperK::Taps && !tile.persistent),
-        "super-groups walk whole 64-channel steps in the cp.async kernel"
+        !grouped || !tile.persistent,
+        "super-groups run in the cp.async kernel without persistent blocks"
     );
     assert!(
         !grouped || tile.group_channels == super::grouped_wgmma::supergroup_channels(kernel),
@@ -404,10 +412,11 @@ pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
                 k,
                 "  auto load = [&](int t, int st) {{\n{tap}\n    unsigned char* sa = smem + st * {stage_bytes};"
             );
-            a_loads(&mut k, kernel, ar, step, &a_dst);
             if grouped {
+                supergroup_a_loads(&mut k, kernel, ar, step, &a_dst);
                 supergroup_b_loads(&mut k, kernel, br, step, &b_dst);
             } else {
+                a_loads(&mut k, kernel, ar, step, &a_dst);
                 b_loads(&mut k, kernel, br, step, &b_dst);
             }
             k.push_str("  };\n");
