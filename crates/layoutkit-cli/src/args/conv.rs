@@ -66,11 +66,10 @@ pub struct ConvBenchArgs {
     /// tensor-core kernels reading the activations in each of --layouts, OHWI filter: wgmma
     /// on Hopper GPUs (f16/bf16 any C without groups, int8 C a multiple of 16), else mma.sync
     /// where C is a multiple of 32 (int8: 64); f16 depthwise layers in the depthwise kernel,
-    /// other grouped ones in NHWC on Hopper GPUs as super-groups of 64 channels on wgmma
-    /// (f16 from 50 M multiply-adds, bf16 at any size; groups of a divisor or multiple of 64
-    /// channels, C a multiple of 64, super-groups of a multiple of 32 outputs), else in the
-    /// grouped kernel (f16, mma.sync per group), else the direct kernel; the last column names
-    /// the kernel).
+    /// other grouped ones in NHWC on Hopper GPUs as super-groups on wgmma (f16 from 50 M
+    /// multiply-adds where a super-group is 64 channels or one group and C a multiple of it,
+    /// bf16 wherever the super-groups apply), else in the grouped kernel (f16, mma.sync per
+    /// group), else the direct kernel; the last column names the kernel).
     #[arg(long, value_enum, default_value = "cpu")]
     pub device: Device,
     /// Print the layer list (after --filter) and time nothing; with --json, one object per
