@@ -23,8 +23,8 @@ use layoutkit_core::conv::Conv2d;
 use layoutkit_core::plan::ConversionPlan;
 use layoutkit_core::{parse_format, CastSpec, DType, ShapedLayout};
 
-use crate::conv_blocked::runtime::{f32s, pool};
-use crate::conv_blocked::ConvKernels;
+use crate::conv_blocked::runtime::{f32s, filter_f32, pool};
+use crate::conv_blocked::{ConvKernels, Shared};
 use crate::conv_fast::{activation, channel_block, letter};
 use crate::conv_reference::{check_problem, no_scale};
 use crate::{convert, convert_fast, Epilogue, Error, TensorRef};
@@ -92,26 +92,14 @@ impl DepthwiseFilter {
     /// I is not 1.
     pub fn new(w: TensorRef<'_>) -> Result<DepthwiseFilter, Error> {
         let oihw = parse_format("OIHW")?.shaped(&w.layout.dims())?;
-        let [c, i, kh, kw] = [0, 1, 2, 3].map(|k| oihw.extents()[k]);
+        let [_, i, kh, kw] = [0, 1, 2, 3].map(|k| oihw.extents()[k]);
         if i != 1 {
             return Err(Error::Unsupported(format!(
                 "a depthwise filter has one input channel per output channel, not I = {i}"
             )));
         }
-        let wf = convert(
-            w.layout,
-            w.data,
-            &oihw,
-            &CastSpec::new(w.dtype, DType::F32, None)?,
-        )?;
-        let taps = kh * kw;
-        let per_channel = f32s(&wf);
-        let mut per_tap = vec![0f32; taps * c];
-        for ci in 0..c {
-            for t in 0..taps {
-                per_tap[t * c + ci] = per_channel[ci * taps + t];
-            }
-        }
+        // HWIO with I = 1: each tap's weights of every channel together.
+        let (_, per_tap) = filter_f32(&w, "HWIO")?;
         Ok(DepthwiseFilter {
             oihw,
             kh,
@@ -260,7 +248,7 @@ pub fn conv2d_depthwise_into(
         vec![0f32; rows * row_len]
     };
     let dst: &mut [f32] = if aligned { mid } else { &mut scratch };
-    let shared = SharedOut(dst.as_mut_ptr());
+    let shared = Shared(dst.as_mut_ptr());
     let work = |row: usize| {
         let (n, rest) = (row / (blocks * oh), row % (blocks * oh));
         // SAFETY: rows are disjoint ranges of `dst` (`row_len` values each, `rows` of them),
@@ -280,21 +268,6 @@ pub fn conv2d_depthwise_into(
         }
     }
     Ok(())
-}
-
-/// The output pointer the rows share; each writes its own range.
-#[derive(Clone, Copy)]
-struct SharedOut(*mut f32);
-// SAFETY: items write disjoint rows; see `conv2d_depthwise_into`.
-unsafe impl Send for SharedOut {}
-// SAFETY: as above.
-unsafe impl Sync for SharedOut {}
-
-impl SharedOut {
-    /// The pointer (a method, so closures capture the whole value).
-    fn get(self) -> *mut f32 {
-        self.0
-    }
 }
 
 /// What every row reads.

@@ -167,10 +167,10 @@ fn interior_vectors<const FMA: bool, const P: usize, const V: usize, const L: us
     }
 }
 
-/// `V` vectors of channels from `v` of output pixel `ow` over the taps `offs` (input offset
+/// `V` vectors of `L` channels from `v` of output pixel `ow` over the taps `offs` (input offset
 /// of the pixel's block, tap): `V` independent sums per tap, one bounds check per tap.
 #[inline(always)]
-fn pixel_vectors<const FMA: bool, const V: usize>(
+fn pixel_vectors<const FMA: bool, const V: usize, const L: usize>(
     r: &Rows<'_>,
     offs: &[(usize, usize)],
     ow: usize,
@@ -179,34 +179,31 @@ fn pixel_vectors<const FMA: bool, const V: usize>(
     out: &mut [f32],
 ) {
     let g = r.g;
-    let mut acc = [[0f32; LANES]; V];
+    let mut acc = [[0f32; L]; V];
     for (k, a) in acc.iter_mut().enumerate() {
-        let b = c0 + v + k * LANES;
-        a.copy_from_slice(&r.bias[b..b + LANES]);
+        let b = c0 + v + k * L;
+        a.copy_from_slice(&r.bias[b..b + L]);
     }
     let xp = r.xs.as_ptr();
     for &(at, t) in offs {
         let wt = t * g.c + c0 + v;
-        let wv = &r.per_tap[wt..wt + V * LANES];
-        assert!(at + v + V * LANES <= r.xs.len());
+        let wv = &r.per_tap[wt..wt + V * L];
+        assert!(at + v + V * L <= r.xs.len());
         for (k, a) in acc.iter_mut().enumerate() {
-            // SAFETY: at + v + (k + 1) * LANES <= the bound asserted above, at most
+            // SAFETY: at + v + (k + 1) * L <= the bound asserted above, at most
             // xs.len(); f32 has no invalid bit patterns.
-            let xv: [f32; LANES] = unsafe {
-                xp.add(at + v + k * LANES)
-                    .cast::<[f32; LANES]>()
-                    .read_unaligned()
-            };
-            let w: &[f32; LANES] = wv[k * LANES..(k + 1) * LANES].try_into().unwrap();
-            for l in 0..LANES {
+            let xv: [f32; L] =
+                unsafe { xp.add(at + v + k * L).cast::<[f32; L]>().read_unaligned() };
+            let w: &[f32; L] = wv[k * L..(k + 1) * L].try_into().unwrap();
+            for l in 0..L {
                 a[l] = madd::<FMA>(a[l], xv[l], w[l]);
             }
         }
     }
     for (k, a) in acc.iter().enumerate() {
-        let at = ow * r.block + v + k * LANES;
-        let o = &mut out[at..at + LANES];
-        for l in 0..LANES {
+        let at = ow * r.block + v + k * L;
+        let o = &mut out[at..at + L];
+        for l in 0..L {
             o[l] = if r.relu { a[l].max(0.0) } else { a[l] };
         }
     }
@@ -238,46 +235,24 @@ fn one_pixel<const FMA: bool>(
         }
     }
     let mut v = from;
-    // Four vectors at a time (four independent sums per tap), then two, then one.
+    // Four vectors at a time (four independent sums per tap), then two, then one, then a half vector.
     while v + 4 * LANES <= chans {
-        pixel_vectors::<FMA, 4>(r, offs, ow, c0, v, out);
+        pixel_vectors::<FMA, 4, LANES>(r, offs, ow, c0, v, out);
         v += 4 * LANES;
     }
     if v + 2 * LANES <= chans {
-        pixel_vectors::<FMA, 2>(r, offs, ow, c0, v, out);
+        pixel_vectors::<FMA, 2, LANES>(r, offs, ow, c0, v, out);
         v += 2 * LANES;
     }
-    let o = &mut out[ow * r.block..(ow + 1) * r.block];
-    while v + LANES <= chans {
-        let mut acc: [f32; LANES] = r.bias[c0 + v..c0 + v + LANES].try_into().unwrap();
-        for &(at, t) in offs.iter() {
-            let xv: &[f32; LANES] = r.xs[at + v..at + v + LANES].try_into().unwrap();
-            let wt = t * g.c + c0 + v;
-            let wv: &[f32; LANES] = r.per_tap[wt..wt + LANES].try_into().unwrap();
-            for l in 0..LANES {
-                acc[l] = madd::<FMA>(acc[l], xv[l], wv[l]);
-            }
-        }
-        for l in 0..LANES {
-            o[v + l] = if r.relu { acc[l].max(0.0) } else { acc[l] };
-        }
+    if v + LANES <= chans {
+        pixel_vectors::<FMA, 1, LANES>(r, offs, ow, c0, v, out);
         v += LANES;
     }
     if v + HALF <= chans {
-        let mut acc: [f32; HALF] = r.bias[c0 + v..c0 + v + HALF].try_into().unwrap();
-        for &(at, t) in offs.iter() {
-            let xv: &[f32; HALF] = r.xs[at + v..at + v + HALF].try_into().unwrap();
-            let wt = t * g.c + c0 + v;
-            let wv: &[f32; HALF] = r.per_tap[wt..wt + HALF].try_into().unwrap();
-            for l in 0..HALF {
-                acc[l] = madd::<FMA>(acc[l], xv[l], wv[l]);
-            }
-        }
-        for l in 0..HALF {
-            o[v + l] = if r.relu { acc[l].max(0.0) } else { acc[l] };
-        }
+        pixel_vectors::<FMA, 1, HALF>(r, offs, ow, c0, v, out);
         v += HALF;
     }
+    let o = &mut out[ow * r.block..(ow + 1) * r.block];
     for (e, oe) in o.iter_mut().enumerate().take(chans).skip(v) {
         let mut acc = r.bias[c0 + e];
         for &(at, t) in offs.iter() {

@@ -149,16 +149,7 @@ impl PackedFilter {
                 "a filter with O = {o} cannot be split into {groups} groups"
             )));
         }
-        let wf = convert(
-            w.layout,
-            w.data,
-            &oihw,
-            &CastSpec::new(w.dtype, DType::F32, None)?,
-        )?;
-        let wv: Vec<f32> = wf
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
+        let (_, wv) = crate::conv_blocked::runtime::filter_f32(&w, "OIHW")?;
         let panels = pack_filter(&wv, groups, o / groups, cg, kh, kw);
         Ok(PackedFilter {
             oihw,

@@ -45,7 +45,7 @@ use microkernel::Run;
 use packing::{pack_filter, prepare_input, Blocks, Input, Source};
 use padded::Padded;
 pub use runtime::ConvKernels;
-use runtime::{f32s, give_scratch, pool, take_scratch};
+use runtime::{f32s, filter_f32, give_scratch, pool, take_scratch};
 use schedule::BandCopies;
 pub use supergroups::{blocked_supergroup, expand_groups};
 
@@ -81,8 +81,7 @@ impl BlockedFilter {
                 "a filter with O = {o} cannot be split into {groups} groups"
             )));
         }
-        let cast = CastSpec::new(w.dtype, DType::F32, None)?;
-        let wv = f32s(&convert(w.layout, w.data, &oihw, &cast)?).into_owned();
+        let (_, wv) = filter_f32(&w, "OIHW")?;
         let lanes = kernels.tables().0;
         let kc = packing::chunk_channels(kh * kw, lanes);
         let packed = pack_filter(&wv, groups, o / groups, cg, kh * kw, lanes, kc);
@@ -236,17 +235,19 @@ fn out_map(y: &ShapedLayout, groups: usize, og: usize, lanes: usize) -> Option<O
     })
 }
 
-/// A pointer the work items share; each writes its own output region.
+/// A pointer the work items share; each writes its own output region (the blocked kernels'
+/// (channel pair, row band) regions, the depthwise kernel's rows).
 #[derive(Clone, Copy)]
-struct Shared(*mut f32);
-// SAFETY: items write disjoint (channel pair, row band) regions; see `conv2d_blocked_into`.
+pub(crate) struct Shared(pub(crate) *mut f32);
+// SAFETY: items write disjoint regions; see `conv2d_blocked_into` and
+// `conv2d_depthwise_into`.
 unsafe impl Send for Shared {}
 // SAFETY: as above.
 unsafe impl Sync for Shared {}
 
 impl Shared {
     /// The pointer (a method, so closures capture the whole `Shared`).
-    fn get(self) -> *mut f32 {
+    pub(crate) fn get(self) -> *mut f32 {
         self.0
     }
 }

@@ -107,6 +107,18 @@ impl ConvKernels {
 /// Tile tables by pixel stride (see [`ConvKernels::tables`]).
 pub(super) type Tables = [&'static [[TileFn; 2]]; 3];
 
+/// The filter `w` (axes O, I, H, W; any layout and element type) as f32 values in the layout
+/// `format` (e.g. `OIHW`), with that layout shaped to `w`'s dims.
+pub(crate) fn filter_f32(
+    w: &crate::TensorRef<'_>,
+    format: &str,
+) -> Result<(layoutkit_core::ShapedLayout, Vec<f32>), crate::Error> {
+    let to = layoutkit_core::parse_format(format)?.shaped(&w.layout.dims())?;
+    let cast = layoutkit_core::CastSpec::new(w.dtype, layoutkit_core::DType::F32, None)?;
+    let values = f32s(&crate::convert(w.layout, w.data, &to, &cast)?).into_owned();
+    Ok((to, values))
+}
+
 /// `bytes` as f32 values: in place when aligned, else copied.
 pub(crate) fn f32s(bytes: &[u8]) -> std::borrow::Cow<'_, [f32]> {
     // SAFETY: every bit pattern is a valid f32; `align_to` only reinterprets the aligned middle.

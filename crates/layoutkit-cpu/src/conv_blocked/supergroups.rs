@@ -6,10 +6,10 @@
 //! convolution with `groups / s` groups, computed with `s` times the multiply-adds in whole
 //! vectors.
 
-use layoutkit_core::{parse_format, CastSpec, DType, ShapedLayout};
+use layoutkit_core::{parse_format, ShapedLayout};
 
-use super::runtime::f32s;
-use crate::{convert, Error, TensorRef};
+use super::runtime::filter_f32;
+use crate::{Error, TensorRef};
 
 /// Groups a super-group joins for `groups` groups of `og` output channels and vectors of
 /// `lanes` (1: none): the fewest whose outputs fill whole vectors, `lanes / gcd(og, lanes)`
@@ -53,8 +53,7 @@ pub fn expand_groups(
         )));
     }
     let og = o / groups;
-    let cast = CastSpec::new(w.dtype, DType::F32, None)?;
-    let wv = f32s(&convert(w.layout, w.data, &oihw, &cast)?).into_owned();
+    let (_, wv) = filter_f32(&w, "OIHW")?;
     let taps = kh * kw;
     let wide = s * cg;
     let mut out = vec![0f32; o * wide * taps];
