@@ -18,26 +18,27 @@ use crate::{ConvPath, Cuda, DeviceConv, Error};
 /// filter at a 16-byte boundary), or with `filter_only` the super-groups' filter
 /// ([`crate::conv::grouped_wgmma`]; the activations are read where they are).
 pub(crate) struct PrePass {
-    pub(crate) function: CudaFunction,
-    pub(crate) config: LaunchConfig,
-    pub(crate) scratch: CudaSlice<u8>,
-    pub(crate) x_bytes: usize,
-    pub(crate) filter_only: bool,
+    function: CudaFunction,
+    config: LaunchConfig,
+    scratch: CudaSlice<u8>,
+    x_bytes: usize,
+    filter_only: bool,
 }
 
 impl Cuda {
-    /// Compiles (or finds in the caches) the regrouping pass of `kernel` and allocates its
-    /// scratch memory. Contract: [`space_to_depth_problem`] takes `kernel`.
-    fn prepare_space_to_depth(&self, kernel: &ConvKernel) -> Result<PrePass, Error> {
-        let (x_bytes, w_bytes) = space_to_depth_bytes(kernel).expect("a problem it takes");
-        let function = self.compiled(
-            &space_to_depth_source(kernel),
-            "conv_space_to_depth",
-            Vec::new(),
-        )?;
-        let (grid_dim, threads) = space_to_depth_launch(kernel);
-        // SAFETY: the pass writes every byte of both regions before the convolution reads
-        // them (its threads cover every 16-byte chunk).
+    /// The pass `name` of `source` (compiled, or found in the caches) on `grid_dim` blocks of
+    /// `threads`, with scratch memory of `x_bytes` of activations (0 for a `filter_only`
+    /// pass) and `w_bytes` of filter after them. Contract: the pass writes every byte of the
+    /// scratch it is given before the convolution reads it.
+    pub(crate) fn prepare_pass(
+        &self,
+        (source, name): (&str, &str),
+        (grid_dim, threads): ((u32, u32, u32), u32),
+        (x_bytes, w_bytes): (usize, usize),
+        filter_only: bool,
+    ) -> Result<PrePass, Error> {
+        let function = self.compiled(source, name, Vec::new())?;
+        // SAFETY: every byte is written by the pass before it is read (the contract).
         let scratch = unsafe { self.stream.alloc::<u8>((x_bytes + w_bytes).max(16)) }
             .map_err(|e| Error::driver("cuMemAlloc", e))?;
         self.stream
@@ -52,8 +53,20 @@ impl Cuda {
             },
             scratch,
             x_bytes,
-            filter_only: false,
+            filter_only,
         })
+    }
+
+    /// Compiles (or finds in the caches) the regrouping pass of `kernel` and allocates its
+    /// scratch memory. Contract: [`space_to_depth_problem`] takes `kernel`.
+    fn prepare_space_to_depth(&self, kernel: &ConvKernel) -> Result<PrePass, Error> {
+        // The pass's threads cover every 16-byte chunk of both regions.
+        self.prepare_pass(
+            (&space_to_depth_source(kernel), "conv_space_to_depth"),
+            space_to_depth_launch(kernel),
+            space_to_depth_bytes(kernel).expect("a problem it takes"),
+            false,
+        )
     }
 }
 
