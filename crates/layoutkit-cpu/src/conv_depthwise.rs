@@ -24,7 +24,9 @@ use layoutkit_core::plan::ConversionPlan;
 use layoutkit_core::{parse_format, CastSpec, DType, ShapedLayout};
 
 use crate::conv_blocked::runtime::{f32s, filter_f32, pool};
-use crate::conv_blocked::{ConvKernels, Shared};
+#[cfg(target_arch = "x86_64")]
+use crate::conv_blocked::{Avx2, Avx512};
+use crate::conv_blocked::{ConvKernels, Portable, Shared};
 use crate::conv_fast::{activation, channel_block, letter};
 use crate::conv_reference::{check_problem, no_scale};
 use crate::{convert, convert_fast, Epilogue, Error, TensorRef};
@@ -156,6 +158,23 @@ pub fn conv2d_depthwise_into(
     threads: usize,
     kernels: ConvKernels,
 ) -> Result<(), Error> {
+    depthwise_into(conv, x, w, epilogue, y, out, threads, kernels, true)
+}
+
+/// [`conv2d_depthwise_into`], with the sliding kernel for 3x3 and 5x5 filters where
+/// `sliding`, else the general tap loop everywhere (the same sums: tests compare the two).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn depthwise_into(
+    conv: &Conv2d,
+    x: TensorRef<'_>,
+    w: &DepthwiseFilter,
+    epilogue: &Epilogue<'_>,
+    y: &ShapedLayout,
+    out: &mut [u8],
+    threads: usize,
+    kernels: ConvKernels,
+    sliding: bool,
+) -> Result<(), Error> {
     no_scale(epilogue, "depthwise")?;
     let out_dims = check_problem(conv, x.layout, &w.oihw, epilogue, y)?;
     let c = w.oihw.extents()[0];
@@ -193,7 +212,9 @@ pub fn conv2d_depthwise_into(
             dtype: DType::F32,
             data: &xb,
         };
-        conv2d_depthwise_into(conv, xn, w, epilogue, &nhwc_y, &mut yb, threads, kernels)?;
+        depthwise_into(
+            conv, xn, w, epilogue, &nhwc_y, &mut yb, threads, kernels, sliding,
+        )?;
         return convert_fast(
             &ConversionPlan::new(&nhwc_y, y)?,
             &yb,
@@ -237,6 +258,7 @@ pub fn conv2d_depthwise_into(
         sh: act.sh,
         sw: act.sw,
         plane: if blocks > 1 { g.h * g.w * block } else { 0 },
+        sliding,
     };
     // The rows in f32: `out` itself where it is aligned for f32, else a copy.
     // SAFETY: every bit pattern is a valid f32; `align_to_mut` only reinterprets the middle.
@@ -284,6 +306,8 @@ struct Rows<'a> {
     sh: usize,
     sw: usize,
     plane: usize,
+    /// Whether 3x3 and 5x5 filters take the sliding kernel (else the general tap loop).
+    sliding: bool,
 }
 
 /// Row `(n, channel block cb, oh)` into `out` (`OW x block` values) with the build `kernels`.
@@ -297,19 +321,19 @@ fn run_row(kernels: ConvKernels, r: &Rows<'_>, n: usize, cb: usize, oh: usize, o
         _ => {}
     }
     let _ = kernels;
-    row::<false>(r, n, cb, oh, out);
+    row::<false, Portable, Portable>(r, n, cb, oh, out);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
 fn row_avx512(r: &Rows<'_>, n: usize, cb: usize, oh: usize, out: &mut [f32]) {
-    row::<true>(r, n, cb, oh, out);
+    row::<true, Avx512, Avx2>(r, n, cb, oh, out);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 fn row_avx2(r: &Rows<'_>, n: usize, cb: usize, oh: usize, out: &mut [f32]) {
-    row::<true>(r, n, cb, oh, out);
+    row::<true, Avx2, Avx2>(r, n, cb, oh, out);
 }
 
 #[path = "conv_depthwise_row.rs"]

@@ -2,6 +2,7 @@
 //! interior's groups of pixels and its edge pixels.
 
 use super::{Geometry, Rows, HALF, LANES};
+use crate::conv_blocked::Simd;
 
 /// `a * b + acc`, fused where `FMA` (only with hardware FMA: otherwise `mul_add` is a library
 /// call; unfused sums round differently, which the contract's tolerance covers).
@@ -33,10 +34,18 @@ fn interior(g: &Geometry) -> (usize, usize) {
 }
 
 /// One output row of channel vectors; inlined into the wrappers so its fixed-size loops take
-/// their features. Inside the interior, [`PIXELS`] output pixels at a time (twice as many for
-/// a block of one half vector); elsewhere one, its taps inside the image listed first.
+/// their features. Inside the interior, groups of output pixels (see [`interior_group`]);
+/// elsewhere one pixel at a time, its taps inside the image listed first. `S` is the build's
+/// vector (16 lanes with AVX-512, 8 with AVX2 or portable code) and `H` its half (8 lanes, or
+/// `S` itself) for the 3x3 and 5x5 shapes of [`sliding_vectors`].
 #[inline(always)]
-pub(super) fn row<const FMA: bool>(r: &Rows<'_>, n: usize, cb: usize, oh: usize, out: &mut [f32]) {
+pub(super) fn row<const FMA: bool, S: Simd, H: Simd>(
+    r: &Rows<'_>,
+    n: usize,
+    cb: usize,
+    oh: usize,
+    out: &mut [f32],
+) {
     let g = r.g;
     let c0 = cb * r.block;
     let chans = r.block.min(g.c - c0);
@@ -47,65 +56,214 @@ pub(super) fn row<const FMA: bool>(r: &Rows<'_>, n: usize, cb: usize, oh: usize,
         .filter_map(|rr| g.in_row(oh, rr).map(|ih| (base + ih * r.sh, rr)))
         .collect();
     let mut offs: Vec<(usize, usize)> = Vec::with_capacity(g.kh * g.kw);
-    // A block of one half vector (`NCHW8c`) takes twice the pixels, for as many independent
-    // sums per tap.
-    if (HALF..LANES).contains(&chans) {
-        let mut ow = 0;
-        while ow < g.ow {
-            let p = if ow + 2 * PIXELS <= hi {
-                2 * PIXELS
-            } else {
-                PIXELS
-            };
-            if ow >= lo && ow + p <= hi {
-                if p == PIXELS {
-                    interior_vectors::<FMA, PIXELS, 1, HALF>(r, &rows, ow, c0, 0, out);
-                } else {
-                    interior_vectors::<FMA, { 2 * PIXELS }, 1, HALF>(r, &rows, ow, c0, 0, out);
-                }
-                if HALF < r.block {
+    let slide = sliding_shape(g).filter(|_| r.sliding);
+    // Sliding groups: 8 pixels where the build has FMA (AVX-512: 2 x 8 sums, 2 x KW weights
+    // and 2 inputs of its 32 registers; AVX2: 8 + KW + 1 of 16), else 4. The general loop
+    // takes groups of PIXELS, twice that for a block of one half vector (`NCHW8c`), for as
+    // many independent sums per tap.
+    let most = match (slide.is_some(), FMA) {
+        (true, true) => 8,
+        (true, false) => 4,
+        (false, _) if chans < LANES => 2 * PIXELS,
+        (false, _) => PIXELS,
+    };
+    let mut ow = 0;
+    while ow < g.ow {
+        if ow >= lo && ow < hi && chans >= HALF {
+            // The largest group that fits in the interior (only whole groups of PIXELS, or
+            // twice that, in the general tap loop).
+            let p = [8, 4, 2, 1]
+                .into_iter()
+                .find(|&p| p <= most && ow + p <= hi)
+                .unwrap_or(1);
+            if slide.is_some() || p >= PIXELS {
+                let v = match slide {
+                    Some(shape) => sliding_group::<S, H>(r, &rows, shape, p, ow, c0, chans, out),
+                    None => general_group::<FMA>(r, &rows, p, ow, c0, chans, out),
+                };
+                // The channels past the last whole vector (and a partial block's zero
+                // lanes), where there are any: the pixel's tap list is not rebuilt for
+                // nothing.
+                if v < r.block {
                     for q in 0..p {
-                        one_pixel::<FMA>(r, &rows, &mut offs, ow + q, c0, HALF, chans, out);
+                        one_pixel::<FMA>(r, &rows, &mut offs, ow + q, c0, v, chans, out);
                     }
                 }
                 ow += p;
-            } else {
-                one_pixel::<FMA>(r, &rows, &mut offs, ow, c0, 0, chans, out);
-                ow += 1;
+                continue;
             }
         }
-        return;
+        one_pixel::<FMA>(r, &rows, &mut offs, ow, c0, 0, chans, out);
+        ow += 1;
     }
-    let mut ow = 0;
-    while ow < g.ow {
-        if ow >= lo && ow + PIXELS <= hi && chans >= HALF {
-            // PIXELS interior pixels: every tap along W inside; whole vectors of channels,
-            // two at a time (eight independent sums per tap), then the last one, then a half
-            // vector (blocks of 8 channels, C = 8 mod 16).
-            let mut v = 0;
-            while v + 2 * LANES <= chans {
-                interior_vectors::<FMA, PIXELS, 2, LANES>(r, &rows, ow, c0, v, out);
-                v += 2 * LANES;
+}
+
+/// The filter width and stride along W of the shapes [`sliding_vectors`] is built for (3x3
+/// and 5x5 filters, stride 1 or 2, no dilation along W: every depthwise layer of MobileNet
+/// V1-V3 and EfficientNet), or `None` for the general tap loop.
+fn sliding_shape(g: &Geometry) -> Option<(usize, usize)> {
+    let shape = (g.kw, g.conv.stride[1]);
+    (g.conv.dilation[1] == 1 && matches!(shape, (3 | 5, 1 | 2))).then_some(shape)
+}
+
+/// The general tap loop's channel vectors of `p` ([`PIXELS`] or twice that) interior pixels
+/// from `ow`: vectors of 16 lanes in pairs, then one, then a half vector of 8; returns the
+/// first channel not done.
+#[inline(always)]
+fn general_group<const FMA: bool>(
+    r: &Rows<'_>,
+    rows: &[(usize, usize)],
+    p: usize,
+    ow: usize,
+    c0: usize,
+    chans: usize,
+    out: &mut [f32],
+) -> usize {
+    let mut v = 0;
+    if p == PIXELS {
+        while v + 2 * LANES <= chans {
+            interior_vectors::<FMA, PIXELS, 2, LANES>(r, rows, ow, c0, v, out);
+            v += 2 * LANES;
+        }
+        if v + LANES <= chans {
+            interior_vectors::<FMA, PIXELS, 1, LANES>(r, rows, ow, c0, v, out);
+            v += LANES;
+        }
+    }
+    if v + HALF <= chans {
+        if p == PIXELS {
+            interior_vectors::<FMA, PIXELS, 1, HALF>(r, rows, ow, c0, v, out);
+        } else {
+            interior_vectors::<FMA, { 2 * PIXELS }, 1, HALF>(r, rows, ow, c0, v, out);
+        }
+        v += HALF;
+    }
+    v
+}
+
+/// The sliding kernel's channel vectors of `p` interior pixels from `ow`: `S` vectors in
+/// pairs where `S` has 16 lanes, then one at a time, then one `H` where it is narrower;
+/// returns the first channel not done.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn sliding_group<S: Simd, H: Simd>(
+    r: &Rows<'_>,
+    rows: &[(usize, usize)],
+    shape: (usize, usize),
+    p: usize,
+    ow: usize,
+    c0: usize,
+    chans: usize,
+    out: &mut [f32],
+) -> usize {
+    let mut v = 0;
+    if S::LANES == LANES {
+        while v + 2 * S::LANES <= chans {
+            sliding_p::<S, 2>(r, rows, shape, p, ow, c0, v, out);
+            v += 2 * S::LANES;
+        }
+    }
+    while v + S::LANES <= chans {
+        sliding_p::<S, 1>(r, rows, shape, p, ow, c0, v, out);
+        v += S::LANES;
+    }
+    if H::LANES < S::LANES && v + H::LANES <= chans {
+        sliding_p::<H, 1>(r, rows, shape, p, ow, c0, v, out);
+        v += H::LANES;
+    }
+    v
+}
+
+/// [`sliding_vectors`] with the group size `p` and the shape as constants.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn sliding_p<S: Simd, const V: usize>(
+    r: &Rows<'_>,
+    rows: &[(usize, usize)],
+    shape: (usize, usize),
+    p: usize,
+    ow: usize,
+    c0: usize,
+    v: usize,
+    out: &mut [f32],
+) {
+    macro_rules! by_shape {
+        ($p:literal) => {
+            match shape {
+                (3, 1) => sliding_vectors::<S, $p, V, 3, 1>(r, rows, ow, c0, v, out),
+                (3, 2) => sliding_vectors::<S, $p, V, 3, 2>(r, rows, ow, c0, v, out),
+                (5, 1) => sliding_vectors::<S, $p, V, 5, 1>(r, rows, ow, c0, v, out),
+                _ => sliding_vectors::<S, $p, V, 5, 2>(r, rows, ow, c0, v, out),
             }
-            if v + LANES <= chans {
-                interior_vectors::<FMA, PIXELS, 1, LANES>(r, &rows, ow, c0, v, out);
-                v += LANES;
+        };
+    }
+    match p {
+        8 => by_shape!(8),
+        4 => by_shape!(4),
+        2 => by_shape!(2),
+        _ => by_shape!(1),
+    }
+}
+
+/// `V` vectors of `S` (channels from `v`) of the `P` interior output pixels from `ow`, for a
+/// filter `KW` wide at stride `SW` along W (no dilation): per filter row, each of the
+/// `(P - 1) x SW + KW` input pixels the group reads is loaded once and multiplied into every
+/// output pixel that reads it, with the row's `KW x V` weight vectors in registers (`P x KW x
+/// V` multiply-adds from `(P - 1) x SW + KW + KW` loads per vector, where the general tap loop
+/// loads an input vector per multiply-add). Each output's sum takes its taps in the same
+/// order as the general loop (`r`, then `s`), with the same multiply-add, so the results are
+/// the same.
+#[inline(always)]
+fn sliding_vectors<S: Simd, const P: usize, const V: usize, const KW: usize, const SW: usize>(
+    r: &Rows<'_>,
+    rows: &[(usize, usize)],
+    ow: usize,
+    c0: usize,
+    v: usize,
+    out: &mut [f32],
+) {
+    let g = r.g;
+    let l = S::LANES;
+    let pw = g.conv.padding[1];
+    let span = (P - 1) * SW + KW;
+    assert!(c0 + v + V * l <= g.c.min(r.bias.len()) && P * V <= 16 && KW * V <= 10);
+    // SAFETY (every load and store below): the vector instructions are present (the caller's
+    // build); bias and weight reads lie within channels c0 + v .. c0 + v + V x l <= C
+    // (asserted) of a tap's C weights; input reads within the bound asserted per row; the
+    // stores within the group's P pixels of `out` (asserted at the end).
+    unsafe {
+        // Sum `k` is pixel `k / V`'s vector `k % V`; weight `k` is tap `k / V`'s vector `k % V`.
+        let mut acc = [S::zero(); 16];
+        let mut wr = [S::zero(); 10];
+        for (k, a) in acc.iter_mut().enumerate().take(P * V) {
+            *a = S::load(r.bias.as_ptr().add(c0 + v + (k % V) * l));
+        }
+        let xp = r.xs.as_ptr();
+        for &(row_at, rr) in rows {
+            for (k, w) in wr.iter_mut().enumerate().take(KW * V) {
+                let at = (rr * KW + k / V) * g.c + c0 + v + (k % V) * l;
+                *w = S::load(r.per_tap.as_ptr().add(at));
             }
-            if v + HALF <= chans {
-                interior_vectors::<FMA, PIXELS, 1, HALF>(r, &rows, ow, c0, v, out);
-                v += HALF;
-            }
-            // The channels past the last whole vector (and a partial block's zero lanes),
-            // where there are any: the pixel's tap list is not rebuilt for nothing.
-            if v < r.block {
-                for p in 0..PIXELS {
-                    one_pixel::<FMA>(r, &rows, &mut offs, ow + p, c0, v, chans, out);
+            let at0 = row_at + (ow * SW - pw) * r.sw + v;
+            assert!(at0 + (span - 1) * r.sw + V * l <= r.xs.len());
+            // Written tap by tap (short loops of constant length, which the compiler unrolls
+            // whole, where a loop over the input pixels with a test per output was not): the
+            // loads of one input pixel by several taps have the same address and are merged.
+            for s in 0..KW {
+                for q in 0..P {
+                    for j in 0..V {
+                        let xv = S::load(xp.add(at0 + (q * SW + s) * r.sw + j * l));
+                        let k = q * V + j;
+                        acc[k] = S::fma(xv, wr[s * V + j], acc[k]);
+                    }
                 }
             }
-            ow += PIXELS;
-        } else {
-            one_pixel::<FMA>(r, &rows, &mut offs, ow, c0, 0, chans, out);
-            ow += 1;
+        }
+        assert!((ow + P - 1) * r.block + v + V * l <= out.len());
+        let yp = out.as_mut_ptr();
+        for (k, &a) in acc.iter().enumerate().take(P * V) {
+            let a = if r.relu { S::relu(a) } else { a };
+            S::store(yp.add((ow + k / V) * r.block + v + (k % V) * l), a);
         }
     }
 }
@@ -162,7 +320,7 @@ fn interior_vectors<const FMA: bool, const P: usize, const V: usize, const L: us
         let at = (ow + k / V) * r.block + v + (k % V) * L;
         let o = &mut out[at..at + L];
         for l in 0..L {
-            o[l] = if r.relu { a[l].max(0.0) } else { a[l] };
+            o[l] = if r.relu && a[l] < 0.0 { 0.0 } else { a[l] };
         }
     }
 }
@@ -204,7 +362,7 @@ fn pixel_vectors<const FMA: bool, const V: usize, const L: usize>(
         let at = ow * r.block + v + k * L;
         let o = &mut out[at..at + L];
         for l in 0..L {
-            o[l] = if r.relu { a[l].max(0.0) } else { a[l] };
+            o[l] = if r.relu && a[l] < 0.0 { 0.0 } else { a[l] };
         }
     }
 }
@@ -258,7 +416,7 @@ fn one_pixel<const FMA: bool>(
         for &(at, t) in offs.iter() {
             acc = madd::<FMA>(acc, r.xs[at + e], r.per_tap[t * g.c + c0 + e]);
         }
-        *oe = if r.relu { acc.max(0.0) } else { acc };
+        *oe = if r.relu && acc < 0.0 { 0.0 } else { acc };
     }
     o[chans..].fill(0.0);
 }

@@ -30,6 +30,9 @@ mod microkernel_x86;
 mod packing;
 mod padded;
 mod schedule;
+pub(crate) use microkernel::{Portable, Simd};
+#[cfg(target_arch = "x86_64")]
+pub(crate) use microkernel_x86::{Avx2, Avx512};
 pub(crate) use packing::cache_sizes;
 pub(crate) mod runtime;
 mod supergroups;
