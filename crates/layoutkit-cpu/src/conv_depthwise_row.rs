@@ -1,7 +1,7 @@
 //! The depthwise kernel's inner loops ([`super`]): one output row of channel vectors, its
 //! interior's groups of pixels and its edge pixels.
 
-use super::{Geometry, Rows, HALF, LANES};
+use super::{Geometry, Lists, Rows, HALF, LANES};
 use crate::conv_blocked::Simd;
 
 /// `a * b + acc`, fused where `FMA` (only with hardware FMA: otherwise `mul_add` is a library
@@ -45,6 +45,7 @@ pub(super) fn row<const FMA: bool, S: Simd, H: Simd>(
     cb: usize,
     oh: usize,
     out: &mut [f32],
+    lists: &mut Lists,
 ) {
     let g = r.g;
     let c0 = cb * r.block;
@@ -52,10 +53,14 @@ pub(super) fn row<const FMA: bool, S: Simd, H: Simd>(
     let base = n * r.sn + cb * r.plane;
     let (lo, hi) = interior(g);
     // The filter rows inside the image: (offset of the input row, filter row).
-    let rows: Vec<(usize, usize)> = (0..g.kh)
-        .filter_map(|rr| g.in_row(oh, rr).map(|ih| (base + ih * r.sh, rr)))
-        .collect();
-    let mut offs: Vec<(usize, usize)> = Vec::with_capacity(g.kh * g.kw);
+    let Lists { rows, taps: offs } = lists;
+    rows.clear();
+    for rr in 0..g.kh {
+        if let Some(ih) = g.in_row(oh, rr) {
+            rows.push((base + ih * r.sh, rr));
+        }
+    }
+    let rows: &[(usize, usize)] = rows;
     let slide = sliding_shape(g).filter(|_| r.sliding);
     // Sliding groups: 8 pixels where the build has FMA (AVX-512: 2 x 8 sums, 2 x KW weights
     // and 2 inputs of its 32 registers; AVX2: 8 + KW + 1 of 16), else 4. The general loop
@@ -78,22 +83,22 @@ pub(super) fn row<const FMA: bool, S: Simd, H: Simd>(
                 .unwrap_or(1);
             if slide.is_some() || p >= PIXELS {
                 let v = match slide {
-                    Some(shape) => sliding_group::<S, H>(r, &rows, shape, p, ow, c0, chans, out),
-                    None => general_group::<FMA>(r, &rows, p, ow, c0, chans, out),
+                    Some(shape) => sliding_group::<S, H>(r, rows, shape, p, ow, c0, chans, out),
+                    None => general_group::<FMA>(r, rows, p, ow, c0, chans, out),
                 };
                 // The channels past the last whole vector (and a partial block's zero
                 // lanes), where there are any: the pixel's tap list is not rebuilt for
                 // nothing.
                 if v < r.block {
                     for q in 0..p {
-                        one_pixel::<FMA>(r, &rows, &mut offs, ow + q, c0, v, chans, out);
+                        one_pixel::<FMA>(r, rows, offs, ow + q, c0, v, chans, out);
                     }
                 }
                 ow += p;
                 continue;
             }
         }
-        one_pixel::<FMA>(r, &rows, &mut offs, ow, c0, 0, chans, out);
+        one_pixel::<FMA>(r, rows, offs, ow, c0, 0, chans, out);
         ow += 1;
     }
 }
