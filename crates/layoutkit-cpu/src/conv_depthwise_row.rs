@@ -62,12 +62,14 @@ pub(super) fn row<const FMA: bool, S: Simd, H: Simd>(
     }
     let rows: &[(usize, usize)] = rows;
     let slide = sliding_shape(g).filter(|_| r.sliding);
-    // Sliding groups: 8 pixels where the build has FMA (AVX-512: 2 x 8 sums, 2 x KW weights
-    // and 2 inputs of its 32 registers; AVX2: 8 + KW + 1 of 16), else 4. The general loop
+    // Sliding groups: 8 pixels with AVX-512 (2 x 8 sums, 2 x KW weights and 2 inputs of its
+    // 32 registers) and with AVX2 at stride 1 (8 + KW + 1 of 16); 4 with AVX2 at stride 2
+    // (in pairs of vectors, see `sliding_group`) and in portable code. The general loop
     // takes groups of PIXELS, twice that for a block of one half vector (`NCHW8c`), for as
     // many independent sums per tap.
     let most = match (slide.is_some(), FMA) {
-        (true, true) => 8,
+        (true, true) if S::LANES == LANES || g.conv.stride[1] == 1 => 8,
+        (true, true) => 4,
         (true, false) => 4,
         (false, _) if chans < LANES => 2 * PIXELS,
         (false, _) => PIXELS,
@@ -82,6 +84,7 @@ pub(super) fn row<const FMA: bool, S: Simd, H: Simd>(
                 .find(|&p| p <= most && ow + p <= hi)
                 .unwrap_or(1);
             if slide.is_some() || p >= PIXELS {
+                prefetch_next_group(r, rows, ow + p, p);
                 let v = match slide {
                     Some(shape) => sliding_group::<S, H>(r, rows, shape, p, ow, c0, chans, out),
                     None => general_group::<FMA>(r, rows, p, ow, c0, chans, out),
@@ -101,6 +104,35 @@ pub(super) fn row<const FMA: bool, S: Simd, H: Simd>(
         one_pixel::<FMA>(r, rows, offs, ow, c0, 0, chans, out);
         ow += 1;
     }
+}
+
+/// Asks for the input the next group of `p` pixels from `ow` reads in the filter rows this
+/// output row is the first to read (the last `stride` of them), ahead of its loads: one
+/// prefetch per 64 bytes of that range of each row.
+#[inline(always)]
+fn prefetch_next_group(r: &Rows<'_>, rows: &[(usize, usize)], ow: usize, p: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let g = r.g;
+        let (sw, pw) = (g.conv.stride[1], g.conv.padding[1]);
+        let first = (ow * sw).saturating_sub(pw).min(g.w);
+        let end = ((ow + p) * sw + g.kw).saturating_sub(pw).min(g.w);
+        let bytes = (end - first) * r.sw * 4;
+        let new_rows = g.conv.stride[0].min(rows.len());
+        for &(row_at, _) in &rows[rows.len() - new_rows..] {
+            let start = r.xs[row_at + first * r.sw..].as_ptr().cast::<i8>();
+            for off in (0..bytes).step_by(64) {
+                // SAFETY: a prefetch reads nothing and faults on no address; the address is
+                // inside `xs` or just past it (wrapping_add: no pointer arithmetic contract).
+                unsafe {
+                    std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                        start.wrapping_add(off),
+                    )
+                };
+            }
+        }
+    }
+    let _ = (r, rows, ow, p);
 }
 
 /// The filter width and stride along W of the shapes [`sliding_vectors`] is built for (3x3
@@ -162,7 +194,10 @@ fn sliding_group<S: Simd, H: Simd>(
     out: &mut [f32],
 ) -> usize {
     let mut v = 0;
-    if S::LANES == LANES {
+    // Pairs of vectors: AVX-512 (32 registers), and AVX2 at stride 2 (groups of 4 pixels:
+    // 8 sums, 6 weights and 2 inputs of its 16 registers; one vector at a time ran the
+    // large stride-2 layers 0.6-0.9x the general loop there).
+    if S::LANES == LANES || (shape.1 == 2 && p <= 4) {
         while v + 2 * S::LANES <= chans {
             sliding_p::<S, 2>(r, rows, shape, p, ow, c0, v, out);
             v += 2 * S::LANES;
