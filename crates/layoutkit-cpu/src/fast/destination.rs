@@ -25,6 +25,17 @@ pub(super) fn streams(bytes: usize, threads: usize) -> bool {
         .unwrap_or_else(|| bytes > crate::conv_blocked::cache_sizes().1 * threads.max(1))
 }
 
+/// Whether the kernels of a conversion touching `bytes` (source and destination) on
+/// `threads` threads prefetch their source lines: unless the two fit in half of the threads'
+/// L2 caches, where the lines are in cache already (a tensor just written or read) and the
+/// prefetch instructions only cost (f32 NCHW -> NHWC of 196 KB, C = 256 at 14 x 14 and C =
+/// 16 at 56 x 56, ran 1.7-1.8x faster without them on a Zen 5; the whole sweep's tensors
+/// under 1 MiB 1.05x by geometric mean, `bench/results/sweep.md`). Half, not all: a margin
+/// for what else the caller keeps in L2 (the gains were measured on 100-400 KB).
+pub(super) fn prefetches(bytes: usize, threads: usize) -> bool {
+    2 * bytes > crate::conv_blocked::cache_sizes().1 * threads.max(1)
+}
+
 /// The least share of the destination's elements that must be padding for [`fill_first`]:
 /// three quarters (a blocked layout's 16- or 32-element blocks holding 1-4 channels, a MACE
 /// image of one channel in its 4 lanes).

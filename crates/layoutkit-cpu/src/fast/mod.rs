@@ -68,6 +68,7 @@ pub fn convert_fast(
     fill.write(&mut fill_bytes);
     let ds = cast.dst.size_bytes();
     let stream = destination::streams(dst_data.len(), threads);
+    let prefetch = destination::prefetches(src_data.len() + dst_data.len(), threads);
     // Mostly padding: all of it written with the fill first, then the copies alone.
     let fill_first = destination::fill_first(copies, fills, ds, dst_data.len());
     if fill_first {
@@ -78,6 +79,7 @@ pub fn convert_fast(
     let job = Job {
         src: src_data,
         stream,
+        prefetch,
         sparse: fill_first,
         dst: SharedMut::new(dst_data),
         cast: *cast,
@@ -239,6 +241,8 @@ struct Job<'a> {
     src: &'a [u8],
     /// Whether final destination lines are written with non-temporal (streaming) stores.
     stream: bool,
+    /// Whether the kernels prefetch their source ([`destination::prefetches`]).
+    prefetch: bool,
     /// The destination was filled whole first ([`destination::fill_first`]): the copies are
     /// the few data rows of mostly padded blocks, moved by table up to rows of
     /// [`gather::SPARSE_ROW_BYTES`].
@@ -269,6 +273,7 @@ impl Job<'_> {
     }
 
     fn execute(&self, it: &Item) {
+        transpose::set_prefetches(self.prefetch);
         let dst = self.dst.slice();
         let m = it.kernel_loops();
         let outer = &it.dims[..it.dims.len() - m];

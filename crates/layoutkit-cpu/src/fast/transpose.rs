@@ -6,10 +6,12 @@
 //! value, which pads a record such as `kHWC8`'s eight channels).
 //!
 //! Kernels, dispatched on the element size `N` in bytes and chosen at run time:
-//! * 4 bytes: AVX2 8 x 8 transposes; with streaming allowed and 64-byte aligned destination
-//!   rows, 8 x 16 blocks whose rows are whole cache lines written with non-temporal stores;
-//! * 2 bytes: AVX2 16 x 16 transposes, streamed as 16 x 32 blocks when aligned, and 16 x 8
-//!   blocks into rows of eight back to back (kHWC8); SSE2 8 x 8 transposes without AVX2;
+//! * 4 bytes: AVX2 8 x 8 transposes; with 64-byte aligned destination rows, 8 x 16 blocks
+//!   whose rows are whole cache lines, written with non-temporal stores where streaming is
+//!   allowed, else plain ones;
+//! * 2 bytes: AVX2 16 x 16 transposes, 16 x 32 blocks of whole lines when aligned (streamed
+//!   or not, as for 4 bytes), and 16 x 8 blocks into rows of eight back to back (kHWC8); SSE2
+//!   8 x 8 transposes without AVX2;
 //! * 1 byte: SSE2 16 x 16 transposes, streamed as 16 x 64 blocks when aligned;
 //! * larger units (8 to 64 bytes, e.g. the four lanes of an image pixel): unit moves along
 //!   destination rows, streamed in 16-byte pieces when aligned;
@@ -287,6 +289,26 @@ impl Rows for Table<'_> {
     }
 }
 
+thread_local! {
+    /// Whether this thread's kernels ask for source lines ahead of their loads (see
+    /// [`set_prefetches`]).
+    static PREFETCHES: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+}
+
+/// Sets whether the kernels this thread runs next prefetch their source: the engine sets it
+/// per work item from its job (no prefetch where source and destination fit in the threads'
+/// L2 caches: the lines are there already, and the prefetch instructions cost 1.2-1.4x on
+/// 100-200 KB NCHW -> NHWC transposes on a Zen 5).
+pub(crate) fn set_prefetches(on: bool) {
+    PREFETCHES.with(|p| p.set(on));
+}
+
+/// This thread's setting from [`set_prefetches`] (on by default).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(crate) fn prefetches() -> bool {
+    PREFETCHES.with(|p| p.get())
+}
+
 /// Transposes one tile of `na x nb` elements of `N` bytes.
 ///
 /// `stream` allows non-temporal stores (for a final destination, never for a scratch buffer
@@ -324,8 +346,14 @@ pub(crate) unsafe fn transpose_rows<const N: usize, R: Rows>(rows: R, stream: bo
             match N {
                 4 if avx2() && lines && na >= 8 && nb >= 16 => wide!(f32_lines(rows)),
                 4 if avx2() && packed => wide!(f32_blocks_streamed(rows)),
+                4 if avx2() && rows.dst_lines() && na >= 8 && nb >= 16 => {
+                    wide!(f32_lines_stored(rows))
+                }
                 4 if avx2() && na >= 8 && nb >= 8 => wide!(f32_blocks_stored(rows)),
                 2 if avx2() && lines && na >= 16 && nb >= 32 => wide!(u16_lines(rows)),
+                2 if avx2() && rows.dst_lines() && na >= 16 && nb >= 32 => {
+                    wide!(u16_lines_stored(rows))
+                }
                 2 if avx2() && na >= 16 && nb >= 16 => wide!(u16_blocks(rows)),
                 2 if lines && na >= 8 && nb >= 32 => x86::u16_lines(rows),
                 2 if avx2() && packed && na >= 16 => wide!(u16_packed8(rows)),

@@ -56,6 +56,13 @@ impl Prefetch {
     /// Along the rows, at the distance for `r`'s rows.
     #[inline]
     pub(crate) fn for_rows<R: Rows>(r: &R) -> Prefetch {
+        if !super::prefetches() {
+            return Prefetch {
+                row_ahead: 0,
+                next: std::ptr::null(),
+                next_lines: 0,
+            };
+        }
         let row_ahead = match (r.src_major(), r.src_rows_close()) {
             (true, _) => 1024,
             (false, true) => 64,
@@ -71,7 +78,11 @@ impl Prefetch {
     /// As [`Prefetch::for_rows`], and the tile's share of the next band ([`Rows::ahead`]).
     #[inline]
     pub(crate) fn for_tile<R: Rows>(r: &R) -> Prefetch {
-        let (next, next_lines) = r.ahead();
+        let (next, next_lines) = if super::prefetches() {
+            r.ahead()
+        } else {
+            (std::ptr::null(), 0)
+        };
         Prefetch {
             next,
             next_lines,
@@ -266,10 +277,12 @@ unsafe fn f32_blocks_body<const STREAM: bool, R: Rows>(r: R) -> (usize, usize) {
     (na, nb)
 }
 
-/// 8 x 16 blocks of floats: each destination row gets one whole line, streamed.
-/// Destination rows are 64-byte aligned (checked by the caller).
+/// 8 x 16 blocks of floats: each destination row gets one whole line, written by two
+/// consecutive stores, streamed past the cache where `STREAM` (plain stores leave it in
+/// cache, and still write each line whole: 8 x 8 blocks wrote half lines, each line's two
+/// halves far apart in time). Destination rows are 64-byte aligned (checked by the caller).
 #[inline(always)]
-unsafe fn f32_lines_body<R: Rows>(r: R) -> (usize, usize) {
+unsafe fn f32_lines_body<const STREAM: bool, R: Rows>(r: R) -> (usize, usize) {
     let (na, nb) = (r.na() / 8 * 8, r.nb() / 16 * 16);
     let pf = Prefetch::for_tile(&r);
     for (a, b) in pf.blocks(&r, (na, 8), (nb, 16)) {
@@ -280,8 +293,13 @@ unsafe fn f32_lines_body<R: Rows>(r: R) -> (usize, usize) {
             let hi = f32_block8(r, a, b + 8, pf);
             for k in 0..8 {
                 let p = (r.dst(a + k) as *mut f32).add(b);
-                _mm256_stream_ps(p, lo[k]);
-                _mm256_stream_ps(p.add(8), hi[k]);
+                if STREAM {
+                    _mm256_stream_ps(p, lo[k]);
+                    _mm256_stream_ps(p.add(8), hi[k]);
+                } else {
+                    _mm256_storeu_ps(p, lo[k]);
+                    _mm256_storeu_ps(p.add(8), hi[k]);
+                }
             }
         }
     }
@@ -507,10 +525,11 @@ unsafe fn u16_packed8_body<R: Rows>(r: R) -> (usize, usize) {
     (na, 8)
 }
 
-/// 16 x 32 blocks of 2-byte elements: two transposes, each destination row's line
-/// streamed in two consecutive stores.
+/// 16 x 32 blocks of 2-byte elements: two transposes, each destination row's line written
+/// by two consecutive stores, streamed past the cache where `STREAM` (plain stores: see
+/// [`f32_lines_body`]).
 #[inline(always)]
-unsafe fn u16_lines_body<R: Rows>(r: R) -> (usize, usize) {
+unsafe fn u16_lines_body<const STREAM: bool, R: Rows>(r: R) -> (usize, usize) {
     let (na, nb) = (r.na() / 16 * 16, r.nb() / 32 * 32);
     let pf = Prefetch::for_tile(&r);
     for (a, b) in pf.blocks(&r, (na, 16), (nb, 32)) {
@@ -520,8 +539,13 @@ unsafe fn u16_lines_body<R: Rows>(r: R) -> (usize, usize) {
             let hi = u16_block16(r, a, b + 16, pf);
             for k in 0..16 {
                 let p = r.dst(a + k).add(b * 2) as *mut __m256i;
-                _mm256_stream_si256(p, lo[k]);
-                _mm256_stream_si256(p.add(1), hi[k]);
+                if STREAM {
+                    _mm256_stream_si256(p, lo[k]);
+                    _mm256_stream_si256(p.add(1), hi[k]);
+                } else {
+                    _mm256_storeu_si256(p, lo[k]);
+                    _mm256_storeu_si256(p.add(1), hi[k]);
+                }
             }
         }
     }
@@ -572,12 +596,14 @@ macro_rules! compiled_for {
 compiled_for! {
     f32_blocks_streamed => f32_blocks_body::<true, R>;
     f32_blocks_stored => f32_blocks_body::<false, R>;
-    f32_lines => f32_lines_body;
+    f32_lines => f32_lines_body::<true, R>;
+    f32_lines_stored => f32_lines_body::<false, R>;
     u64_blocks => u64_blocks_body;
     u64_lines => u64_lines_body;
     u128_lines => u128_lines_body;
     u16_blocks => u16_blocks_body;
-    u16_lines => u16_lines_body;
+    u16_lines => u16_lines_body::<true, R>;
+    u16_lines_stored => u16_lines_body::<false, R>;
     u16_packed8 => u16_packed8_body;
     u8_blocks32 => bytes::u8_blocks32_body;
     u8_lines32 => bytes::u8_lines32_body;
