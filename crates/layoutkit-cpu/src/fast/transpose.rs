@@ -12,7 +12,8 @@
 //! * 2 bytes: AVX2 16 x 16 transposes, 16 x 32 blocks of whole lines when aligned (streamed
 //!   or not, as for 4 bytes), and 16 x 8 blocks into rows of eight back to back (kHWC8); SSE2
 //!   8 x 8 transposes without AVX2;
-//! * 1 byte: SSE2 16 x 16 transposes, streamed as 16 x 64 blocks when aligned;
+//! * 1 byte: SSE2 16 x 16 transposes, streamed as 16 x 64 blocks when aligned; the 8 to 15
+//!   columns or rows past the last 16 in 16 x 8 or 8 x 16 blocks;
 //! * larger units (8 to 64 bytes, e.g. the four lanes of an image pixel): unit moves along
 //!   destination rows, streamed in 16-byte pieces when aligned;
 //! * anything else, and every edge strip: a portable loop.
@@ -148,6 +149,39 @@ impl<R: Rows, const N: usize> Rows for Columns<R, N> {
     #[inline(always)]
     fn dst(&self, a: usize) -> *mut u8 {
         self.rows.dst(a).wrapping_add(self.b0 * N)
+    }
+    fn dst_lines(&self) -> bool {
+        false
+    }
+    fn src_major(&self) -> bool {
+        self.rows.src_major()
+    }
+}
+
+/// Rows `a0..a0 + na` of `rows` (`N`-byte elements), every column, as a tile of their own:
+/// the destination rows a wide kernel leaves, for a narrower one.
+#[derive(Clone, Copy)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(crate) struct RowsFrom<R: Rows, const N: usize> {
+    pub rows: R,
+    pub a0: usize,
+    pub na: usize,
+}
+
+impl<R: Rows, const N: usize> Rows for RowsFrom<R, N> {
+    fn na(&self) -> usize {
+        self.na
+    }
+    fn nb(&self) -> usize {
+        self.rows.nb()
+    }
+    #[inline(always)]
+    fn src(&self, b: usize) -> *const u8 {
+        self.rows.src(b).wrapping_add(self.a0 * N)
+    }
+    #[inline(always)]
+    fn dst(&self, a: usize) -> *mut u8 {
+        self.rows.dst(self.a0 + a)
     }
     fn dst_lines(&self) -> bool {
         false
@@ -406,6 +440,7 @@ pub(crate) unsafe fn transpose_rows<const N: usize, R: Rows>(rows: R, stream: bo
             2 if da >= 8 && nb - db >= 8 => unsafe { x86::u16_blocks::<false, _>(strip) },
             2 if da >= 8 && nb - db >= 4 => unsafe { x86::u16_blocks4(strip) },
             4 if da >= 4 && nb - db >= 4 => unsafe { x86::u32_blocks4(strip) },
+            1 if da >= 16 && nb - db >= 8 => unsafe { x86::u8_blocks8(strip) },
             _ => (0, 0),
         };
         // The strips left: columns db + sb.. of rows ..sa, columns db.. of rows sa..da, then
@@ -417,7 +452,21 @@ pub(crate) unsafe fn transpose_rows<const N: usize, R: Rows>(rows: R, stream: bo
             if rows_end > da {
                 x86::edges::masked_region::<N, R>(rows, (da, rows_end), (0, nb));
             }
-            scalar::<N, R>(src, dst, rows_end, na, 0, nb);
+            // Bytes: 8 to 15 rows past the last whole 16-row block, 8 x 16 blocks (NHWC ->
+            // NCHW of 24 channels).
+            let ra = if N == 1 && rows_end == da && na - da >= 8 && nb >= 16 {
+                let tail = RowsFrom::<R, N> {
+                    rows,
+                    a0: da,
+                    na: na - da,
+                };
+                let (ra, rb) = x86::u8_rows8(tail);
+                scalar::<N, R>(src, dst, da, da + ra, rb, nb);
+                ra
+            } else {
+                0
+            };
+            scalar::<N, R>(src, dst, rows_end + ra, na, 0, nb);
         }
     }
     #[cfg(target_arch = "aarch64")]

@@ -11,7 +11,8 @@ pub(super) mod edges;
 mod sse2;
 use sse2::u8_block as sse2_u8_block;
 pub(super) use sse2::{
-    u16_blocks, u16_blocks4, u16_lines, u32_blocks4, u8_blocks, u8_lines, units,
+    u16_blocks, u16_blocks4, u16_lines, u32_blocks4, u8_blocks, u8_blocks8, u8_lines, u8_rows8,
+    units,
 };
 
 /// What a tile asks for ahead of its loads (`prefetcht1`).

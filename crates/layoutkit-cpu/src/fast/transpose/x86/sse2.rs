@@ -171,12 +171,17 @@ pub(in crate::fast::transpose) unsafe fn u16_lines<R: Rows>(r: R) -> (usize, usi
 /// the result is source column `a + c` across the sixteen rows.
 #[inline(always)]
 pub(super) unsafe fn u8_block<R: Rows>(rows: R, a: usize, b: usize) -> [__m128i; 16] {
+    // SAFETY: inside the tile (the caller's contract).
+    u8_transpose16(std::array::from_fn(|k| unsafe {
+        _mm_loadu_si128(rows.src(b + k).add(a) as *const __m128i)
+    }))
+}
+
+/// The 16 x 16 byte transpose: vector `c` of the result is byte `c` of every input vector.
+#[inline(always)]
+fn u8_transpose16(r: [__m128i; 16]) -> [__m128i; 16] {
     // Four unpack stages, each doubling the rows that a lane group spans and halving the
     // columns a vector holds. SSE2 is part of x86-64.
-    // SAFETY: inside the tile (the caller's contract).
-    let r: [__m128i; 16] = std::array::from_fn(|k| unsafe {
-        _mm_loadu_si128(rows.src(b + k).add(a) as *const __m128i)
-    });
     // s1[g][h]: rows 2g, 2g+1 interleaved, columns 8h..8h+8.
     let s1: [[__m128i; 2]; 8] = std::array::from_fn(|g| unsafe {
         [
@@ -226,6 +231,76 @@ pub(in crate::fast::transpose) unsafe fn u8_blocks<R: Rows>(r: R) -> (usize, usi
         unsafe {
             let t = u8_block(r, a, b);
             for (k, v) in t.into_iter().enumerate() {
+                _mm_storeu_si128(r.dst(a + k).add(b) as *mut __m128i, v);
+            }
+        }
+    }
+    (na, nb)
+}
+
+/// 16 x 8 blocks of bytes: eight source rows of 16 become 16 destination rows of 8 bytes
+/// (the strip of 8 to 15 columns a 16-column kernel leaves: the last 8 channels of NHWC's
+/// pixels of 24, which the element loop moved one byte at a time), ordinary stores.
+pub(in crate::fast::transpose) unsafe fn u8_blocks8<R: Rows>(r: R) -> (usize, usize) {
+    let (na, nb) = (r.na() / 16 * 16, r.nb() / 8 * 8);
+    for (a, b) in blocks(r.src_major(), (na, 16), (nb, 8)) {
+        // SAFETY: inside the tile; SSE2 is part of x86-64.
+        unsafe {
+            let v: [__m128i; 8] =
+                std::array::from_fn(|k| _mm_loadu_si128(r.src(b + k).add(a) as *const __m128i));
+            // t[2p]: columns 0..8 of rows 2p, 2p + 1 (a byte of each per 16-bit unit);
+            // t[2p + 1]: columns 8..16.
+            let t: [__m128i; 8] = std::array::from_fn(|i| {
+                let (x, y) = (v[i / 2 * 2], v[i / 2 * 2 + 1]);
+                if i % 2 == 0 {
+                    _mm_unpacklo_epi8(x, y)
+                } else {
+                    _mm_unpackhi_epi8(x, y)
+                }
+            });
+            // u[4q + c]: columns 4c..4c + 4 of rows 4q..4q + 4 (four bytes per column).
+            let u: [__m128i; 8] = std::array::from_fn(|i| {
+                let (q, c) = (i / 4, i % 4);
+                let (x, y) = (t[4 * q + c / 2], t[4 * q + 2 + c / 2]);
+                if c % 2 == 0 {
+                    _mm_unpacklo_epi16(x, y)
+                } else {
+                    _mm_unpackhi_epi16(x, y)
+                }
+            });
+            // Columns 4c, 4c + 1 (low), then 4c + 2, 4c + 3 (high) of all eight rows: a
+            // destination row per 8 bytes.
+            for c in 0..4 {
+                for (h, w) in [
+                    _mm_unpacklo_epi32(u[c], u[4 + c]),
+                    _mm_unpackhi_epi32(u[c], u[4 + c]),
+                ]
+                .into_iter()
+                .enumerate()
+                {
+                    let col = 4 * c + 2 * h;
+                    _mm_storel_epi64(r.dst(a + col).add(b) as *mut __m128i, w);
+                    _mm_storeh_pd(r.dst(a + col + 1).add(b) as *mut f64, _mm_castsi128_pd(w));
+                }
+            }
+        }
+    }
+    (na, nb)
+}
+
+/// 8 x 16 blocks of bytes: sixteen source rows of 8 become 8 destination rows of 16 (the
+/// 8 to 15 destination rows a 16-row kernel leaves: the last 8 of NHWC's 24 channels
+/// into NCHW, which the element loop moved one byte at a time), ordinary stores.
+pub(in crate::fast::transpose) unsafe fn u8_rows8<R: Rows>(r: R) -> (usize, usize) {
+    let (na, nb) = (r.na() / 8 * 8, r.nb() / 16 * 16);
+    for (a, b) in blocks(r.src_major(), (na, 8), (nb, 16)) {
+        // SAFETY: inside the tile (8 bytes of each of the 16 source rows); SSE2 is part of
+        // x86-64.
+        unsafe {
+            let t = u8_transpose16(std::array::from_fn(|k| {
+                _mm_loadl_epi64(r.src(b + k).add(a) as *const __m128i)
+            }));
+            for (k, v) in t.into_iter().take(8).enumerate() {
                 _mm_storeu_si128(r.dst(a + k).add(b) as *mut __m128i, v);
             }
         }
