@@ -78,12 +78,16 @@ fn f32_to_f16(src: &[u8], dst: &mut [u8], n: usize, spec: &CastSpec) {
         view_mut::<f16>(&mut dst[..n * 2]),
     ) {
         (Some(s), Some(d)) => {
-            let mut done = 0;
+            // The runs of sixteen in AVX-512 where they run (x86-64 only).
             #[cfg(target_arch = "x86_64")]
-            if super::half_runs::enabled() {
+            let done = if super::half_runs::enabled() {
                 // SAFETY: AVX-512 F present (checked); d and s have n elements.
-                done = unsafe { super::half_runs::f32_to_f16(s, d.reinterpret_cast_mut()) };
-            }
+                unsafe { super::half_runs::f32_to_f16(s, d.reinterpret_cast_mut()) }
+            } else {
+                0
+            };
+            #[cfg(not(target_arch = "x86_64"))]
+            let done = 0;
             d[done..].convert_from_f32_slice(&s[done..]);
         }
         _ => scalar_run(src, dst, n, spec),
@@ -97,12 +101,16 @@ fn f16_to_f32(src: &[u8], dst: &mut [u8], n: usize, spec: &CastSpec) {
         view_mut::<f32>(&mut dst[..n * 4]),
     ) {
         (Some(s), Some(d)) => {
-            let mut done = 0;
+            // The runs of sixteen in AVX-512 where they run (x86-64 only).
             #[cfg(target_arch = "x86_64")]
-            if super::half_runs::enabled() {
+            let done = if super::half_runs::enabled() {
                 // SAFETY: AVX-512 F present (checked); d and s have n elements.
-                done = unsafe { super::half_runs::f16_to_f32(s.reinterpret_cast(), d) };
-            }
+                unsafe { super::half_runs::f16_to_f32(s.reinterpret_cast(), d) }
+            } else {
+                0
+            };
+            #[cfg(not(target_arch = "x86_64"))]
+            let done = 0;
             s[done..].convert_to_f32_slice(&mut d[done..]);
         }
         _ => scalar_run(src, dst, n, spec),

@@ -54,15 +54,9 @@ pub(super) unsafe fn f16_to_f32(src: &[u16], dst: &mut [f32]) -> usize {
 /// Whether the runs above are taken: where the AVX-512 quantising kernels run
 /// (`LAYOUTKIT_CPU_KERNELS` not `avx2`, AVX-512 F, VL, BW and DQ present), so that both
 /// kernel builds are tested by the same switch.
+#[cfg(target_arch = "x86_64")]
 pub(super) fn enabled() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        super::transpose::avx512_quantise()
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    super::transpose::avx512_quantise()
 }
 
 #[cfg(all(test, target_arch = "x86_64"))]
