@@ -1,0 +1,276 @@
+//! The tiles' rows ([`Rows`]: where each source and destination row starts) and the views
+//! the kernels take of them: plain matrices, tables of row pointers, compound destination
+//! rows, and the wrappers for strips, fill rows and the next band's lines.
+
+/// Where a tile's rows start: source row `b` (for `b < nb()`) and destination row `a` (for
+/// `a < na()`).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(crate) trait Rows: Copy {
+    fn na(&self) -> usize;
+    fn nb(&self) -> usize;
+    fn src(&self, b: usize) -> *const u8;
+    fn dst(&self, a: usize) -> *mut u8;
+    /// Whether every destination row starts on a 64-byte boundary.
+    fn dst_lines(&self) -> bool;
+    /// The order the kernels walk the tile's blocks in: along the source rows (each read
+    /// sequentially) when true, along the destination rows (each written sequentially, the
+    /// source lines prefetched) when false. Measured: the latter for plain tiles (it wins
+    /// where the destination rows are far apart, NHWC -> NCHW, and on image pixels), the former
+    /// for tiles over compound rows (OIHW -> OIHW16i16o).
+    fn src_major(&self) -> bool {
+        false
+    }
+    /// Whether the first two source rows are under a page apart (pixels, image rows; NCHW's
+    /// channel rows are farther): such rows are read differently (shorter prefetches, and
+    /// the staged 8-bit casts read a whole stage before converting it).
+    fn src_rows_close(&self) -> bool {
+        self.nb() >= 2 && self.src(1).addr().abs_diff(self.src(0).addr()) < 4096
+    }
+    /// Whether the destination rows of `N`-byte elements follow each other without gaps
+    /// from a 64-byte boundary (a block of whole short rows is whole lines).
+    fn dst_packed(&self, _n: usize) -> bool {
+        false
+    }
+    /// Source lines later tiles read, which this tile asks for spread over its blocks: the
+    /// first line's address and how many follow (see [`Ahead`]; none by default).
+    fn ahead(&self) -> (*const u8, usize) {
+        (std::ptr::null(), 0)
+    }
+}
+
+/// The [`Rows`] methods a wrapper of rows (field `rows`) passes through unchanged: all but
+/// `src` and `ahead`, which each wrapper writes.
+macro_rules! forward_rows {
+    () => {
+        fn na(&self) -> usize {
+            self.rows.na()
+        }
+        fn nb(&self) -> usize {
+            self.rows.nb()
+        }
+        #[inline(always)]
+        fn dst(&self, a: usize) -> *mut u8 {
+            self.rows.dst(a)
+        }
+        fn dst_lines(&self) -> bool {
+            self.rows.dst_lines()
+        }
+        fn dst_packed(&self, n: usize) -> bool {
+            self.rows.dst_packed(n)
+        }
+        fn src_major(&self) -> bool {
+            self.rows.src_major()
+        }
+    };
+}
+
+/// `rows` with `lines` source lines from `next` to ask for while the tile runs (the share of
+/// the next band of source rows that falls to this tile; see `x86::Prefetch`).
+#[derive(Clone, Copy)]
+pub(crate) struct Ahead<R: Rows> {
+    pub rows: R,
+    pub next: *const u8,
+    pub lines: usize,
+}
+
+impl<R: Rows> Rows for Ahead<R> {
+    forward_rows!();
+    #[inline(always)]
+    fn src(&self, b: usize) -> *const u8 {
+        self.rows.src(b)
+    }
+    fn ahead(&self) -> (*const u8, usize) {
+        (self.next, self.lines)
+    }
+}
+
+/// Rows `data_rows..` of the source read a line of the fill value instead: they pad each
+/// destination row (a record such as `kHWC8`'s eight channels) in the same pass.
+#[derive(Clone, Copy)]
+pub(crate) struct Padded<R: Rows> {
+    pub rows: R,
+    pub data_rows: usize,
+    /// At least `rows.na()` elements of the fill value.
+    pub fill: *const u8,
+}
+
+impl<R: Rows> Rows for Padded<R> {
+    forward_rows!();
+    #[inline(always)]
+    fn src(&self, b: usize) -> *const u8 {
+        if b < self.data_rows {
+            self.rows.src(b)
+        } else {
+            self.fill
+        }
+    }
+    fn ahead(&self) -> (*const u8, usize) {
+        self.rows.ahead()
+    }
+}
+
+/// Columns `b0..` of `rows`, rows `..na` (`N`-byte elements), as a tile of their own: the
+/// strip a wide kernel leaves (a 16 x 16 kernel on 28 columns leaves 12), for a narrower one.
+#[derive(Clone, Copy)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(crate) struct Columns<R: Rows, const N: usize> {
+    pub rows: R,
+    pub b0: usize,
+    pub na: usize,
+}
+
+impl<R: Rows, const N: usize> Rows for Columns<R, N> {
+    fn na(&self) -> usize {
+        self.na
+    }
+    fn nb(&self) -> usize {
+        self.rows.nb() - self.b0
+    }
+    #[inline(always)]
+    fn src(&self, b: usize) -> *const u8 {
+        self.rows.src(self.b0 + b)
+    }
+    #[inline(always)]
+    fn dst(&self, a: usize) -> *mut u8 {
+        self.rows.dst(a).wrapping_add(self.b0 * N)
+    }
+    fn dst_lines(&self) -> bool {
+        false
+    }
+    fn src_major(&self) -> bool {
+        self.rows.src_major()
+    }
+}
+
+/// Rows `a0..a0 + na` of `rows` (`N`-byte elements), every column, as a tile of their own:
+/// the destination rows a wide kernel leaves, for a narrower one.
+#[derive(Clone, Copy)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(crate) struct RowsFrom<R: Rows, const N: usize> {
+    pub rows: R,
+    pub a0: usize,
+    pub na: usize,
+}
+
+impl<R: Rows, const N: usize> Rows for RowsFrom<R, N> {
+    fn na(&self) -> usize {
+        self.na
+    }
+    fn nb(&self) -> usize {
+        self.rows.nb()
+    }
+    #[inline(always)]
+    fn src(&self, b: usize) -> *const u8 {
+        self.rows.src(b).wrapping_add(self.a0 * N)
+    }
+    #[inline(always)]
+    fn dst(&self, a: usize) -> *mut u8 {
+        self.rows.dst(self.a0 + a)
+    }
+    fn dst_lines(&self) -> bool {
+        false
+    }
+    fn src_major(&self) -> bool {
+        self.rows.src_major()
+    }
+}
+
+/// Rows a fixed number of bytes apart (a plain matrix): no tables to build.
+#[derive(Clone, Copy)]
+pub(crate) struct Strided {
+    pub src: *const u8,
+    pub src_row: usize,
+    pub dst: *mut u8,
+    pub dst_row: usize,
+    pub na: usize,
+    pub nb: usize,
+}
+
+impl Rows for Strided {
+    fn na(&self) -> usize {
+        self.na
+    }
+    fn nb(&self) -> usize {
+        self.nb
+    }
+    #[inline(always)]
+    fn src(&self, b: usize) -> *const u8 {
+        self.src.wrapping_add(b * self.src_row)
+    }
+    #[inline(always)]
+    fn dst(&self, a: usize) -> *mut u8 {
+        self.dst.wrapping_add(a * self.dst_row)
+    }
+    fn dst_lines(&self) -> bool {
+        (self.dst as usize).is_multiple_of(64) && (self.dst_row.is_multiple_of(64) || self.na <= 1)
+    }
+    fn dst_packed(&self, n: usize) -> bool {
+        (self.dst as usize).is_multiple_of(64) && self.dst_row == self.nb * n
+    }
+}
+
+/// Source rows a fixed distance apart; destination rows at byte offsets from a table (a
+/// compound row index whose offsets repeat from tile to tile, as `(i, h, w)` of
+/// `OIHW16i16o`).
+#[derive(Clone, Copy)]
+pub(crate) struct Offsets<'t> {
+    pub src: *const u8,
+    pub src_row: usize,
+    pub dst: *mut u8,
+    /// One byte offset per destination row: `na` is its length.
+    pub dst_rows: &'t [usize],
+    /// Whether every offset in `dst_rows` is a multiple of 64 (known to the caller, which
+    /// checks it once per table rather than once per tile).
+    pub rows_on_lines: bool,
+    pub nb: usize,
+}
+
+impl Rows for Offsets<'_> {
+    fn na(&self) -> usize {
+        self.dst_rows.len()
+    }
+    fn nb(&self) -> usize {
+        self.nb
+    }
+    #[inline(always)]
+    fn src(&self, b: usize) -> *const u8 {
+        self.src.wrapping_add(b * self.src_row)
+    }
+    #[inline(always)]
+    fn dst(&self, a: usize) -> *mut u8 {
+        self.dst.wrapping_add(self.dst_rows[a])
+    }
+    fn dst_lines(&self) -> bool {
+        (self.dst as usize).is_multiple_of(64) && self.rows_on_lines
+    }
+    fn src_major(&self) -> bool {
+        true
+    }
+}
+
+/// Rows from tables of pointers (compound row indices, fill rows).
+#[derive(Clone, Copy)]
+pub(crate) struct Table<'t> {
+    pub src: &'t [*const u8],
+    pub dst: &'t [*mut u8],
+}
+
+impl Rows for Table<'_> {
+    fn na(&self) -> usize {
+        self.dst.len()
+    }
+    fn nb(&self) -> usize {
+        self.src.len()
+    }
+    #[inline(always)]
+    fn src(&self, b: usize) -> *const u8 {
+        self.src[b]
+    }
+    #[inline(always)]
+    fn dst(&self, a: usize) -> *mut u8 {
+        self.dst[a]
+    }
+    fn dst_lines(&self) -> bool {
+        self.dst.iter().all(|p| (*p as usize).is_multiple_of(64))
+    }
+}
