@@ -161,7 +161,7 @@ pub fn conv2d_depthwise_into(
     depthwise_into(conv, x, w, epilogue, y, out, threads, kernels, true)
 }
 
-/// [`conv2d_depthwise_into`], with the sliding kernel for 3x3 and 5x5 filters where
+/// [`conv2d_depthwise_into`], with the sliding kernel for 3x3, 5x5 and 7x7 filters where
 /// `sliding`, else the general tap loop everywhere (the same sums: tests compare the two).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn depthwise_into(
@@ -306,7 +306,7 @@ struct Rows<'a> {
     sh: usize,
     sw: usize,
     plane: usize,
-    /// Whether 3x3 and 5x5 filters take the sliding kernel (else the general tap loop).
+    /// Whether 3x3, 5x5 and 7x7 filters take the sliding kernel (else the general tap loop).
     sliding: bool,
 }
 

@@ -37,7 +37,7 @@ fn interior(g: &Geometry) -> (usize, usize) {
 /// their features. Inside the interior, groups of output pixels (see [`interior_group`]);
 /// elsewhere one pixel at a time, its taps inside the image listed first. `S` is the build's
 /// vector (16 lanes with AVX-512, 8 with AVX2 or portable code) and `H` its half (8 lanes, or
-/// `S` itself) for the 3x3 and 5x5 shapes of [`sliding_vectors`].
+/// `S` itself) for the shapes of [`sliding_vectors`].
 #[inline(always)]
 pub(super) fn row<const FMA: bool, S: Simd, H: Simd>(
     r: &Rows<'_>,
@@ -63,12 +63,12 @@ pub(super) fn row<const FMA: bool, S: Simd, H: Simd>(
     let rows: &[(usize, usize)] = rows;
     let slide = sliding_shape(g).filter(|_| r.sliding);
     // Sliding groups: 8 pixels with AVX-512 (2 x 8 sums, 2 x KW weights and 2 inputs of its
-    // 32 registers) and with AVX2 at stride 1 (8 + KW + 1 of 16); 4 with AVX2 at stride 2
-    // (in pairs of vectors, see `sliding_group`) and in portable code. The general loop
-    // takes groups of PIXELS, twice that for a block of one half vector (`NCHW8c`), for as
-    // many independent sums per tap.
+    // 32 registers) and with AVX2 at stride 1 (8 + KW + 1 of 16) but for 7 taps; 4 with AVX2
+    // at stride 2 (in pairs of vectors, see `sliding_group`), AVX2 with 7 taps, and portable
+    // code. The general loop takes groups of PIXELS, twice that for a block of one half vector
+    // (`NCHW8c`), for as many independent sums per tap.
     let most = match (slide.is_some(), FMA) {
-        (true, true) if S::LANES == LANES || g.conv.stride[1] == 1 => 8,
+        (true, true) if S::LANES == LANES || (g.conv.stride[1] == 1 && g.kw < 7) => 8,
         (true, true) => 4,
         (true, false) => 4,
         (false, _) if chans < LANES => 2 * PIXELS,
@@ -136,11 +136,11 @@ fn prefetch_next_group(r: &Rows<'_>, rows: &[(usize, usize)], ow: usize, p: usiz
 }
 
 /// The filter width and stride along W of the shapes [`sliding_vectors`] is built for (3x3
-/// and 5x5 filters, stride 1 or 2, no dilation along W: every depthwise layer of MobileNet
-/// V1-V3 and EfficientNet), or `None` for the general tap loop.
+/// and 5x5 filters at stride 1 or 2, 7x7 at stride 1, no dilation along W: every depthwise
+/// layer of MobileNet V1-V3, EfficientNet and ConvNeXt), or `None` for the general tap loop.
 fn sliding_shape(g: &Geometry) -> Option<(usize, usize)> {
     let shape = (g.kw, g.conv.stride[1]);
-    (g.conv.dilation[1] == 1 && matches!(shape, (3 | 5, 1 | 2))).then_some(shape)
+    (g.conv.dilation[1] == 1 && matches!(shape, (3 | 5, 1 | 2) | (7, 1))).then_some(shape)
 }
 
 /// The general tap loop's channel vectors of `p` ([`PIXELS`] or twice that) interior pixels
@@ -194,10 +194,11 @@ fn sliding_group<S: Simd, H: Simd>(
     out: &mut [f32],
 ) -> usize {
     let mut v = 0;
-    // Pairs of vectors: AVX-512 (32 registers), and AVX2 at stride 2 (groups of 4 pixels:
+    // Pairs of vectors (not for 7 taps: 14 weights): AVX-512 (32 registers), and AVX2 at
+    // stride 2 (groups of 4 pixels:
     // 8 sums, 6 weights and 2 inputs of its 16 registers; one vector at a time ran the
     // large stride-2 layers 0.6-0.9x the general loop there).
-    if S::LANES == LANES || (shape.1 == 2 && p <= 4) {
+    if shape.0 < 7 && (S::LANES == LANES || (shape.1 == 2 && p <= 4)) {
         while v + 2 * S::LANES <= chans {
             sliding_p::<S, 2>(r, rows, shape, p, ow, c0, v, out);
             v += 2 * S::LANES;
@@ -233,7 +234,8 @@ fn sliding_p<S: Simd, const V: usize>(
                 (3, 1) => sliding_vectors::<S, $p, V, 3, 1>(r, rows, ow, c0, v, out),
                 (3, 2) => sliding_vectors::<S, $p, V, 3, 2>(r, rows, ow, c0, v, out),
                 (5, 1) => sliding_vectors::<S, $p, V, 5, 1>(r, rows, ow, c0, v, out),
-                _ => sliding_vectors::<S, $p, V, 5, 2>(r, rows, ow, c0, v, out),
+                (5, 2) => sliding_vectors::<S, $p, V, 5, 2>(r, rows, ow, c0, v, out),
+                _ => sliding_vectors::<S, $p, V, 7, 1>(r, rows, ow, c0, v, out),
             }
         };
     }

@@ -205,7 +205,7 @@ proptest! {
         }
     }
 
-    /// The sliding kernel (3x3 and 5x5 filters, stride 1 or 2 along W, no dilation along W;
+    /// The sliding kernel (3x3, 5x5 and 7x7 filters, stride 1 or 2 along W, no dilation along W;
     /// groups of 1-8 pixels, pairs of vectors, half vectors) and the general tap loop it
     /// stands in for are each within 1e-5 of the reference, in every build, layout of the
     /// family and thread count: channels 2-70, rows 1-40 wide, any padding, stride and
@@ -217,7 +217,7 @@ proptest! {
         h in 1usize..12,
         w in 1usize..41,
         kh in 1usize..6,
-        kw in prop::sample::select(vec![3usize, 5]),
+        kw in prop::sample::select(vec![3usize, 5, 7]),
         stride in (1usize..4, 1usize..3),
         pad in (0usize..3, 0usize..3),
         dil_h in 1usize..3,
