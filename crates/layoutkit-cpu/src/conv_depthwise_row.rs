@@ -76,21 +76,44 @@ pub(super) fn row<const FMA: bool, S: Simd, H: Simd>(
     };
     let mut ow = 0;
     while ow < g.ow {
-        if ow >= lo && ow < hi && chans >= HALF {
-            // The largest group that fits in the interior (only whole groups of PIXELS, or
-            // twice that, in the general tap loop).
-            let p = [8, 4, 2, 1]
-                .into_iter()
-                .find(|&p| p <= most && ow + p <= hi)
-                .unwrap_or(1);
-            if slide.is_some() || p >= PIXELS {
+        let interior = ow >= lo && ow < hi;
+        // The end of this run: the interior's, the left edge's, or the row's.
+        let end = if interior {
+            hi
+        } else if ow < lo {
+            lo.min(g.ow)
+        } else {
+            g.ow
+        };
+        // The largest group that fits in the run (only whole groups of PIXELS, or twice
+        // that, in the general tap loop).
+        let p = [8, 4, 2, 1]
+            .into_iter()
+            .find(|&p| p <= most && ow + p <= end)
+            .unwrap_or(1);
+        // The group's vectors, returning the first channel they leave. Edge runs of two or
+        // more pixels (some taps outside the image: a 7x7 filter's three at each end of a
+        // row) take sliding groups too, each tap tested; a lone edge pixel (a 3x3 filter's)
+        // stays with the pixel loop, which ran those layers 1.05x faster.
+        let done = match slide {
+            _ if chans < HALF => None,
+            Some(shape) if interior => {
                 prefetch_next_group(r, rows, ow + p, p);
-                let v = match slide {
-                    Some(shape) => {
-                        sliding_group::<S, H, false>(r, rows, shape, p, ow, c0, chans, out)
-                    }
-                    None => general_group::<FMA>(r, rows, p, ow, c0, chans, out),
-                };
+                Some(sliding_group::<S, H, false>(
+                    r, rows, shape, p, ow, c0, chans, out,
+                ))
+            }
+            Some(shape) if end - ow >= 2 => Some(sliding_group::<S, H, true>(
+                r, rows, shape, p, ow, c0, chans, out,
+            )),
+            None if interior && p >= PIXELS => {
+                prefetch_next_group(r, rows, ow + p, p);
+                Some(general_group::<FMA>(r, rows, p, ow, c0, chans, out))
+            }
+            _ => None,
+        };
+        match done {
+            Some(v) => {
                 // The channels past the last whole vector (and a partial block's zero
                 // lanes), where there are any: the pixel's tap list is not rebuilt for
                 // nothing.
@@ -100,29 +123,12 @@ pub(super) fn row<const FMA: bool, S: Simd, H: Simd>(
                     }
                 }
                 ow += p;
-                continue;
+            }
+            None => {
+                one_pixel::<FMA>(r, rows, offs, ow, c0, 0, chans, out);
+                ow += 1;
             }
         }
-        // Runs of two or more edge pixels (some taps outside the image: a 7x7 filter's three
-        // at each end of a row) in sliding groups too, each tap tested; a lone edge pixel (a
-        // 3x3 filter's) stays with the pixel loop, which ran those layers 1.05x faster.
-        let end = if ow < lo { lo.min(g.ow) } else { g.ow };
-        if let (Some(shape), true) = (slide, chans >= HALF && end - ow >= 2) {
-            let p = [8, 4, 2, 1]
-                .into_iter()
-                .find(|&p| p <= most && ow + p <= end)
-                .unwrap_or(1);
-            let v = sliding_group::<S, H, true>(r, rows, shape, p, ow, c0, chans, out);
-            for q in 0..p {
-                if v < r.block {
-                    one_pixel::<FMA>(r, rows, offs, ow + q, c0, v, chans, out);
-                }
-            }
-            ow += p;
-            continue;
-        }
-        one_pixel::<FMA>(r, rows, offs, ow, c0, 0, chans, out);
-        ow += 1;
     }
 }
 
@@ -313,35 +319,35 @@ fn sliding_vectors<
                 let at = (rr * KW + k / V) * g.c + c0 + v + (k % V) * l;
                 *w = S::load(r.per_tap.as_ptr().add(at));
             }
-            if EDGE {
-                // Each tap tested: input column (ow + q) x SW + s - pw inside the row. The
-                // bound covers the row's last column.
-                assert!(g.w == 0 || row_at + (g.w - 1) * r.sw + v + V * l <= r.xs.len());
-                for s in 0..KW {
-                    for q in 0..P {
-                        let iw = ((ow + q) * SW + s) as isize - pw as isize;
-                        if !(0..g.w as isize).contains(&iw) {
-                            continue;
-                        }
-                        let at = row_at + iw as usize * r.sw + v;
-                        for j in 0..V {
-                            let xv = S::load(xp.add(at + j * l));
-                            let k = q * V + j;
-                            acc[k] = S::fma(xv, wr[s * V + j], acc[k]);
-                        }
-                    }
-                }
-                continue;
-            }
-            let at0 = row_at + (ow * SW - pw) * r.sw + v;
-            assert!(at0 + (span - 1) * r.sw + V * l <= r.xs.len());
+            // The group's first input column (negative at a left edge) and the row's bound:
+            // its last column for an edge group, whose taps are tested one by one, else the
+            // group's last column.
+            let first = (ow * SW) as isize - pw as isize;
+            let last = if EDGE { g.w } else { (ow * SW - pw) + span };
+            assert!(last == 0 || row_at + (last - 1) * r.sw + v + V * l <= r.xs.len());
+            // Inside the interior, addresses from the group's first column (offsets the
+            // compiler folds into each load).
+            let at0 = if EDGE {
+                0
+            } else {
+                row_at + (ow * SW - pw) * r.sw + v
+            };
             // Written tap by tap (short loops of constant length, which the compiler unrolls
             // whole, where a loop over the input pixels with a test per output was not): the
             // loads of one input pixel by several taps have the same address and are merged.
             for s in 0..KW {
                 for q in 0..P {
+                    let at = if EDGE {
+                        let col = first + (q * SW + s) as isize;
+                        if !(0..g.w as isize).contains(&col) {
+                            continue;
+                        }
+                        row_at + col as usize * r.sw + v
+                    } else {
+                        at0 + (q * SW + s) * r.sw
+                    };
                     for j in 0..V {
-                        let xv = S::load(xp.add(at0 + (q * SW + s) * r.sw + j * l));
+                        let xv = S::load(xp.add(at + j * l));
                         let k = q * V + j;
                         acc[k] = S::fma(xv, wr[s * V + j], acc[k]);
                     }
