@@ -14,56 +14,27 @@ use crate::conv_blocked::tests::{builds, noise, values};
 #[allow(clippy::too_many_arguments)]
 fn run(
     conv: &Conv2d,
-    (n, c, h, w, k): (usize, usize, usize, usize, (usize, usize)),
+    dims: (usize, usize, usize, usize, (usize, usize)),
     layout: &str,
     relu: bool,
     threads: usize,
     kernels: ConvKernels,
 ) -> (Vec<f64>, Vec<f64>) {
-    let xd = Dims::parse(&format!("N={n},C={c},H={h},W={w}")).unwrap();
-    let wd = Dims::parse(&format!("O={c},I=1,H={},W={}", k.0, k.1)).unwrap();
-    let yd = conv.output_dims(&xd, &wd).unwrap();
-    let xs = parse_format(layout).unwrap().shaped(&xd).unwrap();
-    let ws = parse_format("OIHW").unwrap().shaped(&wd).unwrap();
-    let ys = parse_format(layout).unwrap().shaped(&yd).unwrap();
-    // The same logical values in every layout: noise in NCHW, converted.
-    let nchw = parse_format("NCHW").unwrap().shaped(&xd).unwrap();
-    let xb = convert(
-        &nchw,
-        &noise(nchw.elements(), 7),
-        &xs,
-        &CastSpec::identity(DType::F32),
-    )
-    .unwrap();
-    let wb = noise(ws.elements(), 11);
-    let bias: Vec<f64> = (0..c).map(|i| (i % 5) as f64 * 0.25 - 0.5).collect();
-    let ep = Epilogue {
-        bias: Some(&bias),
-        relu,
-        scale: None,
-    };
-    let x = TensorRef {
-        layout: &xs,
-        dtype: DType::F32,
-        data: &xb,
-    };
-    let wt = TensorRef {
-        layout: &ws,
-        dtype: DType::F32,
-        data: &wb,
-    };
+    let o = Operands::new(conv, dims, layout);
+    let (x, wt, ep) = (o.x(), o.w(), o.epilogue(relu));
     assert!(conv2d_depthwise_supports(conv, &x, &wt));
     // Both in NCHW, so outputs of different layouts compare value for value.
-    let y_nchw = parse_format("NCHW").unwrap().shaped(&yd).unwrap();
+    let y_nchw = parse_format("NCHW").unwrap().shaped(&o.ys.dims()).unwrap();
     let to_nchw =
-        |b: Vec<u8>| values(&convert(&ys, &b, &y_nchw, &CastSpec::identity(DType::F32)).unwrap());
-    let want = crate::conv2d_reference(conv, x, wt, &ep, &ys, DType::F32).unwrap();
-    let got = conv2d_blocked(conv, x, wt, &ep, &ys, DType::F32, threads, kernels).unwrap();
+        |b: Vec<u8>| values(&convert(&o.ys, &b, &y_nchw, &CastSpec::identity(DType::F32)).unwrap());
+    let want = crate::conv2d_reference(conv, x, wt, &ep, &o.ys, DType::F32).unwrap();
+    let got = conv2d_blocked(conv, x, wt, &ep, &o.ys, DType::F32, threads, kernels).unwrap();
     (to_nchw(got), to_nchw(want))
 }
 
-/// The operands of [`direct`] and [`reference`]: activations (noise in `layout`), an OIHW
-/// filter, a bias, and the shaped layouts of input, filter and output.
+/// The operands of [`run`], [`direct`] and [`reference`]: activations (the same logical
+/// values in every layout), an OIHW filter, a bias, and the shaped layouts of input, filter
+/// and output.
 struct Operands {
     xs: ShapedLayout,
     ws: ShapedLayout,
@@ -85,10 +56,19 @@ impl Operands {
         let xs = parse_format(layout).unwrap().shaped(&xd).unwrap();
         let ws = parse_format("OIHW").unwrap().shaped(&wd).unwrap();
         let ys = parse_format(layout).unwrap().shaped(&yd).unwrap();
+        // The same logical values in every layout: noise in NCHW, converted.
+        let nchw = parse_format("NCHW").unwrap().shaped(&xd).unwrap();
+        let xb = convert(
+            &nchw,
+            &noise(nchw.elements(), 7),
+            &xs,
+            &CastSpec::identity(DType::F32),
+        )
+        .unwrap();
         Operands {
-            xb: noise(xs.elements(), 5),
-            wb: noise(ws.elements(), 3),
-            bias: (0..c).map(|i| (i % 3) as f64 * 0.5 - 0.25).collect(),
+            xb,
+            wb: noise(ws.elements(), 11),
+            bias: (0..c).map(|i| (i % 5) as f64 * 0.25 - 0.5).collect(),
             xs,
             ws,
             ys,

@@ -91,8 +91,9 @@ impl FusedCast {
                     let Some((da, db)) = strip(done) else {
                         return done;
                     };
-                    let cols = super::transpose::Columns::<R, 2> {
+                    let cols = super::transpose::Window::<R, 2> {
                         rows,
+                        a0: 0,
                         b0: db,
                         na: da,
                     };
@@ -121,8 +122,9 @@ impl FusedCast {
                     let Some((da, db)) = strip(done) else {
                         return done;
                     };
-                    let cols = super::transpose::Columns::<R, 1> {
+                    let cols = super::transpose::Window::<R, 1> {
                         rows,
+                        a0: 0,
                         b0: db,
                         na: da,
                     };

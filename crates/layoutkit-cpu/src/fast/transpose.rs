@@ -143,8 +143,9 @@ pub(crate) unsafe fn transpose_rows<const N: usize, R: Rows>(rows: R, stream: bo
         // where no wide kernel ran (4 to 7 rows of 4-byte elements: NHWC -> NCHW of 7-pixel
         // images).
         let da = if da == 0 { na } else { da };
-        let strip = Columns::<R, N> {
+        let strip = Window::<R, N> {
             rows,
+            a0: 0,
             b0: db,
             na: da,
         };
@@ -185,9 +186,10 @@ pub(crate) unsafe fn transpose_rows<const N: usize, R: Rows>(rows: R, stream: bo
             // Bytes: 8 to 15 rows past the last whole 16-row block, 8 x 16 blocks (NHWC ->
             // NCHW of 24 channels).
             let ra = if N == 1 && rows_end == da && na - da >= 8 && nb >= 16 {
-                let tail = RowsFrom::<R, N> {
+                let tail = Window::<R, N> {
                     rows,
                     a0: da,
+                    b0: 0,
                     na: na - da,
                 };
                 let (ra, rb) = x86::u8_rows8(tail);

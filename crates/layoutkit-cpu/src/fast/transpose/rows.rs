@@ -109,17 +109,19 @@ impl<R: Rows> Rows for Padded<R> {
     }
 }
 
-/// Columns `b0..` of `rows`, rows `..na` (`N`-byte elements), as a tile of their own: the
-/// strip a wide kernel leaves (a 16 x 16 kernel on 28 columns leaves 12), for a narrower one.
+/// Rows `a0..a0 + na` and columns `b0..` of `rows` (`N`-byte elements) as a tile of their
+/// own: what a wide kernel leaves, for a narrower one (a 16 x 16 kernel on 28 columns leaves a
+/// strip of 12; a 16-row kernel on 24 destination rows leaves 8).
 #[derive(Clone, Copy)]
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-pub(crate) struct Columns<R: Rows, const N: usize> {
+pub(crate) struct Window<R: Rows, const N: usize> {
     pub rows: R,
+    pub a0: usize,
     pub b0: usize,
     pub na: usize,
 }
 
-impl<R: Rows, const N: usize> Rows for Columns<R, N> {
+impl<R: Rows, const N: usize> Rows for Window<R, N> {
     fn na(&self) -> usize {
         self.na
     }
@@ -128,44 +130,11 @@ impl<R: Rows, const N: usize> Rows for Columns<R, N> {
     }
     #[inline(always)]
     fn src(&self, b: usize) -> *const u8 {
-        self.rows.src(self.b0 + b)
+        self.rows.src(self.b0 + b).wrapping_add(self.a0 * N)
     }
     #[inline(always)]
     fn dst(&self, a: usize) -> *mut u8 {
-        self.rows.dst(a).wrapping_add(self.b0 * N)
-    }
-    fn dst_lines(&self) -> bool {
-        false
-    }
-    fn src_major(&self) -> bool {
-        self.rows.src_major()
-    }
-}
-
-/// Rows `a0..a0 + na` of `rows` (`N`-byte elements), every column, as a tile of their own:
-/// the destination rows a wide kernel leaves, for a narrower one.
-#[derive(Clone, Copy)]
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-pub(crate) struct RowsFrom<R: Rows, const N: usize> {
-    pub rows: R,
-    pub a0: usize,
-    pub na: usize,
-}
-
-impl<R: Rows, const N: usize> Rows for RowsFrom<R, N> {
-    fn na(&self) -> usize {
-        self.na
-    }
-    fn nb(&self) -> usize {
-        self.rows.nb()
-    }
-    #[inline(always)]
-    fn src(&self, b: usize) -> *const u8 {
-        self.rows.src(b).wrapping_add(self.a0 * N)
-    }
-    #[inline(always)]
-    fn dst(&self, a: usize) -> *mut u8 {
-        self.rows.dst(self.a0 + a)
+        self.rows.dst(self.a0 + a).wrapping_add(self.b0 * N)
     }
     fn dst_lines(&self) -> bool {
         false
