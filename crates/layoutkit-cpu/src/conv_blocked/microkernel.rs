@@ -23,6 +23,12 @@ pub(crate) trait Simd: Copy {
     /// `max(0, a)` keeping NaN, as the reference does (`a < 0 ? 0 : a`).
     unsafe fn relu(a: Self) -> Self;
     unsafe fn store(p: *mut f32, v: Self);
+    /// The first `n` lanes (`0 < n < LANES`) from `p` (only those are read), the others 0.
+    unsafe fn load_first(p: *const f32, n: usize) -> Self;
+    /// Writes the first `n` lanes (`0 < n < LANES`) of `v` to `p` (only those are written).
+    unsafe fn store_first(p: *mut f32, v: Self, n: usize);
+    /// `v` with the lanes from `n` on (`0 < n < LANES`) set to 0.
+    unsafe fn keep_first(v: Self, n: usize) -> Self;
 }
 
 /// A run of input channels whose addresses step by one stride (`Shape::sc`): in `NCHW<x>c`,
@@ -64,6 +70,12 @@ pub(crate) struct Shape<'a> {
     pub first: bool,
     /// Last chunk with a fused ReLU.
     pub relu: bool,
+    /// Real lanes of the tile's last vector when it runs past the output channels (`0 < tail
+    /// < LANES`), else 0: it stores those lanes only ([`Simd::store_first`]) and reads its
+    /// partial sums the same way, or, where `tail_pad` (its other lanes are the padding slots
+    /// of a channel block), stores the whole vector with those lanes set to 0.
+    pub tail: usize,
+    pub tail_pad: bool,
 }
 
 /// One tile: input at the first output pixel's base, the reduction chunk's filter panel,
@@ -75,7 +87,8 @@ pub(crate) struct Shape<'a> {
 ///
 /// # Safety
 /// Every address the shape implies from `x`, `w` and `y` must be in bounds (the caller's
-/// geometry guarantees it), `PSX` must be 0 or `s.psx`, `PX` must divide `P`, and `S`'s
+/// geometry guarantees it; for the last vector of a tile with `s.tail` set and not
+/// `s.tail_pad`, its first `s.tail` lanes), `PSX` must be 0 or `s.psx`, `PX` must divide `P`, and `S`'s
 /// instruction set must be present.
 #[inline(always)]
 pub(crate) unsafe fn tile<
@@ -104,9 +117,15 @@ pub(crate) unsafe fn tile<
             *a = bv;
         }
     } else {
+        let masked = s.tail != 0 && !s.tail_pad;
         for (p, a) in acc.iter_mut().enumerate() {
             for (b, v) in a.iter_mut().enumerate() {
-                *v = S::load(y.add(yo(p) + b * s.yb));
+                let at = y.add(yo(p) + b * s.yb);
+                *v = if masked && b + 1 == B {
+                    S::load_first(at, s.tail)
+                } else {
+                    S::load(at)
+                };
             }
         }
     }
@@ -150,7 +169,16 @@ pub(crate) unsafe fn tile<
     for (p, a) in acc.iter().enumerate() {
         for (b, &v) in a.iter().enumerate() {
             let v = if s.relu { S::relu(v) } else { v };
-            S::store(y.add(yo(p) + b * s.yb), v);
+            let at = y.add(yo(p) + b * s.yb);
+            if s.tail != 0 && b + 1 == B {
+                if s.tail_pad {
+                    S::store(at, S::keep_first(v, s.tail));
+                } else {
+                    S::store_first(at, v, s.tail);
+                }
+            } else {
+                S::store(at, v);
+            }
         }
     }
 }
@@ -223,6 +251,28 @@ impl Simd for Portable {
     unsafe fn store(p: *mut f32, v: Self) {
         // SAFETY: the caller guarantees 8 writable floats at `p`.
         unsafe { std::ptr::write_unaligned(p as *mut [f32; 8], v.0) }
+    }
+    #[inline(always)]
+    unsafe fn load_first(p: *const f32, n: usize) -> Self {
+        let mut v = [0.0; 8];
+        for (l, v) in v.iter_mut().enumerate().take(n) {
+            // SAFETY: the caller guarantees `n` readable floats at `p`.
+            *v = unsafe { p.add(l).read_unaligned() };
+        }
+        Portable(v)
+    }
+    #[inline(always)]
+    unsafe fn store_first(p: *mut f32, v: Self, n: usize) {
+        for (l, &v) in v.0.iter().enumerate().take(n) {
+            // SAFETY: the caller guarantees `n` writable floats at `p`.
+            unsafe { p.add(l).write_unaligned(v) };
+        }
+    }
+    #[inline(always)]
+    unsafe fn keep_first(v: Self, n: usize) -> Self {
+        let mut v = v.0;
+        v[n..].fill(0.0);
+        Portable(v)
     }
 }
 

@@ -40,6 +40,26 @@ impl Simd for Avx2 {
     unsafe fn store(p: *mut f32, v: Self) {
         _mm256_storeu_ps(p, v.0)
     }
+    #[inline(always)]
+    unsafe fn load_first(p: *const f32, n: usize) -> Self {
+        Avx2(_mm256_maskload_ps(p, avx2_first(n)))
+    }
+    #[inline(always)]
+    unsafe fn store_first(p: *mut f32, v: Self, n: usize) {
+        _mm256_maskstore_ps(p, avx2_first(n), v.0)
+    }
+    #[inline(always)]
+    unsafe fn keep_first(v: Self, n: usize) -> Self {
+        Avx2(_mm256_and_ps(v.0, _mm256_castsi256_ps(avx2_first(n))))
+    }
+}
+
+/// A mask of the first `n` of 8 lanes (all bits set) for `vmaskmovps`.
+#[inline(always)]
+unsafe fn avx2_first(n: usize) -> __m256i {
+    const WINDOW: [i32; 16] = [-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0];
+    // SAFETY: `n <= 8`, so the 8 lanes from `8 - n` lie inside the window.
+    _mm256_loadu_si256(WINDOW.as_ptr().add(8 - n.min(8)) as *const __m256i)
 }
 
 /// Sixteen lanes in a zmm register.
@@ -75,6 +95,25 @@ impl Simd for Avx512 {
     unsafe fn store(p: *mut f32, v: Self) {
         _mm512_storeu_ps(p, v.0)
     }
+    #[inline(always)]
+    unsafe fn load_first(p: *const f32, n: usize) -> Self {
+        // Masked-off lanes are neither read nor fault.
+        Avx512(_mm512_maskz_loadu_ps(avx512_first(n), p))
+    }
+    #[inline(always)]
+    unsafe fn store_first(p: *mut f32, v: Self, n: usize) {
+        _mm512_mask_storeu_ps(p, avx512_first(n), v.0)
+    }
+    #[inline(always)]
+    unsafe fn keep_first(v: Self, n: usize) -> Self {
+        Avx512(_mm512_maskz_mov_ps(avx512_first(n), v.0))
+    }
+}
+
+/// The mask of the first `n` of 16 lanes.
+#[inline(always)]
+fn avx512_first(n: usize) -> __mmask16 {
+    ((1u32 << n.min(16)) - 1) as __mmask16
 }
 
 /// The AVX2 entry: `P` pixels in rows of `PX` (one row where `PX = P`).

@@ -88,6 +88,8 @@ impl Tiles<'_> {
                     bias: self.bias[(g * blocks.pairs + j) * row..].as_ptr(),
                     first: ci == 0,
                     relu: self.relu && ci + 1 == self.chunks.len(),
+                    tail: if j + 1 == blocks.pairs { map.tail } else { 0 },
+                    tail_pad: map.tail_pad,
                 };
                 // SAFETY: the chunk's rows start at `k0 * taps` in the pair's panel.
                 let wc = unsafe { wp.add(k0 * self.taps * row) };

@@ -274,3 +274,70 @@ fn small_groups_joined_into_super_groups_match_the_reference() {
         }
     }
 }
+
+#[test]
+fn outputs_past_the_last_whole_vector_are_written_in_place() {
+    // O not a multiple of the vector (1-40 channels: a last vector of 1-15 real lanes) in
+    // layouts where the tiles store straight into the output: NHWC (the spare lanes belong to
+    // the next pixel: stored and reloaded masked) and channel blocks as wide as the vector or
+    // wider (the spare lanes are the block's padding: written as zeros). The output starts as
+    // NaN, so every element, padding included, must be written; chunks of one vector (small
+    // caches) make the tiles reload their partial sums, bias and ReLU are fused, 1 and 3
+    // threads, every build.
+    let bias: Vec<f64> = (0..40).map(|i| i as f64 * 0.07 - 1.3).collect();
+    for small in [true, false] {
+        SMALL_CACHES.with(|c| c.set(small));
+        for kernels in builds() {
+            let lanes = kernels.tables().0;
+            for o in [1, 5, 8, 12, 20, 24, 40] {
+                for (layout, threads, stride) in [
+                    ("NHWC", 1, 1),
+                    (&*format!("NCHW{lanes}c"), 3, 1),
+                    (&*format!("NCHW{}c", 2 * lanes), 1, 2),
+                ] {
+                    let conv = Conv2d {
+                        padding: [1, 1],
+                        stride: [stride, stride],
+                        ..Conv2d::default()
+                    };
+                    let ep = Epilogue {
+                        bias: Some(&bias[..o]),
+                        relu: o % 2 == 0,
+                        scale: None,
+                    };
+                    let xd = Dims::parse("N=2,C=19,H=9,W=11").unwrap();
+                    let wd = Dims::parse(&format!("O={o},I=19,H=3,W=3")).unwrap();
+                    let yd = conv.output_dims(&xd, &wd).unwrap();
+                    let xs = parse_format(layout).unwrap().shaped(&xd).unwrap();
+                    let ws = parse_format("OIHW").unwrap().shaped(&wd).unwrap();
+                    let ys = parse_format(layout).unwrap().shaped(&yd).unwrap();
+                    let (xb, wb) = (noise(xs.elements(), 7), noise(ws.elements(), 8));
+                    let x = TensorRef {
+                        layout: &xs,
+                        dtype: DType::F32,
+                        data: &xb,
+                    };
+                    let w = TensorRef {
+                        layout: &ws,
+                        dtype: DType::F32,
+                        data: &wb,
+                    };
+                    let want = crate::conv2d_reference(&conv, x, w, &ep, &ys, DType::F32);
+                    let want = values(&want.unwrap());
+                    let packed = BlockedFilter::new(w, 1, kernels).unwrap();
+                    assert!(conv2d_blocked_unsupported(&x, &packed).is_none());
+                    let mut out = crate::AlignedBuf::zeroed(ys.bytes(DType::F32).unwrap());
+                    out.fill(0xff);
+                    conv2d_blocked_into(&conv, x, &packed, &ep, &ys, &mut out, threads).unwrap();
+                    for (i, (g, r)) in values(&out).iter().zip(&want).enumerate() {
+                        assert!(
+                            (g - r).abs() <= 1e-5 * (1.0 + r.abs()),
+                            "{kernels:?} {layout} O={o} element {i}: {g} against {r}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+    SMALL_CACHES.with(|c| c.set(false));
+}
