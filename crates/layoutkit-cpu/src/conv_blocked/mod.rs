@@ -27,8 +27,10 @@
 mod microkernel;
 #[cfg(target_arch = "x86_64")]
 mod microkernel_x86;
+mod output;
 mod packing;
 mod padded;
+mod pointwise;
 mod schedule;
 pub(crate) use microkernel::{Portable, Simd};
 #[cfg(target_arch = "x86_64")]
@@ -45,6 +47,7 @@ use crate::conv_fast::{channel_block, Activation};
 use crate::conv_reference::{check_problem, no_scale};
 use crate::{convert, convert_fast, Epilogue, Error, TensorRef};
 use microkernel::Run;
+use output::{out_map, unwritten_slots, OutMap};
 use packing::{pack_filter, prepare_input, Blocks, Input, Source};
 use padded::Padded;
 pub use runtime::ConvKernels;
@@ -204,71 +207,6 @@ fn activation(layout: &ShapedLayout) -> Activation {
     }
 }
 
-/// Output addressing: `n * sn + h * sh + w * sw + vec[group][vector]`.
-struct OutMap {
-    sn: usize,
-    sh: usize,
-    sw: usize,
-    vec: Vec<usize>,
-    /// Real lanes of each group's last vector where it runs past the group's channels (else
-    /// 0), and whether its other lanes are padding slots of a channel block (see
-    /// `Shape::tail`).
-    tail: usize,
-    tail_pad: bool,
-}
-
-/// Where the tiles store: `y` itself when each vector of `lanes` output channels is
-/// contiguous there, else None (an `NCHW<lanes>c` buffer then). Without groups, the last
-/// vector may run past O (O = 24 on 16 lanes): its real lanes must be contiguous, and it
-/// stores them alone or, where the rest of the vector is the padding of the same channel block
-/// (`NCHW16c` with C = 24), with zeros there; before, such outputs went through the buffer
-/// and a conversion (MobileNetV2's 24-channel layers 1.5x slower than 32 channels).
-fn out_map(y: &ShapedLayout, groups: usize, og: usize, lanes: usize) -> Option<OutMap> {
-    let a = activation(y);
-    let block = channel_block(y)?;
-    let tail = og % lanes;
-    if tail != 0 && groups != 1 {
-        return None;
-    }
-    let vectors = og.div_ceil(lanes);
-    let mut vec = Vec::with_capacity(groups * vectors);
-    for g in 0..groups {
-        for v in 0..vectors {
-            let c0 = g * og + v * lanes;
-            let real = lanes.min(og - v * lanes);
-            if (1..real).any(|l| a.chan[c0 + l] != a.chan[c0] + l) {
-                return None;
-            }
-            vec.push(a.chan[c0]);
-        }
-    }
-    Some(OutMap {
-        sn: a.sn,
-        sh: a.sh,
-        sw: a.sw,
-        vec,
-        tail,
-        tail_pad: tail != 0 && (og - tail) % block + lanes <= block,
-    })
-}
-
-/// The padding slots of the last channel block that no tile writes when the tiles store
-/// straight into `y` (a block wider than the vectors that reach into it: `NCHW32c` with
-/// C = 16 on 16 lanes, or the masked last vector of `NCHW24c` with C = 20): `(block, from)`,
-/// slots `from..block` of every pixel's record in that block, or None.
-fn unwritten_slots(y: &ShapedLayout, map: &OutMap, lanes: usize) -> Option<(usize, usize)> {
-    let block = channel_block(y)?;
-    let c = activation(y).chan.len();
-    let last = c.checked_sub(1)? / block * block;
-    let written = if map.tail_pad {
-        c.next_multiple_of(lanes)
-    } else {
-        c
-    };
-    let from = (written - last).min(block);
-    (from < block).then_some((block, from))
-}
-
 /// A pointer the work items share; each writes its own output region (the blocked kernels'
 /// (channel pair, row band) regions, the depthwise kernel's rows).
 #[derive(Clone, Copy)]
@@ -316,8 +254,20 @@ pub fn conv2d_blocked_into(
     } else {
         None
     };
-    let (lanes, tables, row_tables) = w.kernels.tables();
     let [n, o, oh, ow] = [0, 1, 2, 3].map(|i| out_dims.entries()[i].1);
+    if pointwise::applies(conv, x.layout, y, w) {
+        let x = f32s(x.data);
+        return pointwise::convolve(
+            &x,
+            w,
+            epilogue,
+            [n, o, oh, ow],
+            out,
+            threads,
+            pool.as_deref(),
+        );
+    }
+    let (lanes, tables, row_tables) = w.kernels.tables();
     let [_, cg, kh, kw] = [0, 1, 2, 3].map(|i| w.oihw.extents()[i]);
     let (groups, og) = (conv.groups, o / conv.groups);
     let xd = x.layout.dims();

@@ -188,7 +188,7 @@ pub(super) fn push_row(
 }
 
 /// Runs `work` on items `0..items`, on `pool` when there is one.
-fn for_items(items: usize, pool: Option<&SpinPool>, work: impl Fn(usize) + Sync) {
+pub(super) fn for_items(items: usize, pool: Option<&SpinPool>, work: impl Fn(usize) + Sync) {
     match pool {
         Some(p) => p.run(items, &work),
         None => (0..items).for_each(work),

@@ -341,3 +341,83 @@ fn outputs_past_the_last_whole_vector_are_written_in_place() {
     }
     SMALL_CACHES.with(|c| c.set(false));
 }
+
+#[test]
+fn nchw_pointwise_products_match_the_reference() {
+    // 1x1 filters at stride 1 on NCHW activations and output (the pixel-vector product): O of
+    // 1-40 (tiles of R outputs with a last one partly past O), planes whose pixels end inside
+    // a vector and inside a block of vectors (5 x 5, 7 x 9, 1 x 1, 13 x 13), input channels
+    // in one chunk or several (small caches: chunks of 8, the partial sums reloaded), bias
+    // and ReLU, two images, 1 and 3 threads, every build; the output starts as NaN.
+    let bias: Vec<f64> = (0..40).map(|i| i as f64 * 0.05 - 0.9).collect();
+    for small in [false, true] {
+        SMALL_CACHES.with(|c| c.set(small));
+        for kernels in builds() {
+            for (o, c, h, w, threads) in [
+                (1, 3, 5, 5, 1),
+                (8, 19, 7, 9, 3),
+                (24, 40, 13, 13, 1),
+                (13, 17, 1, 1, 3),
+                (40, 33, 8, 8, 3),
+            ] {
+                let ep = Epilogue {
+                    bias: Some(&bias[..o]),
+                    relu: o % 2 == 0,
+                    scale: None,
+                };
+                let conv = Conv2d {
+                    padding: [0, 0],
+                    ..Conv2d::default()
+                };
+                let xd = Dims::parse(&format!("N=2,C={c},H={h},W={w}")).unwrap();
+                let wd = Dims::parse(&format!("O={o},I={c},H=1,W=1")).unwrap();
+                let yd = conv.output_dims(&xd, &wd).unwrap();
+                let xs = parse_format("NCHW").unwrap().shaped(&xd).unwrap();
+                let ws = parse_format("OIHW").unwrap().shaped(&wd).unwrap();
+                let ys = parse_format("NCHW").unwrap().shaped(&yd).unwrap();
+                let (xb, wb) = (noise(xs.elements(), 11), noise(ws.elements(), 12));
+                let x = TensorRef {
+                    layout: &xs,
+                    dtype: DType::F32,
+                    data: &xb,
+                };
+                let wt = TensorRef {
+                    layout: &ws,
+                    dtype: DType::F32,
+                    data: &wb,
+                };
+                let want = crate::conv2d_reference(&conv, x, wt, &ep, &ys, DType::F32);
+                let want = values(&want.unwrap());
+                let packed = BlockedFilter::new(wt, 1, kernels).unwrap();
+                let mut out = crate::AlignedBuf::zeroed(ys.bytes(DType::F32).unwrap());
+                out.fill(0xff);
+                if small {
+                    // Caches this small keep the filter out of `applies`: the product itself.
+                    let pool = (threads > 1).then(|| runtime::pool(threads).unwrap());
+                    let dims = [2, o, h, w];
+                    let xv = runtime::f32s(&xb);
+                    pointwise::convolve(
+                        &xv,
+                        &packed,
+                        &ep,
+                        dims,
+                        &mut out,
+                        threads,
+                        pool.as_deref(),
+                    )
+                    .unwrap();
+                } else {
+                    assert!(pointwise::applies(&conv, &xs, &ys, &packed));
+                    conv2d_blocked_into(&conv, x, &packed, &ep, &ys, &mut out, threads).unwrap();
+                }
+                for (i, (g, r)) in values(&out).iter().zip(&want).enumerate() {
+                    assert!(
+                        (g - r).abs() <= 1e-5 * (1.0 + r.abs()),
+                        "{kernels:?} O={o} C={c} {h}x{w} small caches {small} element {i}: {g} against {r}"
+                    );
+                }
+            }
+        }
+    }
+    SMALL_CACHES.with(|c| c.set(false));
+}
