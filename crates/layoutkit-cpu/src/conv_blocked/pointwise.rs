@@ -314,7 +314,9 @@ mod x86 {
     use super::{tile, PwShape, PwTiles};
     use crate::conv_blocked::{Avx2, Avx512};
 
-    /// AVX2 + FMA: 4 outputs by up to 3 vectors of 8 pixels (12 of the 16 ymm registers).
+    /// AVX2 + FMA: 4 outputs by up to 2 vectors of 8 pixels (8 of the 16 ymm registers; with
+    /// 3 vectors, 12 accumulators, 3 pixel vectors and a broadcast fill all 16, and the tile ran
+    /// 0.85-0.93x on the Xeon of `bench/results/conv-cpu.md`).
     ///
     /// # Safety
     /// As [`tile`]; the CPU must have AVX2 and FMA.
@@ -350,7 +352,6 @@ mod x86 {
         table: &[
             [tile_avx2::<1, false>, tile_avx2::<1, true>],
             [tile_avx2::<2, false>, tile_avx2::<2, true>],
-            [tile_avx2::<3, false>, tile_avx2::<3, true>],
         ],
     };
 
