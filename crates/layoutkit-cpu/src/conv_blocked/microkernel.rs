@@ -88,8 +88,8 @@ pub(crate) struct Shape<'a> {
 /// # Safety
 /// Every address the shape implies from `x`, `w` and `y` must be in bounds (the caller's
 /// geometry guarantees it; for the last vector of a tile with `s.tail` set and not
-/// `s.tail_pad`, its first `s.tail` lanes), `PSX` must be 0 or `s.psx`, `PX` must divide `P`, and `S`'s
-/// instruction set must be present.
+/// `s.tail_pad`, its first `s.tail` lanes), `PSX` must be 0 or `s.psx`, `PX` must divide
+/// `P`, and `S`'s instruction set must be present.
 #[inline(always)]
 pub(crate) unsafe fn tile<
     S: Simd,

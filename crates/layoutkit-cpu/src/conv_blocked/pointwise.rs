@@ -219,7 +219,10 @@ pub(super) fn applies(
 ) -> bool {
     let e = w.oihw.extents();
     let (_, l2) = cache_sizes();
-    e[0] * e[1] * 4 <= l2 / 2
+    // Empty tensors stay with the general path (no blocks, chunks or tiles to divide into).
+    let empty = e[0] == 0 || e[1] == 0 || x.elements() == 0 || y.elements() == 0;
+    !empty
+        && e[0] * e[1] * 4 <= l2 / 2
         && (e[2], e[3]) == (1, 1)
         && conv.stride == [1, 1]
         && conv.padding == [0, 0]

@@ -413,11 +413,51 @@ fn nchw_pointwise_products_match_the_reference() {
                 for (i, (g, r)) in values(&out).iter().zip(&want).enumerate() {
                     assert!(
                         (g - r).abs() <= 1e-5 * (1.0 + r.abs()),
-                        "{kernels:?} O={o} C={c} {h}x{w} small caches {small} element {i}: {g} against {r}"
+                        "{kernels:?} O={o} C={c} {h}x{w} small caches {small} element {i}: \
+                         {g} against {r}"
                     );
                 }
             }
         }
     }
     SMALL_CACHES.with(|c| c.set(false));
+}
+
+#[test]
+fn empty_pointwise_problems_do_not_panic() {
+    // No images: the NCHW product declines them (nothing to divide into blocks; planes of no
+    // pixels are refused earlier, as a filter larger than its input), and the call writes the
+    // empty output.
+    let conv = Conv2d {
+        padding: [0, 0],
+        ..Conv2d::default()
+    };
+    let (xd, wd) = (
+        Dims::parse("N=0,C=3,H=4,W=4").unwrap(),
+        Dims::parse("O=5,I=3,H=1,W=1").unwrap(),
+    );
+    let yd = conv.output_dims(&xd, &wd).unwrap();
+    let xs = parse_format("NCHW").unwrap().shaped(&xd).unwrap();
+    let ws = parse_format("OIHW").unwrap().shaped(&wd).unwrap();
+    let ys = parse_format("NCHW").unwrap().shaped(&yd).unwrap();
+    let wb = noise(ws.elements(), 3);
+    let w = TensorRef {
+        layout: &ws,
+        dtype: DType::F32,
+        data: &wb,
+    };
+    let x = TensorRef {
+        layout: &xs,
+        dtype: DType::F32,
+        data: &[],
+    };
+    let packed = BlockedFilter::new(w, 1, ConvKernels::Portable).unwrap();
+    assert!(!pointwise::applies(&conv, &xs, &ys, &packed));
+    let ep = Epilogue {
+        bias: None,
+        relu: false,
+        scale: None,
+    };
+    let mut out: Vec<u8> = Vec::new();
+    conv2d_blocked_into(&conv, x, &packed, &ep, &ys, &mut out, 1).unwrap();
 }
