@@ -34,7 +34,7 @@ fn interior(g: &Geometry) -> (usize, usize) {
 }
 
 /// One output row of channel vectors; inlined into the wrappers so its fixed-size loops take
-/// their features. Inside the interior, groups of output pixels (see [`interior_group`]);
+/// their features. Inside the interior, groups of output pixels (see [`sliding_group`] and [`general_group`]);
 /// elsewhere one pixel at a time, its taps inside the image listed first. `S` is the build's
 /// vector (16 lanes with AVX-512, 8 with AVX2 or portable code) and `H` its half (8 lanes, or
 /// `S` itself) for the shapes of [`sliding_vectors`].

@@ -14,6 +14,10 @@
 //! reads the chunk's weights from L1, and the partial sums (kept in the output between
 //! chunks) stay there too.
 //!
+//! Where O ends inside a vector, the last vector stores its real lanes only, or with zeros in
+//! a channel block's padding ([`output`]). 1x1 layers at stride 1 on NCHW activations and
+//! output take a product vectorised along the pixels instead ([`pointwise`]).
+//!
 //! Work items are (pair, row band) or, where the input outweighs the filter, (row band,
 //! pairs), see [`schedule`]; in the latter case a padded input is copied by each band for
 //! itself into an L2-sized buffer rather than whole before the tiles run. A call's padded

@@ -115,7 +115,7 @@ pub(super) struct PwTiles {
     pub table: &'static [[PwFn; 2]],
 }
 
-/// The problem [`run`] computes: `y[n][o][p] = bias[o] + sum_k w[o][k] x[n][k][p]` (ReLU'd),
+/// The problem [`Pointwise::run`] computes: `y[n][o][p] = bias[o] + sum_k w[o][k] x[n][k][p]` (ReLU'd),
 /// `p` over the `hw` pixels of a plane.
 pub(super) struct Pointwise<'a> {
     pub x: Shared,

@@ -369,7 +369,7 @@ impl super::Job<'_> {
     /// the scratch tile (casts); as the destination of a cast, written whole with their fill
     /// where the tile carries it (`t.pad`, see [`few_rows_pad`]), else one by one (an
     /// identity conversion's strided destination is the transposes'). A cast runs as one
-    /// contiguous run in the scratch tile between the (de)interleaving and the pixels' move. Where the job streams ([`Job::stream`]) and
+    /// contiguous run in the scratch tile between the (de)interleaving and the pixels' move. Where the job streams (`Job::stream`) and
     /// the destination is contiguous runs (interleaved pixels back to back, or the split
     /// rows), the tile is finished in the scratch tile and streamed out, so the destination's
     /// lines are not read for ownership before they are written (f32 NCHW -> NHWC of an RGB

@@ -3,7 +3,7 @@
 //! `c` destination rows. Per step, eight vectors of records (32 f16 or 16 f32 records) become
 //! one vector of 64 bytes per row: each pair of vectors by one two-source permute
 //! (`vpermt2w` / `vpermt2d`) into four 16-byte lanes, one per row, then a 4 x 4 transposition
-//! of lanes. [`super::interleave::deinterleave_strided`] moved these one element at a time
+//! of lanes. `interleave::deinterleave_strided` moved these one element at a time
 //! (f16 kHWC8 -> NCHW with 3-4 channels: 40-47% of the copy on a Zen 5).
 
 use std::arch::x86_64::*;

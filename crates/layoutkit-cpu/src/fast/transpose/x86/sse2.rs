@@ -56,7 +56,7 @@ unsafe fn u16_block<R: Rows>(r: R, a: usize, b: usize) -> [__m128i; 8] {
 }
 
 /// 8 x 8 blocks of 2-byte elements; with `STREAM`, streaming stores (as
-/// [`f32_blocks`]).
+/// the f32 blocks of `x86.rs`).
 pub(in crate::fast::transpose) unsafe fn u16_blocks<const STREAM: bool, R: Rows>(
     r: R,
 ) -> (usize, usize) {
