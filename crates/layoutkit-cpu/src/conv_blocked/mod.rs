@@ -351,7 +351,9 @@ pub fn conv2d_blocked_into(
     };
     // Output: y in place, or an NCHW<lanes>c buffer converted afterwards.
     let direct = out_map(y, groups, og, lanes);
-    let unwritten = direct.as_ref().and_then(|m| unwritten_slots(y, m, lanes));
+    let unwritten = direct
+        .as_ref()
+        .and_then(|m| unwritten_slots(y, m, lanes, o));
     let internal = match direct {
         Some(_) => None,
         None => Some(parse_format(&format!("NCHW{lanes}c"))?.shaped(&out_dims)?),

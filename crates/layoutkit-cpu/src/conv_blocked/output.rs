@@ -57,14 +57,15 @@ pub(super) fn out_map(y: &ShapedLayout, groups: usize, og: usize, lanes: usize) 
 /// The padding slots of the last channel block that no tile writes when the tiles store
 /// straight into `y` (a block wider than the vectors that reach into it: `NCHW32c` with
 /// C = 16 on 16 lanes, or the masked last vector of `NCHW24c` with C = 20): `(block, from)`,
-/// slots `from..block` of every pixel's record in that block, or None.
+/// slots `from..block` of every pixel's record in that block, or None. `c`: the output's
+/// channels.
 pub(super) fn unwritten_slots(
     y: &ShapedLayout,
     map: &OutMap,
     lanes: usize,
+    c: usize,
 ) -> Option<(usize, usize)> {
     let block = channel_block(y)?;
-    let c = activation(y).chan.len();
     let last = c.checked_sub(1)? / block * block;
     let written = if map.tail_pad {
         c.next_multiple_of(lanes)

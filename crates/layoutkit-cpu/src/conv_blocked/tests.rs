@@ -39,6 +39,70 @@ pub(crate) fn builds() -> impl Iterator<Item = ConvKernels> {
     .filter(|k| k.resolve().is_ok())
 }
 
+/// Noise activations of dims `xd` in `layout`, an OIHW filter of dims `wd`, and the shaped
+/// layouts of both and of the output (in `layout` too).
+struct Operands {
+    xs: ShapedLayout,
+    ws: ShapedLayout,
+    ys: ShapedLayout,
+    xb: Vec<u8>,
+    wb: Vec<u8>,
+}
+
+impl Operands {
+    fn new(conv: &Conv2d, xd: &str, wd: &str, layout: &str, seeds: (u64, u64)) -> Operands {
+        let (xd, wd) = (Dims::parse(xd).unwrap(), Dims::parse(wd).unwrap());
+        let yd = conv.output_dims(&xd, &wd).unwrap();
+        let xs = parse_format(layout).unwrap().shaped(&xd).unwrap();
+        let ws = parse_format("OIHW").unwrap().shaped(&wd).unwrap();
+        let ys = parse_format(layout).unwrap().shaped(&yd).unwrap();
+        let (xb, wb) = (noise(xs.elements(), seeds.0), noise(ws.elements(), seeds.1));
+        Operands { xs, ws, ys, xb, wb }
+    }
+
+    fn x(&self) -> TensorRef<'_> {
+        TensorRef {
+            layout: &self.xs,
+            dtype: DType::F32,
+            data: &self.xb,
+        }
+    }
+
+    fn w(&self) -> TensorRef<'_> {
+        TensorRef {
+            layout: &self.ws,
+            dtype: DType::F32,
+            data: &self.wb,
+        }
+    }
+
+    /// The reference convolution's output (in `ys`) as f64 values.
+    fn reference(&self, conv: &Conv2d, ep: &Epilogue<'_>) -> Vec<f64> {
+        values(
+            &crate::conv2d_reference(conv, self.x(), self.w(), ep, &self.ys, DType::F32).unwrap(),
+        )
+    }
+
+    /// An output buffer for `ys` filled with NaN, so that every element a call leaves
+    /// unwritten shows.
+    fn nan_output(&self) -> crate::AlignedBuf {
+        let mut out = crate::AlignedBuf::zeroed(self.ys.bytes(DType::F32).unwrap());
+        out.fill(0xff);
+        out
+    }
+}
+
+/// Asserts that every element of `got` (f32 bytes) is within 1e-5 of `want`, relative to
+/// 1 + |want| (padding slots included: the reference writes them as 0).
+fn assert_each_close(got: &[u8], want: &[f64], what: &str) {
+    for (i, (g, r)) in values(got).iter().zip(want).enumerate() {
+        assert!(
+            (g - r).abs() <= 1e-5 * (1.0 + r.abs()),
+            "{what} element {i}: {g} against {r}"
+        );
+    }
+}
+
 /// Asserts that the blocked convolution of noise activations `xd` and filter `wd`
 /// (activations and output in `layout`) is within 1e-5 relative error of the reference.
 #[allow(clippy::too_many_arguments)]
@@ -53,24 +117,10 @@ fn assert_matches_reference(
     seeds: (u64, u64),
     what: &str,
 ) {
-    let (xd, wd) = (Dims::parse(xd).unwrap(), Dims::parse(wd).unwrap());
-    let yd = conv.output_dims(&xd, &wd).unwrap();
-    let xs = parse_format(layout).unwrap().shaped(&xd).unwrap();
-    let ws = parse_format("OIHW").unwrap().shaped(&wd).unwrap();
-    let ys = parse_format(layout).unwrap().shaped(&yd).unwrap();
-    let (xb, wb) = (noise(xs.elements(), seeds.0), noise(ws.elements(), seeds.1));
-    let x = TensorRef {
-        layout: &xs,
-        dtype: DType::F32,
-        data: &xb,
-    };
-    let w = TensorRef {
-        layout: &ws,
-        dtype: DType::F32,
-        data: &wb,
-    };
-    let want = values(&crate::conv2d_reference(conv, x, w, ep, &ys, DType::F32).unwrap());
-    let got = values(&conv2d_blocked(conv, x, w, ep, &ys, DType::F32, threads, kernels).unwrap());
+    let ops = Operands::new(conv, xd, wd, layout, seeds);
+    let want = ops.reference(conv, ep);
+    let (x, w, ys) = (ops.x(), ops.w(), &ops.ys);
+    let got = values(&conv2d_blocked(conv, x, w, ep, ys, DType::F32, threads, kernels).unwrap());
     let err: f64 = got.iter().zip(&want).map(|(a, b)| (a - b) * (a - b)).sum();
     let norm: f64 = want.iter().map(|b| b * b).sum();
     assert!(
@@ -305,36 +355,15 @@ fn outputs_past_the_last_whole_vector_are_written_in_place() {
                         relu: o % 2 == 0,
                         scale: None,
                     };
-                    let xd = Dims::parse("N=2,C=19,H=9,W=11").unwrap();
-                    let wd = Dims::parse(&format!("O={o},I=19,H=3,W=3")).unwrap();
-                    let yd = conv.output_dims(&xd, &wd).unwrap();
-                    let xs = parse_format(layout).unwrap().shaped(&xd).unwrap();
-                    let ws = parse_format("OIHW").unwrap().shaped(&wd).unwrap();
-                    let ys = parse_format(layout).unwrap().shaped(&yd).unwrap();
-                    let (xb, wb) = (noise(xs.elements(), 7), noise(ws.elements(), 8));
-                    let x = TensorRef {
-                        layout: &xs,
-                        dtype: DType::F32,
-                        data: &xb,
-                    };
-                    let w = TensorRef {
-                        layout: &ws,
-                        dtype: DType::F32,
-                        data: &wb,
-                    };
-                    let want = crate::conv2d_reference(&conv, x, w, &ep, &ys, DType::F32);
-                    let want = values(&want.unwrap());
-                    let packed = BlockedFilter::new(w, 1, kernels).unwrap();
-                    assert!(conv2d_blocked_unsupported(&x, &packed).is_none());
-                    let mut out = crate::AlignedBuf::zeroed(ys.bytes(DType::F32).unwrap());
-                    out.fill(0xff);
-                    conv2d_blocked_into(&conv, x, &packed, &ep, &ys, &mut out, threads).unwrap();
-                    for (i, (g, r)) in values(&out).iter().zip(&want).enumerate() {
-                        assert!(
-                            (g - r).abs() <= 1e-5 * (1.0 + r.abs()),
-                            "{kernels:?} {layout} O={o} element {i}: {g} against {r}"
-                        );
-                    }
+                    let wd = format!("O={o},I=19,H=3,W=3");
+                    let ops = Operands::new(&conv, "N=2,C=19,H=9,W=11", &wd, layout, (7, 8));
+                    let want = ops.reference(&conv, &ep);
+                    let packed = BlockedFilter::new(ops.w(), 1, kernels).unwrap();
+                    assert!(conv2d_blocked_unsupported(&ops.x(), &packed).is_none());
+                    let mut out = ops.nan_output();
+                    conv2d_blocked_into(&conv, ops.x(), &packed, &ep, &ops.ys, &mut out, threads)
+                        .unwrap();
+                    assert_each_close(&out, &want, &format!("{kernels:?} {layout} O={o}"));
                 }
             }
         }
@@ -369,33 +398,19 @@ fn nchw_pointwise_products_match_the_reference() {
                     padding: [0, 0],
                     ..Conv2d::default()
                 };
-                let xd = Dims::parse(&format!("N=2,C={c},H={h},W={w}")).unwrap();
-                let wd = Dims::parse(&format!("O={o},I={c},H=1,W=1")).unwrap();
-                let yd = conv.output_dims(&xd, &wd).unwrap();
-                let xs = parse_format("NCHW").unwrap().shaped(&xd).unwrap();
-                let ws = parse_format("OIHW").unwrap().shaped(&wd).unwrap();
-                let ys = parse_format("NCHW").unwrap().shaped(&yd).unwrap();
-                let (xb, wb) = (noise(xs.elements(), 11), noise(ws.elements(), 12));
-                let x = TensorRef {
-                    layout: &xs,
-                    dtype: DType::F32,
-                    data: &xb,
-                };
-                let wt = TensorRef {
-                    layout: &ws,
-                    dtype: DType::F32,
-                    data: &wb,
-                };
-                let want = crate::conv2d_reference(&conv, x, wt, &ep, &ys, DType::F32);
-                let want = values(&want.unwrap());
-                let packed = BlockedFilter::new(wt, 1, kernels).unwrap();
-                let mut out = crate::AlignedBuf::zeroed(ys.bytes(DType::F32).unwrap());
-                out.fill(0xff);
+                let (xd, wd) = (
+                    format!("N=2,C={c},H={h},W={w}"),
+                    format!("O={o},I={c},H=1,W=1"),
+                );
+                let ops = Operands::new(&conv, &xd, &wd, "NCHW", (11, 12));
+                let want = ops.reference(&conv, &ep);
+                let packed = BlockedFilter::new(ops.w(), 1, kernels).unwrap();
+                let mut out = ops.nan_output();
                 if small {
                     // Caches this small keep the filter out of `applies`: the product itself.
                     let pool = (threads > 1).then(|| runtime::pool(threads).unwrap());
                     let dims = [2, o, h, w];
-                    let xv = runtime::f32s(&xb);
+                    let xv = runtime::f32s(&ops.xb);
                     pointwise::convolve(
                         &xv,
                         &packed,
@@ -407,16 +422,12 @@ fn nchw_pointwise_products_match_the_reference() {
                     )
                     .unwrap();
                 } else {
-                    assert!(pointwise::applies(&conv, &xs, &ys, &packed));
-                    conv2d_blocked_into(&conv, x, &packed, &ep, &ys, &mut out, threads).unwrap();
+                    assert!(pointwise::applies(&conv, &ops.xs, &ops.ys, &packed));
+                    conv2d_blocked_into(&conv, ops.x(), &packed, &ep, &ops.ys, &mut out, threads)
+                        .unwrap();
                 }
-                for (i, (g, r)) in values(&out).iter().zip(&want).enumerate() {
-                    assert!(
-                        (g - r).abs() <= 1e-5 * (1.0 + r.abs()),
-                        "{kernels:?} O={o} C={c} {h}x{w} small caches {small} element {i}: \
-                         {g} against {r}"
-                    );
-                }
+                let what = format!("{kernels:?} O={o} C={c} {h}x{w} small caches {small}");
+                assert_each_close(&out, &want, &what);
             }
         }
     }
@@ -432,32 +443,14 @@ fn empty_pointwise_problems_do_not_panic() {
         padding: [0, 0],
         ..Conv2d::default()
     };
-    let (xd, wd) = (
-        Dims::parse("N=0,C=3,H=4,W=4").unwrap(),
-        Dims::parse("O=5,I=3,H=1,W=1").unwrap(),
-    );
-    let yd = conv.output_dims(&xd, &wd).unwrap();
-    let xs = parse_format("NCHW").unwrap().shaped(&xd).unwrap();
-    let ws = parse_format("OIHW").unwrap().shaped(&wd).unwrap();
-    let ys = parse_format("NCHW").unwrap().shaped(&yd).unwrap();
-    let wb = noise(ws.elements(), 3);
-    let w = TensorRef {
-        layout: &ws,
-        dtype: DType::F32,
-        data: &wb,
-    };
-    let x = TensorRef {
-        layout: &xs,
-        dtype: DType::F32,
-        data: &[],
-    };
-    let packed = BlockedFilter::new(w, 1, ConvKernels::Portable).unwrap();
-    assert!(!pointwise::applies(&conv, &xs, &ys, &packed));
+    let ops = Operands::new(&conv, "N=0,C=3,H=4,W=4", "O=5,I=3,H=1,W=1", "NCHW", (2, 3));
+    let packed = BlockedFilter::new(ops.w(), 1, ConvKernels::Portable).unwrap();
+    assert!(!pointwise::applies(&conv, &ops.xs, &ops.ys, &packed));
     let ep = Epilogue {
         bias: None,
         relu: false,
         scale: None,
     };
     let mut out: Vec<u8> = Vec::new();
-    conv2d_blocked_into(&conv, x, &packed, &ep, &ys, &mut out, 1).unwrap();
+    conv2d_blocked_into(&conv, ops.x(), &packed, &ep, &ops.ys, &mut out, 1).unwrap();
 }
