@@ -7,7 +7,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::conv2d_blocked;
-use crate::conv_blocked::tests::{builds, noise, values};
+use crate::conv_blocked::tests::{builds, f32_tensor, noise, values};
 
 /// The depthwise problem's output in `layout` (activations and output) through the blocked
 /// engine's entry, and the reference's, as f64 in NCHW order.
@@ -76,19 +76,11 @@ impl Operands {
     }
 
     fn x(&self) -> TensorRef<'_> {
-        TensorRef {
-            layout: &self.xs,
-            dtype: DType::F32,
-            data: &self.xb,
-        }
+        f32_tensor(&self.xs, &self.xb)
     }
 
     fn w(&self) -> TensorRef<'_> {
-        TensorRef {
-            layout: &self.ws,
-            dtype: DType::F32,
-            data: &self.wb,
-        }
+        f32_tensor(&self.ws, &self.wb)
     }
 
     fn epilogue(&self, relu: bool) -> Epilogue<'_> {

@@ -21,6 +21,15 @@ pub(crate) fn noise(n: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
+/// A view of f32 bytes `data` in `layout`.
+pub(crate) fn f32_tensor<'a>(layout: &'a ShapedLayout, data: &'a [u8]) -> TensorRef<'a> {
+    TensorRef {
+        layout,
+        dtype: DType::F32,
+        data,
+    }
+}
+
 /// f32 bytes as f64 values.
 pub(crate) fn values(b: &[u8]) -> Vec<f64> {
     b.chunks_exact(4)
@@ -61,19 +70,11 @@ impl Operands {
     }
 
     fn x(&self) -> TensorRef<'_> {
-        TensorRef {
-            layout: &self.xs,
-            dtype: DType::F32,
-            data: &self.xb,
-        }
+        f32_tensor(&self.xs, &self.xb)
     }
 
     fn w(&self) -> TensorRef<'_> {
-        TensorRef {
-            layout: &self.ws,
-            dtype: DType::F32,
-            data: &self.wb,
-        }
+        f32_tensor(&self.ws, &self.wb)
     }
 
     /// The reference convolution's output (in `ys`) as f64 values.
