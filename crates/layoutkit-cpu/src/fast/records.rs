@@ -185,11 +185,33 @@ fn compact_const<const D: usize, const S: usize>(src: &[u8], dst: &mut [u8], cou
     }
     let src = &src[..(count - 1) * S + D];
     let dst = &mut dst[..count * D];
-    for (r, o) in dst.chunks_exact_mut(D).enumerate() {
+    let done = compact_vectors(src, dst, count, D, S);
+    for (r, o) in dst.chunks_exact_mut(D).enumerate().skip(done) {
         let mut rec = [0u8; D];
         rec.copy_from_slice(&src[r * S..r * S + D]);
         o.copy_from_slice(&rec);
     }
+}
+
+/// The records [`compact`]'s vector kernels wrote (all of them, or the first ones, or none
+/// where the CPU or the sizes have no kernel; `src` and `dst` cut to the records).
+#[allow(unused_variables)] // no vector kernels outside x86-64
+fn compact_vectors(src: &[u8], dst: &mut [u8], count: usize, data: usize, stride: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use super::records_x86::{avx2_takes, avx512_takes, compact_avx2, compact_avx512};
+        if super::transpose::avx512_builds() && avx512_takes(data, stride) {
+            // SAFETY: AVX-512F/BW/VBMI present (checked), sizes taken; `src` and `dst` as
+            // the contract says (cut by the caller).
+            unsafe { compact_avx512(src, dst, count, data, stride) };
+            return count;
+        }
+        if super::transpose::avx2_builds() && avx2_takes(data, stride) {
+            // SAFETY: AVX2 present (checked), sizes taken, as above.
+            return unsafe { compact_avx2(src, dst, count, data, stride) };
+        }
+    }
+    0
 }
 
 #[cfg(test)]
@@ -228,5 +250,73 @@ mod tests {
         }
         assert!(!expand(&[], &mut [], 0, 5, 7, &[0; 2]));
         assert!(!compact(&[], &mut [], 0, 5, 7));
+    }
+
+    /// Every size pair `compact` takes, on every kernel build of this CPU: counts around the
+    /// vectors' record counts, sources cut right after the last record's data (as the engine
+    /// passes them) at odd offsets, destinations inside a larger buffer whose bytes around
+    /// them must stay as they were (the vector kernels store 16 or 64 bytes at a time).
+    #[test]
+    fn compacted_records_match_the_definition_on_every_build() {
+        let pairs = [
+            (1, 4),
+            (1, 8),
+            (1, 16),
+            (1, 32),
+            (2, 4),
+            (2, 8),
+            (3, 4),
+            (2, 16),
+            (2, 32),
+            (2, 64),
+            (4, 8),
+            (4, 16),
+            (4, 32),
+            (4, 64),
+            (4, 128),
+            (6, 8),
+            (8, 16),
+            (12, 16),
+            (8, 32),
+            (16, 32),
+            (24, 32),
+            (12, 32),
+        ];
+        let check = || {
+            for (d, s) in pairs {
+                let counts = (0..=40).chain([63, 64, 65, 127, 128, 129, 1000, 1001]);
+                for count in counts {
+                    for skew in [0, 3] {
+                        let len = if count == 0 { 0 } else { (count - 1) * s + d };
+                        let all: Vec<u8> =
+                            (0..len + skew + 64).map(|i| (i * 7 % 253) as u8).collect();
+                        let src = &all[skew..skew + len];
+                        let guard = 80;
+                        let mut out = vec![0xA5u8; count * d + 2 * guard + skew];
+                        let at = guard + skew;
+                        assert!(compact(src, &mut out[at..at + count * d], count, d, s));
+                        for r in 0..count {
+                            let got = &out[at + r * d..at + r * d + d];
+                            assert_eq!(
+                                got,
+                                &src[r * s..r * s + d],
+                                "({d}, {s}) count {count} record {r}"
+                            );
+                        }
+                        assert!(
+                            out[..at].iter().all(|&b| b == 0xA5),
+                            "({d}, {s}) {count}: before"
+                        );
+                        assert!(
+                            out[at + count * d..].iter().all(|&b| b == 0xA5),
+                            "({d}, {s}) {count}: after"
+                        );
+                    }
+                }
+            }
+        };
+        check();
+        #[cfg(target_arch = "x86_64")]
+        super::super::transpose::tests::with_avx2_builds(check);
     }
 }
