@@ -80,8 +80,8 @@ pub(super) fn expand(
 /// [`expand`] of all records of `src` (`data` bytes each) into `dst` (`out` bytes each), a
 /// scratch-sized piece at a time through `buf`, each piece then streamed to the destination
 /// past the cache when `stream` (the destination is several times the source, and ordinary
-/// stores read each of its lines before writing it), else copied. Returns false (nothing
-/// written) when no kernel has these sizes.
+/// stores read each of its lines before writing it); without `stream`, straight into the
+/// destination. Returns false (nothing written) when no kernel has these sizes.
 pub(super) fn expand_streamed(
     src: &[u8],
     dst: &mut [u8],
@@ -90,6 +90,10 @@ pub(super) fn expand_streamed(
     (buf, stream): (&mut [u8], bool),
 ) -> bool {
     let count = src.len() / data;
+    if !stream {
+        // Plain stores straight into the destination (no piece to stage).
+        return expand(src, dst, count, data, out, fill);
+    }
     let per = (buf.len() / out).max(1);
     let mut r = 0;
     while r < count {
@@ -100,12 +104,7 @@ pub(super) fn expand_streamed(
             debug_assert_eq!(r, 0);
             return false;
         }
-        let to = &mut dst[r * out..(r + m) * out];
-        if stream {
-            super::transpose::stream_copy(to, piece);
-        } else {
-            to.copy_from_slice(piece);
-        }
+        super::transpose::stream_copy(&mut dst[r * out..(r + m) * out], piece);
         r += m;
     }
     true
@@ -122,7 +121,8 @@ fn expand_const<const D: usize, const O: usize>(
     template[D..].copy_from_slice(&fill[..O - D]);
     let src = &src[..count * D];
     let dst = &mut dst[..count * O];
-    for (o, s) in dst.chunks_exact_mut(O).zip(src.chunks_exact(D)) {
+    let done = expand_vectors(src, dst, count, (D, O), &fill[..O - D]);
+    for (o, s) in dst.chunks_exact_mut(O).zip(src.chunks_exact(D)).skip(done) {
         let mut rec = template;
         rec[..D].copy_from_slice(s);
         o.copy_from_slice(&rec);
@@ -193,6 +193,34 @@ fn compact_const<const D: usize, const S: usize>(src: &[u8], dst: &mut [u8], cou
     }
 }
 
+/// The records [`expand`]'s vector kernels wrote (all of them, or the first ones, or none
+/// where the CPU or the sizes have no kernel; `src` and `dst` cut to the records).
+#[allow(unused_variables)] // no vector kernels outside x86-64
+fn expand_vectors(
+    src: &[u8],
+    dst: &mut [u8],
+    count: usize,
+    sizes: (usize, usize),
+    fill: &[u8],
+) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use super::records_x86::{avx2_expands, avx512_expands, expand_avx2, expand_avx512};
+        let (data, out) = sizes;
+        if super::transpose::avx512_builds() && avx512_expands(data, out) {
+            // SAFETY: AVX-512F/BW/VBMI present (checked), sizes taken; `src`, `dst` and
+            // `fill` as the contract says (cut by the caller).
+            unsafe { expand_avx512(src, dst, count, sizes, fill) };
+            return count;
+        }
+        if super::transpose::avx2_builds() && avx2_expands(data, out) {
+            // SAFETY: AVX2 present (checked), sizes taken, as above.
+            return unsafe { expand_avx2(src, dst, count, sizes, fill) };
+        }
+    }
+    0
+}
+
 /// The records [`compact`]'s vector kernels wrote (all of them, or the first ones, or none
 /// where the CPU or the sizes have no kernel; `src` and `dst` cut to the records).
 #[allow(unused_variables)] // no vector kernels outside x86-64
@@ -252,12 +280,12 @@ mod tests {
         assert!(!compact(&[], &mut [], 0, 5, 7));
     }
 
-    /// Every size pair `compact` takes, on every kernel build of this CPU: counts around the
-    /// vectors' record counts, sources cut right after the last record's data (as the engine
-    /// passes them) at odd offsets, destinations inside a larger buffer whose bytes around
-    /// them must stay as they were (the vector kernels store 16 or 64 bytes at a time).
+    /// Every size pair `compact` and `expand` take, on every kernel build of this CPU: counts
+    /// around the vectors' record counts, sources cut right after the last record's data (as
+    /// the engine passes them) at odd offsets, destinations inside a larger buffer whose bytes
+    /// around them must stay as they were (the vector kernels store 16 to 64 bytes at a time).
     #[test]
-    fn compacted_records_match_the_definition_on_every_build() {
+    fn records_match_the_definition_on_every_build() {
         let pairs = [
             (1, 4),
             (1, 8),
@@ -309,6 +337,40 @@ mod tests {
                         );
                         assert!(
                             out[at + count * d..].iter().all(|&b| b == 0xA5),
+                            "({d}, {s}) {count}: after"
+                        );
+                        // And back: the records' data from `src`'s first `count * d` bytes,
+                        // the fill after each.
+                        let packed = &all[skew..skew + count * d];
+                        let fill: Vec<u8> = (0..s - d).map(|i| (100 + 3 * i) as u8).collect();
+                        let mut out = vec![0xA5u8; count * s + 2 * guard + skew];
+                        assert!(expand(
+                            packed,
+                            &mut out[at..at + count * s],
+                            count,
+                            d,
+                            s,
+                            &fill
+                        ));
+                        for r in 0..count {
+                            let got = &out[at + r * s..at + (r + 1) * s];
+                            assert_eq!(
+                                &got[..d],
+                                &packed[r * d..(r + 1) * d],
+                                "({d}, {s}) {count} {r}"
+                            );
+                            assert_eq!(
+                                &got[d..],
+                                &fill[..],
+                                "({d}, {s}) count {count} record {r} fill"
+                            );
+                        }
+                        assert!(
+                            out[..at].iter().all(|&b| b == 0xA5),
+                            "({d}, {s}) {count}: before"
+                        );
+                        assert!(
+                            out[at + count * s..].iter().all(|&b| b == 0xA5),
                             "({d}, {s}) {count}: after"
                         );
                     }

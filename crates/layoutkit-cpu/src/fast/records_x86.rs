@@ -1,14 +1,14 @@
 //! Vector kernels of [`super::records::compact`] (the first `data` bytes of each record of
-//! `stride` bytes, written back to back): a byte permutation of each source vector puts its
-//! records' data bytes first, and one store writes them. AVX-512 (VBMI): 64 source bytes per
-//! permutation (`vpermb`), the store masked to the data bytes, the tail by masked loads and
-//! stores. AVX2: two 16-byte blocks per 32-byte load (`vpshufb` works within 128-bit lanes),
-//! each block's data bytes stored by an overlapping 16-byte store (the next store writes over
-//! the bytes past the data), the records the vectors leave to the caller's loop.
+//! `stride` bytes, written back to back) and of its inverse [`super::records::expand`]
+//! (records of `data` bytes each written with fill up to `out` bytes). Both permute bytes
+//! within a vector: AVX-512 (VBMI) 64 bytes at a time (`vpermb`, or `vpermt2b` taking the
+//! fill from a template vector), masked loads and stores for the last records; AVX2 within
+//! each 128-bit lane (`vpshufb`), the records the vectors leave to the caller's loop.
 //!
-//! Why: the compiler turned the scalar loop into one 2-byte load and store per record (f16
-//! MACE `in_out_channel` images of one channel back to NHWC, 80 MiB: 67% of the copy on a
-//! Xeon with AVX-512, 33% of the run's samples in that loop).
+//! Why: the compiler turned the scalar loops into one short load and store per record (f16
+//! MACE `in_out_channel` images of one channel back to NHWC, 80 MiB: 64% of the copy on a
+//! Xeon with AVX-512, a third of the run's samples in that loop; u8 RGB pixels into
+//! `NCHW4c`'s 4-byte records: 40%).
 
 use std::arch::x86_64::*;
 
@@ -202,6 +202,147 @@ unsafe fn overlapping(src: &[u8], dst: &mut [u8], stride: usize, data: usize) ->
                 _mm_storeu_si128(d.cast(), _mm256_castsi256_si128(c));
                 _mm_storeu_si128(d.add(out).cast(), _mm256_extracti128_si256::<1>(c));
             }
+        }
+        r += 2 * per;
+    }
+    r
+}
+
+/// The permutation and the template of [`expand_avx512`] / [`expand_avx2`] for vectors of
+/// `N` bytes (`N / out` records of `out` bytes): output byte `i` of a record's data is
+/// source byte `(i / out) * data + i % out` (index into the loaded vector), a fill byte is
+/// taken from the template (index `N + i` for the AVX-512 two-source permutation, 0x80, a
+/// zero, for `vpshufb`, then ORed with the template); the template holds the fill in
+/// the records' padding and zeros in their data.
+fn expansion<const N: usize>(
+    data: usize,
+    out: usize,
+    fill: &[u8],
+    two_sources: bool,
+) -> ([u8; N], [u8; N]) {
+    let idx = std::array::from_fn(|i| {
+        let (rec, off) = (i / out, i % out);
+        if off < data {
+            (rec * data + off) as u8
+        } else if two_sources {
+            (N + i) as u8
+        } else {
+            0x80
+        }
+    });
+    let template = std::array::from_fn(|i| {
+        let off = i % out;
+        if off < data {
+            0
+        } else {
+            fill[off - data]
+        }
+    });
+    (idx, template)
+}
+
+/// Whether [`expand_avx512`] takes records of `data` bytes into `out`: as
+/// [`avx512_takes`] with `out` for the stride.
+pub(super) fn avx512_expands(data: usize, out: usize) -> bool {
+    avx512_takes(data, out)
+}
+
+/// Whether [`expand_avx2`] takes records of `data` bytes into `out`: as [`avx2_takes`] with
+/// `out` for the stride.
+pub(super) fn avx2_expands(data: usize, out: usize) -> bool {
+    avx2_takes(data, out)
+}
+
+/// Writes all `count` records (see [`super::records::expand`]'s contract: `src` holds
+/// `count * data` bytes, `dst` `count * out`, `fill` `out - data`): per 64 output bytes one
+/// masked load of the records' data, one two-source byte permutation (data and template),
+/// one store; the last records by a masked load and store.
+///
+/// # Safety
+/// The CPU has AVX-512F, BW and VBMI; [`avx512_expands`]`(data, out)`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+pub(super) unsafe fn expand_avx512(
+    src: &[u8],
+    dst: &mut [u8],
+    count: usize,
+    (data, out): (usize, usize),
+    fill: &[u8],
+) {
+    debug_assert!(avx512_expands(data, out));
+    let src = &src[..count * data];
+    let dst = &mut dst[..count * out];
+    let per = 64 / out;
+    let need = per * data;
+    let (idx, template) = expansion::<64>(data, out, fill, true);
+    // SAFETY: 64 bytes read from 64-byte arrays.
+    let (idx, template) = unsafe {
+        (
+            _mm512_loadu_si512(idx.as_ptr().cast()),
+            _mm512_loadu_si512(template.as_ptr().cast()),
+        )
+    };
+    let load_mask: __mmask64 = (1u64 << need) - 1;
+    let mut r = 0;
+    while r + per <= count {
+        // SAFETY: `need` bytes of source and 64 of destination in bounds (`r + per <=
+        // count`); masked-off bytes are not read.
+        unsafe {
+            let v = _mm512_maskz_loadu_epi8(load_mask, src.as_ptr().add(r * data).cast());
+            let c = _mm512_permutex2var_epi8(v, idx, template);
+            _mm512_storeu_si512(dst.as_mut_ptr().add(r * out).cast(), c);
+        }
+        r += per;
+    }
+    if r < count {
+        let left = count - r;
+        let load_mask: __mmask64 = (1u64 << (left * data)) - 1;
+        let store_mask: __mmask64 = (1u64 << (left * out)) - 1;
+        // SAFETY: `left < per`, so the masks cover fewer than 64 bytes, all in bounds.
+        unsafe {
+            let v = _mm512_maskz_loadu_epi8(load_mask, src.as_ptr().add(r * data).cast());
+            let c = _mm512_permutex2var_epi8(v, idx, template);
+            _mm512_mask_storeu_epi8(dst.as_mut_ptr().add(r * out).cast(), store_mask, c);
+        }
+    }
+}
+
+/// Writes the first records of `dst` (as [`expand_avx512`]); returns how many (the caller
+/// writes the others). Per 32 output bytes: each 128-bit lane's records' data loaded by one
+/// 16-byte load, placed by `vpshufb` and ORed with the template. The loop stops where a
+/// load would pass the source's end.
+///
+/// # Safety
+/// The CPU has AVX2; [`avx2_expands`]`(data, out)`; `src` and `dst` as [`expand_avx512`]'s.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn expand_avx2(
+    src: &[u8],
+    dst: &mut [u8],
+    count: usize,
+    (data, out): (usize, usize),
+    fill: &[u8],
+) -> usize {
+    debug_assert!(avx2_expands(data, out));
+    let src = &src[..count * data];
+    let dst = &mut dst[..count * out];
+    let per = 16 / out;
+    let need = per * data;
+    let (ctl, template) = expansion::<16>(data, out, fill, false);
+    // SAFETY: 16 bytes read from 16-byte arrays.
+    let (ctl, template) = unsafe {
+        (
+            _mm256_broadcastsi128_si256(_mm_loadu_si128(ctl.as_ptr().cast())),
+            _mm256_broadcastsi128_si256(_mm_loadu_si128(template.as_ptr().cast())),
+        )
+    };
+    let mut r = 0;
+    while r + 2 * per <= count && r * data + need + 16 <= src.len() {
+        // SAFETY: in bounds (the loop condition: both 16-byte loads inside the source, 32
+        // bytes of destination records).
+        unsafe {
+            let s = src.as_ptr().add(r * data);
+            let v = _mm256_loadu2_m128i(s.add(need).cast(), s.cast());
+            let c = _mm256_or_si256(_mm256_shuffle_epi8(v, ctl), template);
+            _mm256_storeu_si256(dst.as_mut_ptr().add(r * out).cast(), c);
         }
         r += 2 * per;
     }
