@@ -169,6 +169,7 @@ pub(crate) unsafe fn transpose_rows<const N: usize, R: Rows>(rows: R, stream: bo
                 (da, nb - db)
             },
             2 if da >= 8 && nb - db >= 8 => unsafe { x86::u16_blocks::<false, _>(strip) },
+            2 if da >= 4 && nb - db >= 8 => unsafe { x86::u16_rows4(strip) },
             2 if da >= 8 && nb - db >= 4 => unsafe { x86::u16_blocks4(strip) },
             4 if da >= 4 && nb - db >= 4 => unsafe { x86::u32_blocks4(strip) },
             1 if da >= 16 && nb - db >= 8 => unsafe { x86::u8_blocks8(strip) },
@@ -197,6 +198,20 @@ pub(crate) unsafe fn transpose_rows<const N: usize, R: Rows>(rows: R, stream: bo
                 ra
             } else {
                 0
+            };
+            // 2-byte elements: 4 to 7 rows past the last whole block, 4 x 8 blocks.
+            let ra = if N == 2 && ra == 0 && rows_end == da && na - da >= 4 && nb >= 8 {
+                let tail = Window::<R, N> {
+                    rows,
+                    a0: da,
+                    b0: 0,
+                    na: na - da,
+                };
+                let (ra, rb) = x86::u16_rows4(tail);
+                scalar::<N, R>(src, dst, da, da + ra, rb, nb);
+                ra
+            } else {
+                ra
             };
             scalar::<N, R>(src, dst, rows_end + ra, na, 0, nb);
         }

@@ -35,6 +35,14 @@ fn check<const N: usize>() {
         (131, 250),
         (50, 21),
         (46, 10),
+        // 4 to 7 destination rows in 4 x 8 blocks of 2-byte elements (a width-major MACE
+        // image's 7-pixel rows), alone and past the last 16-row block (without AVX-512BW).
+        (7, 256),
+        (4, 8),
+        (5, 17),
+        (6, 9),
+        (23, 40),
+        (20, 33),
     ] {
         for stream in [false, true] {
             for (skew, strided) in [(0usize, false), (N, false), (0, true), (N, true)] {

@@ -14,8 +14,8 @@ pub(crate) use prefetch::Prefetch;
 mod sse2;
 use sse2::u8_block as sse2_u8_block;
 pub(super) use sse2::{
-    u16_blocks, u16_blocks4, u16_lines, u32_blocks4, u8_blocks, u8_blocks8, u8_lines, u8_rows8,
-    units,
+    u16_blocks, u16_blocks4, u16_lines, u16_rows4, u32_blocks4, u8_blocks, u8_blocks8, u8_lines,
+    u8_rows8, units,
 };
 
 /// Copies `bytes` (a multiple of 64) from `s` to `d` with streaming stores, 16 bytes at a

@@ -144,6 +144,57 @@ pub(in crate::fast::transpose) unsafe fn u16_blocks4<R: Rows>(r: R) -> (usize, u
     (na, nb)
 }
 
+/// Tiles of 4 to 7 destination rows of 2-byte elements (a MACE width-major image of 7-pixel
+/// rows back to NHWC, or the rows a 16-row kernel left), which no block kernel takes and the
+/// element loop moved one at a time: 4 x 8 blocks, eight source rows' four elements (8-byte
+/// loads) to four destination rows' eight (16-byte stores); with 5 to 7 rows, a second pass
+/// over the last four rows (its overlap with the first writes the same values again).
+/// Returns `(na, nb)` done: all rows, columns to a multiple of 8; `(0, 0)` under 4 rows or 8
+/// columns.
+pub(in crate::fast::transpose) unsafe fn u16_rows4<R: Rows>(r: R) -> (usize, usize) {
+    let (na, nb) = (r.na(), r.nb() / 8 * 8);
+    if !(4..8).contains(&na) || nb == 0 {
+        return (0, 0);
+    }
+    let starts: &[usize] = if na == 4 { &[0] } else { &[0, na - 4] };
+    for b in (0..nb).step_by(8) {
+        for &a in starts {
+            // SAFETY: inside the tile (rows a..a + 4 <= na, columns b..b + 8 <= nb); SSE2 is
+            // part of x86-64.
+            unsafe {
+                let mut v = [_mm_setzero_si128(); 8];
+                for (k, v) in v.iter_mut().enumerate() {
+                    *v = _mm_loadl_epi64(r.src(b + k).add(a * 2) as *const __m128i);
+                }
+                // Element pairs, then pairs of pairs: u[0] holds elements 0 and 1 of rows
+                // 0-3, u[1] elements 2 and 3; u[2], u[3] the same of rows 4-7.
+                let t = [
+                    _mm_unpacklo_epi16(v[0], v[1]),
+                    _mm_unpacklo_epi16(v[2], v[3]),
+                    _mm_unpacklo_epi16(v[4], v[5]),
+                    _mm_unpacklo_epi16(v[6], v[7]),
+                ];
+                let u = [
+                    _mm_unpacklo_epi32(t[0], t[1]),
+                    _mm_unpackhi_epi32(t[0], t[1]),
+                    _mm_unpacklo_epi32(t[2], t[3]),
+                    _mm_unpackhi_epi32(t[2], t[3]),
+                ];
+                let out = [
+                    _mm_unpacklo_epi64(u[0], u[2]),
+                    _mm_unpackhi_epi64(u[0], u[2]),
+                    _mm_unpacklo_epi64(u[1], u[3]),
+                    _mm_unpackhi_epi64(u[1], u[3]),
+                ];
+                for (k, v) in out.into_iter().enumerate() {
+                    _mm_storeu_si128(r.dst(a + k).add(b * 2) as *mut __m128i, v);
+                }
+            }
+        }
+    }
+    (na, nb)
+}
+
 /// 8 x 32 blocks of 2-byte elements: four transposes, then each destination row's line
 /// streamed in four consecutive stores.
 pub(in crate::fast::transpose) unsafe fn u16_lines<R: Rows>(r: R) -> (usize, usize) {
