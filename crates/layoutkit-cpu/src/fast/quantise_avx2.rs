@@ -42,11 +42,15 @@ impl Quant {
 
     /// Eight floats quantised by a fused multiply-add, `x * recip + zero_point`: eight
     /// i32 whose saturation to the 8-bit range (the packs below) is the scalar
-    /// `quantize`'s result, except in the lanes of the returned mask (near a rounding tie,
-    /// infinite or NaN), which need [`Quant::exact`].
+    /// `quantize`'s result, and each lane's distance from its nearest integer as i32 bits
+    /// (a non-negative float, or NaN). Lanes whose distance is over `edge` (near a rounding
+    /// tie) or NaN (infinite or NaN input) need [`Quant::exact`]: as the distances are
+    /// non-negative, their bits order as the floats do and NaN's are above every number's,
+    /// so a group's test is the maximum of their bits (one integer maximum per vector) and
+    /// one comparison ([`Quant::near`]).
     #[target_feature(enable = "avx2,fma")]
     #[inline]
-    fn fast(&self, x: __m256) -> (__m256i, __m256) {
+    fn fast(&self, x: __m256) -> (__m256i, __m256i) {
         const NEAREST: i32 = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
         // Magnitudes below `tiny` (subnormals) are zero before the product, as the
         // reference makes them before its division: a subnormal operand costs the
@@ -61,7 +65,15 @@ impl Quant {
         // which saturates as they must). Rounds half to even: the conversion's rounding
         // under the default MXCSR (Rust code never changes it).
         let q = _mm256_cvtps_epi32(_mm256_min_ps(y, _mm256_set1_ps(1_073_741_824.0)));
-        (q, _mm256_cmp_ps::<_CMP_NLE_UQ>(off, self.edge))
+        (q, _mm256_castps_si256(off))
+    }
+
+    /// Whether any lane of `max_off` (the lane-wise maximum of [`Quant::fast`]'s distances
+    /// over a group) is near a tie or NaN.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    fn near(&self, max_off: __m256i) -> bool {
+        _mm256_movemask_epi8(_mm256_cmpgt_epi32(max_off, _mm256_castps_si256(self.edge))) != 0
     }
 
     /// Eight floats quantised by the division, as [`Quant::fast`] without exceptions.
@@ -91,13 +103,16 @@ impl Quant {
     }
 
     /// Destination rows `a..a + 16` by columns `b..b + 8 * J` of the tile, quantised into
-    /// `stage` (as [`fill_stage`]); by the multiplication, or by the division for the
-    /// eight values of a vector with any near a rounding tie. (Redoing the whole stage by
-    /// division instead, as this did first: one stage in five with this benchmark's
-    /// values in [0, 1), which are near a tie one time in 4000.)
+    /// `stage` (as [`fill_stage`]); by the multiplication, or by the division for the 64
+    /// values of an 8 x 8 block with any near a rounding tie (one test per block, see
+    /// [`Quant::fast`]). Redoing the whole stage by division instead, as this did first,
+    /// redid one stage in five with this benchmark's values in [0, 1), which are near a tie
+    /// one time in 4000; a test and branch per vector cost two more operations per vector.
     ///
     /// # Safety
     /// As [`fill_stage`].
+    // Indices address rows of one array and columns of another (a transposition).
+    #[allow(clippy::needless_range_loop)]
     #[target_feature(enable = "avx2,fma")]
     #[inline]
     unsafe fn fill<R: Rows, const J: usize>(
@@ -108,16 +123,23 @@ impl Quant {
         b: usize,
         stage: &mut [[__m256i; J]; 16],
     ) {
-        let quantise = |v| {
-            let (q, near) = self.fast(v);
-            if _mm256_movemask_ps(near) == 0 {
-                q
-            } else {
-                self.exact(v)
+        for j in 0..J {
+            for h in 0..2 {
+                // SAFETY: inside the tile (this function's contract).
+                let t = unsafe { block(r, pf, a + 8 * h, b + 8 * j) };
+                let mut far = _mm256_setzero_si256();
+                for k in 0..8 {
+                    let (q, off) = self.fast(t[k]);
+                    stage[8 * h + k][j] = q;
+                    far = _mm256_max_epi32(far, off);
+                }
+                if self.near(far) {
+                    for k in 0..8 {
+                        stage[8 * h + k][j] = self.exact(t[k]);
+                    }
+                }
             }
-        };
-        // SAFETY: as this function's.
-        unsafe { fill_stage(r, pf, a, b, stage, quantise) };
+        }
     }
 
     /// 32 floats quantised and packed into 32 bytes, in order.
@@ -125,13 +147,13 @@ impl Quant {
     #[inline]
     fn pack32(&self, x: [__m256; 4], signed: bool) -> __m256i {
         let fast = x.map(|x| self.fast(x));
-        let near = fast
+        let far = fast
             .iter()
-            .fold(_mm256_setzero_ps(), |m, f| _mm256_or_ps(m, f.1));
-        if _mm256_movemask_ps(near) == 0 {
-            pack4(fast.map(|f| f.0), signed)
-        } else {
+            .fold(_mm256_setzero_si256(), |m, f| _mm256_max_epi32(m, f.1));
+        if self.near(far) {
             pack4(x.map(|x| self.exact(x)), signed)
+        } else {
+            pack4(fast.map(|f| f.0), signed)
         }
     }
 
