@@ -242,6 +242,15 @@ fn benchmark_conversions_with_tails_match_the_cpu_reference() {
         // Even widths: whole 16-byte stores of image pixels.
         ("NHWC", "mace:in_out_channel", "N=2,H=3,W=56,C=250"),
         ("NHWC", "mace:in_out_channel", "N=1,H=2,W=64,C=64"),
+        // Tiles read or written as one flat run where their rows lie back to back with odd
+        // starts or lengths: 7 x 7 planes of 250 channels (whole images), 3 channels (rows
+        // of 3 elements), both ways, with partial tiles and odd images.
+        ("NCHW", "NHWC", "N=3,C=250,H=7,W=7"),
+        ("NHWC", "NCHW", "N=3,C=250,H=7,W=7"),
+        ("NCHW", "NHWC", "N=2,C=3,H=37,W=41"),
+        ("NHWC", "NCHW", "N=2,C=3,H=37,W=41"),
+        ("NCHW", "NHWC", "N=5,C=24,H=7,W=7"),
+        ("NHWC", "NCHW", "N=3,C=1000,H=3,W=5"),
         // Regions of 2^20 elements and more whose transpositions are tiny (12-48 elements per
         // outer step): not tiled (see `codegen`), written as short runs.
         ("OIHW", "mace:conv2d_filter", "O=350003,I=3,H=1,W=1"),

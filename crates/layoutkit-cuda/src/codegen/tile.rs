@@ -28,6 +28,10 @@ use layoutkit_core::CastSpec;
 
 use super::{decode, elements, offset, prelude, storage, vector_type, Launch, Tuning};
 
+#[path = "tile_flat.rs"]
+mod flat;
+use flat::{FlatRead, FlatWrite, Shared};
+
 /// Threads per block.
 const THREADS: usize = 256;
 
@@ -179,11 +183,21 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
     src_vals.extend(outer.iter().map(|l| l.src_stride));
     src_vals.extend([(ta * unit) as isize, (full * unit) as isize]);
     let vr = widest(ssize, job.tuning.read_bytes, &src_vals);
+    // Flat reads where the tile's source rows lie back to back (see `FlatRead`).
+    let flat = FlatRead::of(job, (ta, tb), full, b.src_stride, (vr, ssize));
     let mut dst_vals = vec![job.dst_offset as isize];
     dst_vals.extend(outer.iter().map(|l| l.dst_stride));
     dst_vals.extend(group.iter().map(|g| g.dst_stride));
     dst_vals.extend([drow as isize, (b_cells * unit + job.b_pad) as isize]);
     let vw = widest(dsize, job.tuning.write_bytes, &dst_vals);
+
+    // Flat writes where the tile's destination rows lie back to back (see `FlatWrite`).
+    let whole_rows = unit == 1 && job.b_pad == 0 && job.a_tail == 0 && tb == b_cells;
+    let flat_write = if whole_rows && order.is_none() {
+        FlatWrite::of(&group, drow, vw, dsize, job.tuning.write_bytes)
+    } else {
+        None
+    };
 
     let row = (ta + row_padding(ta, unit)) * unit;
     let mut k = prelude(c);
@@ -196,8 +210,21 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
         k,
         "extern \"C\" __global__ void {name}(const {s}* __restrict__ src, {d}* __restrict__ dst{fill_param}) {{"
     );
-    let _ = writeln!(k, "  __shared__ __align__(16) {s} sm[{tb}][{row}];");
-    let _ = writeln!(k, "  __shared__ {it} rowoff[{ta}];");
+    match flat {
+        Some(f) => {
+            let _ = writeln!(
+                k,
+                "  __shared__ __align__(16) {s} smf[{}];",
+                f.shared_elements(tb)
+            );
+        }
+        None => {
+            let _ = writeln!(k, "  __shared__ __align__(16) {s} sm[{tb}][{row}];");
+        }
+    }
+    if flat_write.is_none() {
+        let _ = writeln!(k, "  __shared__ {it} rowoff[{ta}];");
+    }
     let _ = writeln!(k, "  const {it} blk = blockIdx.x;");
     let _ = writeln!(
         k,
@@ -214,41 +241,47 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
     let _ = writeln!(k, "  const {it} a0 = ta * {ta}{u}, b0 = tb * {tb}{u};");
     let _ = writeln!(k, "  const unsigned int tid = threadIdx.x;");
     // The destination offset of each tile row (cell `ia` of the compound source index).
-    let _ = writeln!(
-        k,
-        "  for (unsigned int r = tid; r < {ta}u; r += {THREADS}u) {{\n    const {it} ia = a0 + r;"
-    );
-    let _ = writeln!(k, "    rowoff[r] = {};\n  }}", row_offset(&group, u));
-
-    // Read: source rows (one per b cell) of `ta * unit` elements, `vr` at a time.
-    let rv = (ta * unit).div_ceil(vr);
-    let svt = vector_type(vr * ssize);
-    let (col, step) = walk(rv, vr);
-    let _ = writeln!(
-        k,
-        "  #pragma unroll\n  for (unsigned int i = 0; i < {}u; ++i) {{",
-        (rv * tb).div_ceil(THREADS)
-    );
-    // One flat test per vector (nested branches measured slower: the loads of the unrolled
-    // steps are then not issued together).
-    let _ = writeln!(k, "    const unsigned int lb = {step}, j = {col};");
-    let _ = writeln!(k, "    const {it} ea = a0 * {unit}{u} + j;");
-    let row_ok = format!("{}b0 + lb < {b_cells}{u}", guard(rv * tb));
-    let _ = writeln!(
-        k,
-        "    if ({row_ok} && ea + {vr}u <= {}{u}) {{\n      union {{ {s} e[{vr}]; {svt} q; }} r;\n      r.q = *(const {svt}*)(src + sbase + ea + (b0 + lb) * {}{u});",
-        full * unit,
-        b.src_stride
-    );
-    if row.is_multiple_of(vr) && vr > 1 {
-        let _ = writeln!(k, "      *({svt}*)&sm[lb][j] = r.q;");
-    } else {
+    if flat_write.is_none() {
         let _ = writeln!(
             k,
-            "      #pragma unroll\n      for (int e = 0; e < {vr}; ++e) sm[lb][j + e] = r.e[e];"
+            "  for (unsigned int r = tid; r < {ta}u; r += {THREADS}u) {{\n    const {it} ia = a0 + r;"
         );
+        let _ = writeln!(k, "    rowoff[r] = {};\n  }}", row_offset(&group, u));
     }
-    k.push_str("    }\n  }\n");
+
+    if let Some(f) = flat {
+        f.read(&mut k, (tb, b_cells), it, u);
+    } else {
+        // Read: source rows (one per b cell) of `ta * unit` elements, `vr` at a time.
+        let rv = (ta * unit).div_ceil(vr);
+        let svt = vector_type(vr * ssize);
+        let (col, step) = walk(rv, vr);
+        let _ = writeln!(
+            k,
+            "  #pragma unroll\n  for (unsigned int i = 0; i < {}u; ++i) {{",
+            (rv * tb).div_ceil(THREADS)
+        );
+        // One flat test per vector (nested branches measured slower: the loads of the unrolled
+        // steps are then not issued together).
+        let _ = writeln!(k, "    const unsigned int lb = {step}, j = {col};");
+        let _ = writeln!(k, "    const {it} ea = a0 * {unit}{u} + j;");
+        let row_ok = format!("{}b0 + lb < {b_cells}{u}", guard(rv * tb));
+        let _ = writeln!(
+            k,
+            "    if ({row_ok} && ea + {vr}u <= {}{u}) {{\n      union {{ {s} e[{vr}]; {svt} q; }} r;\n      r.q = *(const {svt}*)(src + sbase + ea + (b0 + lb) * {}{u});",
+            full * unit,
+            b.src_stride
+        );
+        if row.is_multiple_of(vr) && vr > 1 {
+            let _ = writeln!(k, "      *({svt}*)&sm[lb][j] = r.q;");
+        } else {
+            let _ = writeln!(
+                k,
+                "      #pragma unroll\n      for (int e = 0; e < {vr}; ++e) sm[lb][j + e] = r.e[e];"
+            );
+        }
+        k.push_str("    }\n  }\n");
+    }
     if job.a_tail > 0 {
         let _ = writeln!(
             k,
@@ -260,40 +293,49 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
     }
     k.push_str("  __syncthreads();\n");
 
-    // Write: destination rows (one per a cell) of `drow` elements, `vw` at a time.
-    let wv = drow / vw;
-    let dvt = vector_type(vw * dsize);
-    let (col, step) = walk(wv, vw);
-    let _ = writeln!(
-        k,
-        "  #pragma unroll\n  for (unsigned int i = 0; i < {}u; ++i) {{",
-        (wv * ta).div_ceil(THREADS)
-    );
-    match order {
-        Some(WriteOrder {
-            inner, outer: m, ..
-        }) => {
-            let _ = writeln!(
-                k,
-                "    const unsigned int lw = {step}, la = (lw % {m}u) * {inner}u + lw / {m}u, j = {col};"
-            );
+    let cell = match flat {
+        Some(f) => Shared::Flat { row: f.row },
+        None => Shared::Rows { row },
+    };
+    if let Some(f) = flat_write {
+        f.write(&mut k, d, (ta, a_cells), cell.at(unit), it, u);
+    } else {
+        // Write: destination rows (one per a cell) of `drow` elements, `vw` at a time.
+        let wv = drow / vw;
+        let dvt = vector_type(vw * dsize);
+        let (col, step) = walk(wv, vw);
+        let _ = writeln!(
+            k,
+            "  #pragma unroll\n  for (unsigned int i = 0; i < {}u; ++i) {{",
+            (wv * ta).div_ceil(THREADS)
+        );
+        match order {
+            Some(WriteOrder {
+                inner, outer: m, ..
+            }) => {
+                let _ = writeln!(
+                    k,
+                    "    const unsigned int lw = {step}, la = (lw % {m}u) * {inner}u + lw / {m}u, j = {col};"
+                );
+            }
+            None => {
+                let _ = writeln!(k, "    const unsigned int la = {step}, j = {col};");
+            }
         }
-        None => {
-            let _ = writeln!(k, "    const unsigned int la = {step}, j = {col};");
-        }
+        let _ = writeln!(
+            k,
+            "    if ({}a0 + la < {a_cells}{u} && b0 * {unit}{u} + j + {vw}u <= {}{u}) {{",
+            guard(wv * ta),
+            b_cells * unit + job.b_pad
+        );
+        let _ = writeln!(k, "      union {{ {d} e[{vw}]; {dvt} q; }} w;");
+        read_cells(&mut k, s, unit, vw, ssize, cell, tb * unit, job.b_pad > 0);
+        let _ = writeln!(
+            k,
+            "      *({dvt}*)(dst + dbase + rowoff[la] + b0 * {unit}{u} + j) = w.q;\n    }}\n  }}"
+        );
     }
-    let _ = writeln!(
-        k,
-        "    if ({}a0 + la < {a_cells}{u} && b0 * {unit}{u} + j + {vw}u <= {}{u}) {{",
-        guard(wv * ta),
-        b_cells * unit + job.b_pad
-    );
-    let _ = writeln!(k, "      union {{ {d} e[{vw}]; {dvt} q; }} w;");
-    read_cells(&mut k, s, unit, vw, ssize, row, tb * unit, job.b_pad > 0);
-    let _ = writeln!(
-        k,
-        "      *({dvt}*)(dst + dbase + rowoff[la] + b0 * {unit}{u} + j) = w.q;\n    }}\n  }}\n}}"
-    );
+    k.push_str("}\n");
     Launch {
         source: k,
         name: if padded { "tile" } else { "convert" },
@@ -401,14 +443,20 @@ fn read_cells(
     unit: usize,
     vw: usize,
     ssize: usize,
-    row: usize,
+    shared: Shared,
     data: usize,
     padded: bool,
 ) {
     let n = vw.min(unit);
     let pieces = unit > 1 && n > 1 && (unit.is_multiple_of(vw) || vw.is_multiple_of(unit));
     let bytes = n * ssize;
-    if !padded && pieces && matches!(bytes, 2 | 4 | 8 | 16) && (row * ssize).is_multiple_of(bytes) {
+    // Pieces are read as vectors from the padded rows only (the flat copy's shift leaves
+    // them unaligned).
+    let aligned = match shared {
+        Shared::Rows { row } => (row * ssize).is_multiple_of(bytes),
+        Shared::Flat { .. } => false,
+    };
+    if !padded && pieces && matches!(bytes, 2 | 4 | 8 | 16) && aligned {
         let vt = vector_type(bytes);
         let _ = writeln!(
             k,
@@ -417,16 +465,13 @@ fn read_cells(
         );
         let _ = writeln!(k, "        const unsigned int jj = j + p * {n}u;");
         let _ = writeln!(k, "        union {{ {s} e[{n}]; {vt} q; }} x;");
-        let _ = writeln!(
-            k,
-            "        x.q = *(const {vt}*)&sm[jj / {unit}u][la * {unit}u + jj % {unit}u];"
-        );
+        let _ = writeln!(k, "        x.q = *(const {vt}*)&{};", shared.at(unit));
         let _ = writeln!(
             k,
             "        #pragma unroll\n        for (int m = 0; m < {n}; ++m) w.e[p * {n} + m] = cast(x.e[m]);\n      }}"
         );
     } else {
-        let value = format!("cast(sm[jj / {unit}u][la * {unit}u + jj % {unit}u])");
+        let value = format!("cast({})", shared.at(unit));
         let value = if padded {
             format!("jj < {data}u ? {value} : fill")
         } else {

@@ -171,3 +171,53 @@ fn tile_shapes_fit() {
         }
     }
 }
+
+/// Source rows back to back whose start or length leaves narrow vectors (a 7 x 7 plane's 49
+/// bytes, an NHWC pixel's 3 channels) are read as one flat run in whole vectors into a flat
+/// shared copy, which the write phase indexes by row; rows that allow whole vectors, tiles
+/// that do not span `a`, and rows that are not back to back keep the padded rows.
+#[test]
+fn flat_reads_where_rows_are_back_to_back_and_narrow() {
+    use layoutkit_core::DType;
+    let job = |cast: &CastSpec, a: LoopDim, b: LoopDim, outer: LoopDim| {
+        let job = TileJob {
+            src_offset: 0,
+            dst_offset: 0,
+            axes: TileAxes {
+                outer: vec![outer],
+                a: vec![a],
+                b,
+            },
+            unit: 1,
+            b_pad: 0,
+            a_tail: 0,
+            cast,
+            small: true,
+            tuning: Tuning::default(),
+        };
+        tile_kernel(&job).source
+    };
+    let i8 = CastSpec::identity(DType::I8);
+    let f32 = CastSpec::identity(DType::F32);
+    // i8 NCHW -> NHWC, C = 250, 7 x 7: the tile is the whole image, 250 rows of 49 bytes.
+    let plane = job(&i8, l(49, 1, 250), l(250, 49, 1), l(4, 12250, 12250));
+    assert!(plane.contains("smf["), "{plane}");
+    assert!(
+        plane.contains("*(uint2*)&smf[shift + head + v * 8u]"),
+        "{plane}"
+    );
+    assert!(
+        plane.contains("smf[shift + jj / 1u * 49u + la * 1u + jj % 1u]"),
+        "{plane}"
+    );
+    assert!(!plane.contains(" sm["), "{plane}");
+    // i8 NHWC -> NCHW, C = 3: source rows of 3 bytes.
+    let rgb = job(&i8, l(3, 1, 4096), l(4096, 3, 1), l(4, 12288, 12288));
+    assert!(rgb.contains("smf["), "{rgb}");
+    // f32 rows of 64 elements take the widest reads (8 bytes) already.
+    let wide = job(&f32, l(64, 1, 256), l(256, 64, 1), l(4, 16384, 16384));
+    assert!(!wide.contains("smf["), "{wide}");
+    // Rows not back to back (a gap after each plane).
+    let gaps = job(&i8, l(49, 1, 250), l(250, 64, 1), l(4, 16000, 12250));
+    assert!(!gaps.contains("smf["), "{gaps}");
+}

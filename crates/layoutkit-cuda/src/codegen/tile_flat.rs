@@ -1,0 +1,182 @@
+//! Tiles whose rows lie back to back in memory, read or written as one flat run (see
+//! [`FlatRead`], [`FlatWrite`]), and where the write phase finds a tile element in shared
+//! memory ([`Shared`]).
+
+use std::fmt::Write;
+
+use layoutkit_core::plan::LoopDim;
+
+use super::super::vector_type;
+use super::{widest, TileJob, SHARED_BYTES, THREADS};
+
+/// Where the tile's shared copy of its source rows lies: padded rows of `row` elements
+/// (`sm[cell][...]`), or the flat copy of [`FlatRead`], source rows of `row` elements back to
+/// back from element `shift` of `smf`.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Shared {
+    Rows { row: usize },
+    Flat { row: usize },
+}
+
+impl Shared {
+    /// The shared element holding lane `jj % unit` of cell `jj / unit` of destination row `la`
+    /// (CUDA variables `jj`, `la`, and `shift` for the flat copy).
+    pub(super) fn at(self, unit: usize) -> String {
+        match self {
+            Shared::Rows { .. } => format!("sm[jj / {unit}u][la * {unit}u + jj % {unit}u]"),
+            Shared::Flat { row } => {
+                format!("smf[shift + jj / {unit}u * {row}u + la * {unit}u + jj % {unit}u]")
+            }
+        }
+    }
+}
+
+/// Reading a tile's source as one contiguous range: where the tile spans the whole of `a`
+/// (no partial cell) and its source rows lie back to back (`b`'s source stride is a row), the
+/// tile's rows are one run of `rows x row` elements, read in vectors of `vr` elements from the
+/// first aligned element whatever the rows' own alignment (the rows' start and length, such as
+/// a 7 x 7 plane's 49 bytes or an NHWC pixel's 3 channels, left byte tiles one element per
+/// load: `i8 NCHW <-> NHWC` with 7 x 7 planes at 0.46 of the device copy), into a flat shared
+/// copy at the same alignment (`shift`: the run's first element modulo `vr`); the elements
+/// before the first aligned vector and after the last whole one are read one at a time.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct FlatRead {
+    /// Elements per source row of the tile (`full * unit`).
+    pub(super) row: usize,
+    /// Elements per flat vector.
+    vr: usize,
+    /// Bytes per source element.
+    ssize: usize,
+}
+
+impl FlatRead {
+    pub(super) fn of(
+        job: &TileJob,
+        (ta, tb): (usize, usize),
+        full: usize,
+        b_src_stride: isize,
+        (vr, ssize): (usize, usize),
+    ) -> Option<FlatRead> {
+        let row = full * job.unit;
+        let widest = widest(ssize, job.tuning.read_bytes, &[]);
+        let f = FlatRead {
+            row,
+            vr: widest,
+            ssize,
+        };
+        let fits = f.shared_elements(tb) * ssize + ta * 8 <= SHARED_BYTES;
+        // Which rows (measured on an H100 and an H200, `bench/results/sweep.md`): rows of
+        // more than one read, either short (16 bytes or less: an NHWC pixel of 3 floats or
+        // bytes, 1.1-2.0x) or of 32 bytes or more read 1 or 2 bytes at a time (7 x 7 planes
+        // of bytes or halves, 1.1-2.2x). Not: a row of one read (4 bytes of 4 channels,
+        // 0.79-0.85x), rows of 4-byte reads (7 x 7 planes of floats, 0.82-0.89x), 18-byte
+        // rows of halves (0.83-0.88x: the flat copy's odd rows of 2-byte elements meet in
+        // shared-memory banks, where the padded rows do not). Units keep the padded rows,
+        // whose cells the write phase reads as vectors.
+        let bytes = row * ssize;
+        let narrow = row > vr && (bytes <= 16 || (vr * ssize <= 2 && bytes >= 32));
+        let back_to_back = ta == full && b_src_stride == row as isize;
+        (job.unit == 1 && job.a_tail == 0 && back_to_back && vr < widest && narrow && fits)
+            .then_some(f)
+    }
+
+    /// Elements of the flat shared copy: the tile's rows and the alignment shift.
+    pub(super) fn shared_elements(self, tb: usize) -> usize {
+        tb * self.row + self.vr
+    }
+
+    /// The read phase: whole vectors, then the elements before and after them.
+    pub(super) fn read(self, k: &mut String, (tb, b_cells): (usize, usize), it: &str, u: &str) {
+        let (row, vr) = (self.row, self.vr);
+        let vt = vector_type(vr * self.ssize);
+        let _ = writeln!(
+            k,
+            "  const {it} gs = sbase + b0 * {row}{u};\n  const unsigned int gn = (unsigned int)(({b_cells}{u} - b0 < {tb}{u} ? {b_cells}{u} - b0 : {tb}{u}) * {row}{u});"
+        );
+        let _ = writeln!(
+            k,
+            "  const unsigned int shift = (unsigned int)(gs % {vr}{u}), head = ({vr}u - shift) % {vr}u;"
+        );
+        let _ = writeln!(
+            k,
+            "  const unsigned int nv = gn > head ? (gn - head) / {vr}u : 0u, tail0 = head + nv * {vr}u;"
+        );
+        let _ = writeln!(
+            k,
+            "  for (unsigned int v = tid; v < nv; v += {THREADS}u)\n    *({vt}*)&smf[shift + head + v * {vr}u] = *(const {vt}*)(src + gs + head + v * {vr}u);"
+        );
+        let _ = writeln!(
+            k,
+            "  for (unsigned int e = tid; e < head + (gn - tail0); e += {THREADS}u) {{\n    const unsigned int f = e < head ? e : tail0 + (e - head);\n    smf[shift + f] = src[gs + f];\n  }}"
+        );
+    }
+}
+
+/// Writing a tile's destination as one contiguous range: where the tile spans the whole of
+/// `b` and its destination rows lie back to back (one `a` loop whose destination stride is a
+/// row, no padding), the tile's rows are one run of `rows x drow` elements, written in
+/// vectors of `vw` elements from the first aligned element whatever the rows' alignment (an
+/// NHWC pixel's 3 channels left byte tiles one element per store), each element found in the
+/// shared copy by its row and column (`f / drow`, `f % drow`); the elements before the first
+/// aligned vector and after the last whole one are written one at a time.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct FlatWrite {
+    drow: usize,
+    vw: usize,
+    dsize: usize,
+}
+
+impl FlatWrite {
+    pub(super) fn of(
+        group: &[LoopDim],
+        drow: usize,
+        vw: usize,
+        dsize: usize,
+        write_bytes: usize,
+    ) -> Option<FlatWrite> {
+        let widest = widest(dsize, write_bytes, &[]);
+        let [g] = group else { return None };
+        // Only where the rows' stores were single bytes: 2-byte elements in 4-byte flat
+        // stores ran 0.83-0.90x (f16 `NCHW32c -> NCHW` with 7 x 7 planes, H100), the division
+        // per element costing more than the stores it saves.
+        (g.dst_stride == drow as isize && vw * dsize == 1 && vw < widest).then_some(FlatWrite {
+            drow,
+            vw: widest,
+            dsize,
+        })
+    }
+
+    /// The write phase; `at` is the shared element of row `la`, column `jj`.
+    pub(super) fn write(
+        self,
+        k: &mut String,
+        d: &str,
+        (ta, a_cells): (usize, usize),
+        at: String,
+        it: &str,
+        u: &str,
+    ) {
+        let (drow, vw) = (self.drow, self.vw);
+        let vt = vector_type(vw * self.dsize);
+        let _ = writeln!(
+            k,
+            "  const {it} ds = dbase + a0 * {drow}{u};\n  const unsigned int dn = (unsigned int)(({a_cells}{u} - a0 < {ta}{u} ? {a_cells}{u} - a0 : {ta}{u}) * {drow}{u});"
+        );
+        let _ = writeln!(
+            k,
+            "  const unsigned int wshift = (unsigned int)(ds % {vw}{u}), whead = ({vw}u - wshift) % {vw}u;"
+        );
+        let _ = writeln!(
+            k,
+            "  const unsigned int nw = dn > whead ? (dn - whead) / {vw}u : 0u, wtail0 = whead + nw * {vw}u;"
+        );
+        let _ = writeln!(
+            k,
+            "  for (unsigned int v = tid; v < nw; v += {THREADS}u) {{\n    union {{ {d} e[{vw}]; {vt} q; }} w;\n    #pragma unroll\n    for (int e = 0; e < {vw}; ++e) {{\n      const unsigned int f = whead + v * {vw}u + e, la = f / {drow}u, jj = f % {drow}u;\n      w.e[e] = cast({at});\n    }}\n    *({vt}*)(dst + ds + whead + v * {vw}u) = w.q;\n  }}"
+        );
+        let _ = writeln!(
+            k,
+            "  for (unsigned int e = tid; e < whead + (dn - wtail0); e += {THREADS}u) {{\n    const unsigned int f = e < whead ? e : wtail0 + (e - whead), la = f / {drow}u, jj = f % {drow}u;\n    dst[ds + f] = cast({at});\n  }}"
+        );
+    }
+}
