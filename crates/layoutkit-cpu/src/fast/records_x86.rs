@@ -66,7 +66,7 @@ pub(super) unsafe fn compact_avx512(
     let perm = permutation::<64>(data, stride);
     // SAFETY: 64 bytes read from a 64-byte array.
     let idx = unsafe { _mm512_loadu_si512(perm.as_ptr().cast()) };
-    let store_mask: __mmask64 = if out == 64 { !0 } else { (1u64 << out) - 1 };
+    let store_mask: __mmask64 = (1u64 << out) - 1; // out <= 48
     let mut r = 0;
     // Whole vectors: the source's 64 bytes and the destination's `out` are in bounds.
     while (r + per) * stride <= src.len() {
@@ -102,11 +102,10 @@ pub(super) unsafe fn compact_avx512(
 /// (`vpshufb`), which puts a lane's `out` data bytes first in the lane. Where `out` is 4 or 8,
 /// the lanes of `16 / out` loads are placed side by side (each load's permutation puts its
 /// bytes at its own offset in the lane, an OR joins them) and one permutation of 4- or 8-byte
-/// pieces orders them for one whole 32-byte store. Else (`out` of 12: three channels;
-/// 1 or 2) each load's two lanes are stored by overlapping stores (the next store writes over
-/// the bytes past the data), joined first into one 32-byte store where `out` is a multiple
-/// of 4. The loop stops where the next load would pass the source's end or the next store
-/// the destination's.
+/// pieces orders them for one whole 32-byte store. With 12 (three channels) each load's two
+/// lanes are joined into one overlapping 32-byte store (the next store writes over the bytes
+/// past the data). The loop stops where the next load would pass the source's end or the
+/// next store the destination's.
 ///
 /// # Safety
 /// The CPU has AVX2; [`avx2_takes`]`(data, stride)`; `src` and `dst` as
@@ -129,7 +128,7 @@ pub(super) unsafe fn compact_avx2(
         match out {
             4 => joined::<4>(src, dst, stride, data),
             8 => joined::<2>(src, dst, stride, data),
-            _ => overlapping(src, dst, stride, data),
+            _ => overlapping(src, dst, stride, data), // 12 (`avx2_takes`)
         }
     }
 }
@@ -172,42 +171,27 @@ unsafe fn joined<const K: usize>(src: &[u8], dst: &mut [u8], stride: usize, data
     r
 }
 
-/// [`compact_avx2`] for other `out`: one load, one (overlapping) store or two.
+/// [`compact_avx2`] for 12 data bytes per lane (three channels): per load, the high lane's
+/// data moved next to the low lane's and stored by one 32-byte store, whose last 8 bytes
+/// the next store writes over.
 #[target_feature(enable = "avx2")]
 unsafe fn overlapping(src: &[u8], dst: &mut [u8], stride: usize, data: usize) -> usize {
     let per = 16 / stride;
     let out = per * data;
+    debug_assert_eq!(out, 12);
     let perm = permutation::<16>(data, stride);
     // SAFETY: 16 bytes read from a 16-byte array.
     let ctl = unsafe { _mm256_broadcastsi128_si256(_mm_loadu_si128(perm.as_ptr().cast())) };
-    // With `out` a multiple of 4, the high lane's data moved next to the low lane's.
-    let dwords = out / 4;
-    let join = out.is_multiple_of(4);
-    let order: [i32; 8] = std::array::from_fn(|i| {
-        if i < dwords {
-            i as i32
-        } else if i < 2 * dwords {
-            (4 + i - dwords) as i32
-        } else {
-            0
-        }
-    });
-    // SAFETY: 32 bytes read from an array of eight i32.
-    let order = unsafe { _mm256_loadu_si256(order.as_ptr().cast()) };
-    let stored = if join { 32 } else { out + 16 };
+    // Dwords 0-2 (the low lane's data), then 4-6 (the high lane's).
+    let order = _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 0, 0);
     let mut r = 0;
-    while (r + 2 * per) * stride <= src.len() && r * data + stored <= dst.len() {
+    while (r + 2 * per) * stride <= src.len() && r * data + 32 <= dst.len() {
         // SAFETY: in bounds (the loop condition).
         unsafe {
             let v = _mm256_loadu_si256(src.as_ptr().add(r * stride).cast());
             let c = _mm256_shuffle_epi8(v, ctl);
             let d = dst.as_mut_ptr().add(r * data);
-            if join {
-                _mm256_storeu_si256(d.cast(), _mm256_permutevar8x32_epi32(c, order));
-            } else {
-                _mm_storeu_si128(d.cast(), _mm256_castsi256_si128(c));
-                _mm_storeu_si128(d.add(out).cast(), _mm256_extracti128_si256::<1>(c));
-            }
+            _mm256_storeu_si256(d.cast(), _mm256_permutevar8x32_epi32(c, order));
         }
         r += 2 * per;
     }
