@@ -80,30 +80,51 @@ pub(in crate::fast::transpose) unsafe fn u16_blocks<const STREAM: bool, R: Rows>
 }
 
 /// 4 x 4 blocks of 4-byte elements (the strips of 4 to 7 columns the 8 x 8 AVX2 kernel
-/// leaves), stored with ordinary stores.
+/// leaves, and tiles of 4 to 7 rows no 8-row kernel takes: a MACE width-major image of
+/// 7-pixel rows back to NHWC), stored with ordinary stores. Rows past the last multiple of
+/// 4 (with 4 or more rows) are a second pass over the last four rows, whose overlap with the
+/// first writes the same values again. Returns `(na, nb)` done: every row where there are 4
+/// or more, columns to a multiple of 4.
 pub(in crate::fast::transpose) unsafe fn u32_blocks4<R: Rows>(r: R) -> (usize, usize) {
     let (na, nb) = (r.na() / 4 * 4, r.nb() / 4 * 4);
     for (a, b) in blocks(r.src_major(), (na, 4), (nb, 4)) {
-        // SAFETY: inside the tile; SSE2 is part of x86-64.
-        unsafe {
-            let v: [__m128; 4] =
-                std::array::from_fn(|k| _mm_loadu_ps(r.src(b + k).add(a * 4) as *const f32));
-            let t0 = _mm_unpacklo_ps(v[0], v[1]);
-            let t1 = _mm_unpacklo_ps(v[2], v[3]);
-            let t2 = _mm_unpackhi_ps(v[0], v[1]);
-            let t3 = _mm_unpackhi_ps(v[2], v[3]);
-            let c = [
-                _mm_movelh_ps(t0, t1),
-                _mm_movehl_ps(t1, t0),
-                _mm_movelh_ps(t2, t3),
-                _mm_movehl_ps(t3, t2),
-            ];
-            for (k, v) in c.into_iter().enumerate() {
-                _mm_storeu_ps(r.dst(a + k).add(b * 4) as *mut f32, v);
-            }
+        // SAFETY: inside the tile.
+        unsafe { u32_block4(r, a, b) };
+    }
+    if na == r.na() || na == 0 {
+        return (na, nb);
+    }
+    for b in (0..nb).step_by(4) {
+        // SAFETY: inside the tile (rows na - 4.. of 4 or more).
+        unsafe { u32_block4(r, r.na() - 4, b) };
+    }
+    (r.na(), nb)
+}
+
+/// Rows `a..a + 4`, columns `b..b + 4` of a tile of 4-byte elements.
+///
+/// # Safety
+/// Inside the tile (the contract of [`super::super::transpose_rows`]).
+#[inline(always)]
+unsafe fn u32_block4<R: Rows>(r: R, a: usize, b: usize) {
+    // SAFETY: inside the tile (this function's contract); SSE2 is part of x86-64.
+    unsafe {
+        let v: [__m128; 4] =
+            std::array::from_fn(|k| _mm_loadu_ps(r.src(b + k).add(a * 4) as *const f32));
+        let t0 = _mm_unpacklo_ps(v[0], v[1]);
+        let t1 = _mm_unpacklo_ps(v[2], v[3]);
+        let t2 = _mm_unpackhi_ps(v[0], v[1]);
+        let t3 = _mm_unpackhi_ps(v[2], v[3]);
+        let c = [
+            _mm_movelh_ps(t0, t1),
+            _mm_movehl_ps(t1, t0),
+            _mm_movelh_ps(t2, t3),
+            _mm_movehl_ps(t3, t2),
+        ];
+        for (k, v) in c.into_iter().enumerate() {
+            _mm_storeu_ps(r.dst(a + k).add(b * 4) as *mut f32, v);
         }
     }
-    (na, nb)
 }
 
 /// 8 x 4 blocks of 2-byte elements: four source rows of 8 elements become 8 destination rows
