@@ -262,6 +262,20 @@ mod tests {
     /// record counts, sources cut right after the last record's data (as the engine passes
     /// them) at odd offsets, destinations inside a larger buffer whose bytes around them must
     /// stay as they were (the vector kernels store 16 to 64 bytes at a time).
+    /// `out`'s bytes before `at` and after its `len` written ones still hold the guard value.
+    fn guards_kept(out: &[u8], at: usize, len: usize, (d, s, count): (usize, usize, usize)) {
+        assert!(
+            out[..at].iter().all(|&b| b == GUARD),
+            "({d}, {s}) {count}: before"
+        );
+        assert!(
+            out[at + len..].iter().all(|&b| b == GUARD),
+            "({d}, {s}) {count}: after"
+        );
+    }
+
+    const GUARD: u8 = 0xA5;
+
     #[test]
     fn records_match_the_definition_on_every_build() {
         let pairs = [4, 8, 16, 32, 64, 128]
@@ -285,7 +299,7 @@ mod tests {
                             (0..len + skew + 64).map(|i| (i * 7 % 253) as u8).collect();
                         let src = &all[skew..skew + len];
                         let guard = 80;
-                        let mut out = vec![0xA5u8; count * d + 2 * guard + skew];
+                        let mut out = vec![GUARD; count * d + 2 * guard + skew];
                         let at = guard + skew;
                         assert!(compact(src, &mut out[at..at + count * d], count, d, s));
                         for r in 0..count {
@@ -296,19 +310,12 @@ mod tests {
                                 "({d}, {s}) count {count} record {r}"
                             );
                         }
-                        assert!(
-                            out[..at].iter().all(|&b| b == 0xA5),
-                            "({d}, {s}) {count}: before"
-                        );
-                        assert!(
-                            out[at + count * d..].iter().all(|&b| b == 0xA5),
-                            "({d}, {s}) {count}: after"
-                        );
+                        guards_kept(&out, at, count * d, (d, s, count));
                         // And back: the records' data from `src`'s first `count * d` bytes,
                         // the fill after each.
                         let packed = &all[skew..skew + count * d];
                         let fill: Vec<u8> = (0..s - d).map(|i| (100 + 3 * i) as u8).collect();
-                        let mut out = vec![0xA5u8; count * s + 2 * guard + skew];
+                        let mut out = vec![GUARD; count * s + 2 * guard + skew];
                         assert!(expand(
                             packed,
                             &mut out[at..at + count * s],
@@ -330,14 +337,7 @@ mod tests {
                                 "({d}, {s}) count {count} record {r} fill"
                             );
                         }
-                        assert!(
-                            out[..at].iter().all(|&b| b == 0xA5),
-                            "({d}, {s}) {count}: before"
-                        );
-                        assert!(
-                            out[at + count * s..].iter().all(|&b| b == 0xA5),
-                            "({d}, {s}) {count}: after"
-                        );
+                        guards_kept(&out, at, count * s, (d, s, count));
                     }
                 }
             }

@@ -45,6 +45,14 @@ fn permutation<const N: usize>(data: usize, stride: usize) -> [u8; N] {
     })
 }
 
+/// The 16 bytes `v` in both 128-bit lanes (a `vpshufb` control or template).
+#[target_feature(enable = "avx2")]
+#[inline]
+fn lanes(v: &[u8; 16]) -> __m256i {
+    // SAFETY: 16 bytes read from a 16-byte array.
+    _mm256_broadcastsi128_si256(unsafe { _mm_loadu_si128(v.as_ptr().cast()) })
+}
+
 /// Compacts all `count` records (see [`super::records::compact`]'s contract: `src` holds
 /// `(count - 1) * stride + data` bytes, `dst` `count * data`).
 ///
@@ -143,8 +151,7 @@ unsafe fn joined<const K: usize>(src: &[u8], dst: &mut [u8], stride: usize, data
     let ctl: [__m256i; K] = std::array::from_fn(|k| {
         let mut c = [0x80u8; 16];
         c[k * out..(k + 1) * out].copy_from_slice(&base[..out]);
-        // SAFETY: 16 bytes read from a 16-byte array.
-        unsafe { _mm256_broadcastsi128_si256(_mm_loadu_si128(c.as_ptr().cast())) }
+        lanes(&c)
     });
     // The joined lanes hold load 0's low lane, load 1's low lane, ... then the high lanes:
     // pieces of `out` bytes to interleave into load order.
@@ -180,8 +187,7 @@ unsafe fn overlapping(src: &[u8], dst: &mut [u8], stride: usize, data: usize) ->
     let out = per * data;
     debug_assert_eq!(out, 12);
     let perm = permutation::<16>(data, stride);
-    // SAFETY: 16 bytes read from a 16-byte array.
-    let ctl = unsafe { _mm256_broadcastsi128_si256(_mm_loadu_si128(perm.as_ptr().cast())) };
+    let ctl = lanes(&perm);
     // Dwords 0-2 (the low lane's data), then 4-6 (the high lane's).
     let order = _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 0, 0);
     let mut r = 0;
@@ -318,13 +324,7 @@ pub(super) unsafe fn expand_avx2(
     let per = 16 / out;
     let need = per * data;
     let (ctl, template) = expansion::<16>(data, out, fill, false);
-    // SAFETY: 16 bytes read from 16-byte arrays.
-    let (ctl, template) = unsafe {
-        (
-            _mm256_broadcastsi128_si256(_mm_loadu_si128(ctl.as_ptr().cast())),
-            _mm256_broadcastsi128_si256(_mm_loadu_si128(template.as_ptr().cast())),
-        )
-    };
+    let (ctl, template) = (lanes(&ctl), lanes(&template));
     let mut r = 0;
     while r + 2 * per <= count && r * data + need + 16 <= src.len() {
         // SAFETY: in bounds (the loop condition: both 16-byte loads inside the source, 32

@@ -184,34 +184,29 @@ pub(crate) unsafe fn transpose_rows<const N: usize, R: Rows>(rows: R, stream: bo
             if rows_end > da {
                 x86::edges::masked_region::<N, R>(rows, (da, rows_end), (0, nb));
             }
-            // Bytes: 8 to 15 rows past the last whole 16-row block, 8 x 16 blocks (NHWC ->
-            // NCHW of 24 channels).
-            let ra = if N == 1 && rows_end == da && na - da >= 8 && nb >= 16 {
-                let tail = Window::<R, N> {
-                    rows,
-                    a0: da,
-                    b0: 0,
-                    na: na - da,
-                };
-                let (ra, rb) = x86::u8_rows8(tail);
-                scalar::<N, R>(src, dst, da, da + ra, rb, nb);
-                ra
-            } else {
-                0
+            // Rows past the last whole block that no masked block took: bytes, 8 to 15 rows
+            // in 8 x 16 blocks (NHWC -> NCHW of 24 channels); 2-byte elements, 4 to 7 rows
+            // in 4 x 8 blocks.
+            type RowsKernel<W> = unsafe fn(W) -> (usize, usize);
+            let tail_kernel: Option<RowsKernel<Window<R, N>>> = match N {
+                _ if rows_end != da => None,
+                1 if na - da >= 8 && nb >= 16 => Some(x86::u8_rows8),
+                2 if na - da >= 4 && nb >= 8 => Some(x86::u16_rows4),
+                _ => None,
             };
-            // 2-byte elements: 4 to 7 rows past the last whole block, 4 x 8 blocks.
-            let ra = if N == 2 && ra == 0 && rows_end == da && na - da >= 4 && nb >= 8 {
-                let tail = Window::<R, N> {
-                    rows,
-                    a0: da,
-                    b0: 0,
-                    na: na - da,
-                };
-                let (ra, rb) = x86::u16_rows4(tail);
-                scalar::<N, R>(src, dst, da, da + ra, rb, nb);
-                ra
-            } else {
-                ra
+            let ra = match tail_kernel {
+                Some(kernel) => {
+                    let tail = Window::<R, N> {
+                        rows,
+                        a0: da,
+                        b0: 0,
+                        na: na - da,
+                    };
+                    let (ra, rb) = kernel(tail);
+                    scalar::<N, R>(src, dst, da, da + ra, rb, nb);
+                    ra
+                }
+                None => 0,
             };
             scalar::<N, R>(src, dst, rows_end + ra, na, 0, nb);
         }

@@ -89,25 +89,15 @@ impl FlatRead {
     pub(super) fn read(self, k: &mut String, (tb, b_cells): (usize, usize), it: &str, u: &str) {
         let (row, vr) = (self.row, self.vr);
         let vt = vector_type(vr * self.ssize);
-        let _ = writeln!(
-            k,
-            "  const {it} gs = sbase + b0 * {row}{u};\n  const unsigned int gn = (unsigned int)(({b_cells}{u} - b0 < {tb}{u} ? {b_cells}{u} - b0 : {tb}{u}) * {row}{u});"
-        );
-        let _ = writeln!(
-            k,
-            "  const unsigned int shift = (unsigned int)(gs % {vr}{u}), head = ({vr}u - shift) % {vr}u;"
-        );
-        let _ = writeln!(
-            k,
-            "  const unsigned int nv = gn > head ? (gn - head) / {vr}u : 0u, tail0 = head + nv * {vr}u;"
-        );
+        READ_RUN.bounds(k, (it, u), ("sbase", "b0"), (b_cells, tb, row), vr);
         let _ = writeln!(
             k,
             "  for (unsigned int v = tid; v < nv; v += {THREADS}u)\n    *({vt}*)&smf[shift + head + v * {vr}u] = *(const {vt}*)(src + gs + head + v * {vr}u);"
         );
         let _ = writeln!(
             k,
-            "  for (unsigned int e = tid; e < head + (gn - tail0); e += {THREADS}u) {{\n    const unsigned int f = e < head ? e : tail0 + (e - head);\n    smf[shift + f] = src[gs + f];\n  }}"
+            "{};\n    smf[shift + f] = src[gs + f];\n  }}",
+            READ_RUN.edges()
         );
     }
 }
@@ -158,25 +148,90 @@ impl FlatWrite {
     ) {
         let (drow, vw) = (self.drow, self.vw);
         let vt = vector_type(vw * self.dsize);
-        let _ = writeln!(
-            k,
-            "  const {it} ds = dbase + a0 * {drow}{u};\n  const unsigned int dn = (unsigned int)(({a_cells}{u} - a0 < {ta}{u} ? {a_cells}{u} - a0 : {ta}{u}) * {drow}{u});"
-        );
-        let _ = writeln!(
-            k,
-            "  const unsigned int wshift = (unsigned int)(ds % {vw}{u}), whead = ({vw}u - wshift) % {vw}u;"
-        );
-        let _ = writeln!(
-            k,
-            "  const unsigned int nw = dn > whead ? (dn - whead) / {vw}u : 0u, wtail0 = whead + nw * {vw}u;"
-        );
+        WRITE_RUN.bounds(k, (it, u), ("dbase", "a0"), (a_cells, ta, drow), vw);
         let _ = writeln!(
             k,
             "  for (unsigned int v = tid; v < nw; v += {THREADS}u) {{\n    union {{ {d} e[{vw}]; {vt} q; }} w;\n    #pragma unroll\n    for (int e = 0; e < {vw}; ++e) {{\n      const unsigned int f = whead + v * {vw}u + e, la = f / {drow}u, jj = f % {drow}u;\n      w.e[e] = cast({at});\n    }}\n    *({vt}*)(dst + ds + whead + v * {vw}u) = w.q;\n  }}"
         );
         let _ = writeln!(
             k,
-            "  for (unsigned int e = tid; e < whead + (dn - wtail0); e += {THREADS}u) {{\n    const unsigned int f = e < whead ? e : wtail0 + (e - whead), la = f / {drow}u, jj = f % {drow}u;\n    dst[ds + f] = cast({at});\n  }}"
+            "{}, la = f / {drow}u, jj = f % {drow}u;\n    dst[ds + f] = cast({at});\n  }}",
+            WRITE_RUN.edges()
         );
+    }
+}
+
+/// The generated code's names for a flat run: its first element, its element count, its
+/// first element's distance from a vector boundary, the elements before the first whole
+/// vector, the whole vectors, and the element after the last of them.
+struct RunVars {
+    start: &'static str,
+    count: &'static str,
+    shift: &'static str,
+    head: &'static str,
+    vectors: &'static str,
+    tail: &'static str,
+}
+
+const READ_RUN: RunVars = RunVars {
+    start: "gs",
+    count: "gn",
+    shift: "shift",
+    head: "head",
+    vectors: "nv",
+    tail: "tail0",
+};
+
+const WRITE_RUN: RunVars = RunVars {
+    start: "ds",
+    count: "dn",
+    shift: "wshift",
+    head: "whead",
+    vectors: "nw",
+    tail: "wtail0",
+};
+
+impl RunVars {
+    /// The run of the tile's rows from `first` (rows of `row` elements from `base`; at most
+    /// `tile` rows, fewer where `extent - first` are left), and its vectors of `v` elements.
+    fn bounds(
+        &self,
+        k: &mut String,
+        (it, u): (&str, &str),
+        (base, first): (&str, &str),
+        (extent, tile, row): (usize, usize, usize),
+        v: usize,
+    ) {
+        let RunVars {
+            start,
+            count,
+            shift,
+            head,
+            vectors,
+            tail,
+        } = self;
+        let _ = writeln!(
+            k,
+            "  const {it} {start} = {base} + {first} * {row}{u};\n  const unsigned int {count} = (unsigned int)(({extent}{u} - {first} < {tile}{u} ? {extent}{u} - {first} : {tile}{u}) * {row}{u});"
+        );
+        let _ = writeln!(
+            k,
+            "  const unsigned int {shift} = (unsigned int)({start} % {v}{u}), {head} = ({v}u - {shift}) % {v}u;"
+        );
+        let _ = writeln!(
+            k,
+            "  const unsigned int {vectors} = {count} > {head} ? ({count} - {head}) / {v}u : 0u, {tail} = {head} + {vectors} * {v}u;"
+        );
+    }
+
+    /// The loop over the run's elements outside its whole vectors, up to the declaration of
+    /// `f` (the element's place in the run), which the caller ends and follows with the body.
+    fn edges(&self) -> String {
+        let RunVars {
+            count, head, tail, ..
+        } = self;
+        format!(
+            "  for (unsigned int e = tid; e < {head} + ({count} - {tail}); e += {THREADS}u) {{\n    const unsigned int f = e < {head} ? e : {tail} + (e - {head})"
+        )
     }
 }
