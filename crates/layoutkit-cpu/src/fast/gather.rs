@@ -144,16 +144,8 @@ impl Table {
     pub(super) fn run(&self, src: &[u8], dst: &mut [u8], at: (isize, isize), size: usize) {
         #[cfg(target_arch = "x86_64")]
         if let Some(p) = &self.permutes {
-            use super::permute_blocks::permute_blocks;
             // SAFETY: AVX-512 F, BW and VBMI present (`avx512_builds`, checked in `of`).
-            unsafe {
-                match size {
-                    1 => permute_blocks::<1>(src, dst, at, self.batch, p),
-                    2 => permute_blocks::<2>(src, dst, at, self.batch, p),
-                    4 => permute_blocks::<4>(src, dst, at, self.batch, p),
-                    _ => permute_blocks::<8>(src, dst, at, self.batch, p),
-                }
-            }
+            unsafe { p.run(src, dst, at, self.batch) };
             return;
         }
         match size {

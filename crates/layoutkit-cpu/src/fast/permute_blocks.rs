@@ -32,6 +32,12 @@ struct Part {
 
 /// A block's moves as permutes of its source window.
 pub(super) struct Permutes {
+    /// Bytes per permuted lane: 8 or 4 where the block moves whole aligned pieces of that
+    /// size (the four f16 lanes of a MACE image pixel are one 8-byte lane), else the element
+    /// size ([`lane_bytes`]).
+    lane: usize,
+    /// Bytes per element (the unit of the block's offsets and of the batch's strides).
+    size: usize,
     /// The lowest source element the block reads (from the repetition's start).
     low: isize,
     /// Bytes of the source window read (at most [`MAX_WINDOW`]).
@@ -46,7 +52,7 @@ impl Permutes {
     /// The permutes of `moves` (from [`super::gather::block_moves`]: `(destination, source)`
     /// element offsets, sorted by destination) for elements of `size` bytes (1, 2, 4 or 8);
     /// None unless the destination offsets are 0, 1, 2, ... and the source offsets lie within
-    /// 128 bytes.
+    /// [`MAX_WINDOW`] bytes.
     pub(super) fn of(moves: &[(isize, isize)], size: usize) -> Option<Permutes> {
         let dense = moves.iter().enumerate().all(|(j, m)| m.0 == j as isize);
         let low = moves.iter().map(|m| m.1).min()?;
@@ -55,15 +61,15 @@ impl Permutes {
         if !dense || window > MAX_WINDOW || ![1, 2, 4, 8].contains(&size) {
             return None;
         }
-        let lanes = 64 / size;
-        // Elements of one pair of vectors (128 bytes).
-        let per_pair = 128 / size;
+        let lane = lane_bytes(moves, low, size);
+        // Elements per lane, lanes per pair of vectors (128 bytes).
+        let (per_lane, per_pair) = (lane / size, 128 / lane);
         let parts = moves
-            .chunks(lanes)
+            .chunks(64 / size)
             .map(|chunk| {
                 let mut parts: Vec<Part> = Vec::new();
-                for (lane, m) in chunk.iter().enumerate() {
-                    let at = (m.1 - low) as usize;
+                for (l, piece) in chunk.chunks(per_lane).enumerate() {
+                    let at = (piece[0].1 - low) as usize * size / lane;
                     let pair = at / per_pair;
                     let k = match parts.iter().position(|p| p.pair == pair) {
                         Some(k) => k,
@@ -78,20 +84,75 @@ impl Permutes {
                     };
                     let i = (at % per_pair) as u64;
                     let part = &mut parts[k];
-                    part.index[lane * size..(lane + 1) * size]
-                        .copy_from_slice(&i.to_le_bytes()[..size]);
-                    part.lanes |= 1 << lane;
+                    part.index[l * lane..(l + 1) * lane].copy_from_slice(&i.to_le_bytes()[..lane]);
+                    part.lanes |= 1 << l;
                 }
                 parts
             })
             .collect();
         Some(Permutes {
+            lane,
+            size,
             low,
             window,
             bytes: moves.len() * size,
             parts,
         })
     }
+}
+
+impl Permutes {
+    /// Moves the block `batch.extent` times as [`super::gather::move_blocks`] would:
+    /// repetition `b` from source element `so + b * batch.src_stride` to destination element
+    /// `d0 + b * batch.dst_stride`.
+    ///
+    /// Panics unless every byte read or written lies inside `src` and `dst`.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F, BW and VBMI.
+    #[cfg(target_arch = "x86_64")]
+    pub(super) unsafe fn run(
+        &self,
+        src: &[u8],
+        dst: &mut [u8],
+        at: (isize, isize),
+        batch: LoopDim,
+    ) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            match self.lane {
+                8 => permute_blocks::<8>(src, dst, at, batch, self),
+                4 => permute_blocks::<4>(src, dst, at, batch, self),
+                2 => permute_blocks::<2>(src, dst, at, batch, self),
+                _ => permute_blocks::<1>(src, dst, at, batch, self),
+            }
+        }
+    }
+}
+
+/// The widest lane (8 or 4 bytes) in which every destination piece of the block (`moves`,
+/// elements of `size` bytes, the lowest source element `low`) comes whole from one aligned
+/// piece of its window, else the element size: a lane of 8 or 4 bytes is one `vpermt2q` /
+/// `vpermt2d` (one micro-op on the AVX-512 CPUs of both vendors), where 2-byte elements took
+/// `vpermt2w` (three micro-ops on Intel's cores). Single bytes (`vpermt2b`, VBMI) in place of
+/// 2-byte lanes ran slower: f16 OIHW16i16o -> OIHW with I = 3 under 1 MiB, 100-111% -> 80-83%
+/// of the copy on a Xeon (family 6 model 167, three alternations).
+fn lane_bytes(moves: &[(isize, isize)], low: isize, size: usize) -> usize {
+    [8, 4]
+        .into_iter()
+        .filter(|&lane| lane >= size)
+        .find(|&lane| {
+            let per_lane = lane / size;
+            moves.len().is_multiple_of(per_lane)
+                && moves.chunks(per_lane).all(|piece| {
+                    ((piece[0].1 - low) as usize * size).is_multiple_of(lane)
+                        && piece
+                            .iter()
+                            .enumerate()
+                            .all(|(j, m)| m.1 == piece[0].1 + j as isize)
+                })
+        })
+        .unwrap_or(size)
 }
 
 /// Bit mask of the first `n` (at most 64) bytes.
@@ -150,8 +211,9 @@ unsafe fn store(at: *mut u8, v: __m512i, whole: bool, left: usize) {
 }
 
 /// [`super::gather::move_blocks`] by the permutes `p` of its table: repetition `b` from source
-/// element `so + b * batch.src_stride` to destination element `d0 + b * batch.dst_stride`,
-/// elements of `N` bytes.
+/// element `so + b * batch.src_stride` to destination element `d0 + b * batch.dst_stride`
+/// (elements of the block's size), permuted in lanes of `N` bytes (`p`'s lane: call
+/// [`Permutes::run`]).
 ///
 /// Panics unless every byte read or written lies inside `src` and `dst` (checked once per
 /// call).
@@ -160,7 +222,7 @@ unsafe fn store(at: *mut u8, v: __m512i, whole: bool, left: usize) {
 /// The CPU has AVX-512 F, BW and VBMI.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
-pub(super) unsafe fn permute_blocks<const N: usize>(
+unsafe fn permute_blocks<const N: usize>(
     src: &[u8],
     dst: &mut [u8],
     (so, d0): (isize, isize),
@@ -173,8 +235,9 @@ pub(super) unsafe fn permute_blocks<const N: usize>(
     let last = batch.extent as isize - 1;
     let (s_first, s_last) = (so + p.low, so + p.low + last * batch.src_stride);
     let (d_first, d_last) = (d0, d0 + last * batch.dst_stride);
-    assert!(s_first.min(s_last) >= 0 && s_first.max(s_last) as usize * N + p.window <= src.len());
-    assert!(d_first.min(d_last) >= 0 && d_first.max(d_last) as usize * N + p.bytes <= dst.len());
+    let e = p.size;
+    assert!(s_first.min(s_last) >= 0 && s_first.max(s_last) as usize * e + p.window <= src.len());
+    assert!(d_first.min(d_last) >= 0 && d_first.max(d_last) as usize * e + p.bytes <= dst.len());
     if p.window <= 128 {
         // SAFETY: as this function's; the window is one pair.
         unsafe { permute_narrow::<N>(src, dst, (so, d0), batch, p) };
@@ -205,12 +268,20 @@ pub(super) unsafe fn permute_blocks<const N: usize>(
     // whole too: masked stores of part of a vector cost the small blocks more than the
     // table's moves (AMD EPYC Zen 5: MACE's 1x1 filter image with I = 3, f32, 86% -> 32% of
     // the copy with every store masked).
-    let follow = batch.dst_stride as usize * N == p.bytes && batch.dst_stride > 0;
+    let follow = batch.dst_stride as usize * e == p.bytes && batch.dst_stride > 0;
     let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
     let mut w = [_mm512_setzero_si512(); MAX_WINDOW / 64 + 1];
+    // Byte offsets: repetition b's window at s0 + b * ss, its destination at ds0 + b * ds.
+    let e = e as isize;
+    let (s0, ss, ds0, ds) = (
+        (so + p.low) * e,
+        batch.src_stride * e,
+        d0 * e,
+        batch.dst_stride * e,
+    );
     for b in 0..batch.extent as isize {
-        let s = (so + p.low + b * batch.src_stride) as usize * N;
-        let d = (d0 + b * batch.dst_stride) as usize * N;
+        let s = (s0 + b * ss) as usize;
+        let d = (ds0 + b * ds) as usize;
         let whole_loads = s + vectors * 64 <= src.len();
         // Whole vectors end inside the batch's last repetition at the latest.
         let whole_stores =
@@ -275,11 +346,20 @@ unsafe fn permute_narrow<const N: usize>(
     let (lo_mask, hi_mask) = (first(p.window), first(p.window.saturating_sub(64)));
     // As in `permute_blocks`: whole stores where the repetitions follow each other, whole
     // loads where 128 bytes from the window's start lie inside `src`.
-    let follow = batch.dst_stride as usize * N == p.bytes && batch.dst_stride > 0;
+    let e = p.size;
+    let follow = batch.dst_stride as usize * e == p.bytes && batch.dst_stride > 0;
     let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
+    // Byte offsets: repetition b's window at s0 + b * ss, its destination at ds0 + b * ds.
+    let e = e as isize;
+    let (s0, ss, ds0, ds) = (
+        (so + p.low) * e,
+        batch.src_stride * e,
+        d0 * e,
+        batch.dst_stride * e,
+    );
     for b in 0..batch.extent as isize {
-        let s = (so + p.low + b * batch.src_stride) as usize * N;
-        let d = (d0 + b * batch.dst_stride) as usize * N;
+        let s = (s0 + b * ss) as usize;
+        let d = (ds0 + b * ds) as usize;
         let whole_loads = s + 128 <= src.len();
         let whole_stores =
             follow && (b as usize * p.bytes + index.len() * 64) <= batch.extent * p.bytes;
@@ -348,6 +428,10 @@ mod tests {
                 // Destination vectors served by two pairs each.
                 assert!(p.parts.iter().any(|parts| parts.len() > 1));
             }
+            // Whole 8- or 4-byte pieces permute as such (the image pixels' four lanes of f16
+            // or f32, 8-byte elements), scattered elements as elements.
+            let lanes = [2, 4, 4, 1, 8, 2, 8, 8, 8, 0, 8];
+            assert_eq!(p.lane, lanes[k], "block {k}");
             took += 1;
             let count = moves.len() as isize;
             let span = moves.iter().map(|m| m.1).max().unwrap() + 1;
@@ -369,17 +453,36 @@ mod tests {
                     _ => move_blocks::<8>(&src, &mut want, (so, d0), batch, &moves),
                 }
                 // SAFETY: AVX-512 F, BW and VBMI present (checked).
-                unsafe {
-                    match size {
-                        1 => permute_blocks::<1>(&src, &mut got, (so, d0), batch, &p),
-                        2 => permute_blocks::<2>(&src, &mut got, (so, d0), batch, &p),
-                        4 => permute_blocks::<4>(&src, &mut got, (so, d0), batch, &p),
-                        _ => permute_blocks::<8>(&src, &mut got, (so, d0), batch, &p),
-                    }
-                }
+                unsafe { p.run(&src, &mut got, (so, d0), batch) };
                 assert_eq!(got, want, "block {k}, batch {batch:?}");
             }
         }
         assert_eq!(took, 10);
+    }
+
+    /// The lane is the widest of 8 and 4 bytes whose pieces each come whole from an aligned
+    /// piece of the window, else the element size.
+    #[test]
+    fn lanes_are_the_widest_whole_aligned_pieces() {
+        // Destination element j from the listed source elements (in destination order).
+        let moves = |from: &[isize]| -> Vec<(isize, isize)> {
+            from.iter()
+                .enumerate()
+                .map(|(j, &s)| (j as isize, s))
+                .collect()
+        };
+        // Runs of four 2-byte elements from multiples of four: 8-byte lanes.
+        assert_eq!(lane_bytes(&moves(&[4, 5, 6, 7, 0, 1, 2, 3]), 0, 2), 8);
+        // Runs of two: 4-byte lanes; the window's start (`low`) counts.
+        assert_eq!(lane_bytes(&moves(&[6, 7, 2, 3]), 2, 2), 4);
+        assert_eq!(lane_bytes(&moves(&[7, 8, 3, 4]), 3, 2), 4);
+        assert_eq!(lane_bytes(&moves(&[7, 8, 3, 4]), 2, 2), 2);
+        // Single elements: the element size; 8-byte elements: 8.
+        assert_eq!(lane_bytes(&moves(&[2, 0, 3, 1]), 0, 2), 2);
+        assert_eq!(lane_bytes(&moves(&[2, 0, 3, 1]), 0, 1), 1);
+        assert_eq!(lane_bytes(&moves(&[1, 0]), 0, 8), 8);
+        // A block that ends inside a lane: the element size.
+        assert_eq!(lane_bytes(&moves(&[0, 1, 2, 3, 4, 5]), 0, 2), 4);
+        assert_eq!(lane_bytes(&moves(&[0, 1, 2]), 0, 2), 2);
     }
 }
