@@ -64,7 +64,7 @@ pub use conv_fast::{conv2d_fast, conv2d_fast_packed, conv2d_fast_supports, Packe
 pub use conv_int8::{conv2d_int8, conv2d_int8_build, conv2d_int8_supports};
 pub use conv_reference::{conv2d_reference, Epilogue, TensorRef};
 pub use error::Error;
-pub use fast::{convert_fast, AlignedBuf};
+pub use fast::{convert_fast, AlignedBuf, FastConversion};
 pub use planned::convert_planned;
 pub use reference::convert_reference;
 pub use winograd::{winograd_filter_to_image, winograd_image_to_filter};

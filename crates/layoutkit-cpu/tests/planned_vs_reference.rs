@@ -4,7 +4,7 @@
 use layoutkit_core::cast::Scalar;
 use layoutkit_core::plan::ConversionPlan;
 use layoutkit_core::{CastSpec, DType, Quantization};
-use layoutkit_cpu::{convert, convert_fast, convert_planned, convert_reference};
+use layoutkit_cpu::{convert, convert_fast, convert_planned, convert_reference, FastConversion};
 use layoutkit_testkit::{arb_dtype, arb_pair, arb_view, noise_bytes, view_strides};
 use proptest::prelude::*;
 
@@ -108,6 +108,45 @@ proptest! {
         let dst = b.with_fill(fill).shaped(&dims).unwrap();
         prop_assume!(src.elements() <= MAX_ELEMENTS && dst.elements() <= MAX_ELEMENTS);
         fast_equals_reference(&src, &dst, &cast, threads, (seed, offset))?;
+    }
+
+    /// A conversion prepared once converts every tensor it is run on as the reference does,
+    /// whatever the destination held before, and refuses buffers of other sizes.
+    #[test]
+    fn a_prepared_conversion_equals_the_reference_on_every_run(
+        (a, b, dims) in arb_pair(9),
+        cast in arb_cast(),
+        fill in prop_oneof![Just(0.0f64), Just(-1.5), -300.0f64..300.0],
+        threads in 1usize..5,
+        seeds in any::<[u64; 3]>(),
+    ) {
+        let src = a.shaped(&dims).unwrap();
+        let dst = b.with_fill(fill).shaped(&dims).unwrap();
+        prop_assume!(src.elements() <= MAX_ELEMENTS && dst.elements() <= MAX_ELEMENTS);
+        let plan = ConversionPlan::new(&src, &dst).unwrap();
+        let conversion = FastConversion::new(&plan, &cast, threads).unwrap();
+        let (src_bytes, dst_bytes) = (src.bytes(cast.src).unwrap(), dst.bytes(cast.dst).unwrap());
+        let mut got = vec![0u8; dst_bytes];
+        for (run, seed) in seeds.into_iter().enumerate() {
+            let data = noise_bytes(src_bytes, seed);
+            let mut want = vec![0u8; dst_bytes];
+            convert_reference(&src, &data, &dst, &mut want, &cast).unwrap();
+            got.fill(0x5A ^ run as u8);
+            conversion.run(&data, &mut got).unwrap();
+            prop_assert!(
+                first_difference(&got, &want).is_none(),
+                "run {}: {} -> {} {} {:?}: first difference at byte {:?}",
+                run,
+                src.layout(),
+                dst.layout(),
+                src.dims(),
+                cast,
+                first_difference(&got, &want)
+            );
+        }
+        let data = vec![0u8; src_bytes + 1];
+        prop_assert!(conversion.run(&data, &mut got).is_err());
+        prop_assert!(conversion.run(&data[..src_bytes], &mut got[..dst_bytes.saturating_sub(1)]).is_err() || dst_bytes == 0);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use layoutkit_core::plan::ConversionPlan;
 use layoutkit_core::{parse_format, view, CastSpec, Quantization};
+use layoutkit_cpu::FastConversion;
 use layoutkit_cuda::{Cuda, DeviceConversion};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -60,6 +61,8 @@ pub struct Conversion {
     src_strides: Vec<isize>,
     /// Kernels per CUDA ordinal, compiled on first use there.
     on_device: Mutex<HashMap<usize, Arc<DeviceConversion>>>,
+    /// The CPU engine's work per thread count, made on first use with that count.
+    on_cpu: Mutex<HashMap<usize, Arc<FastConversion>>>,
 }
 
 /// Plans converting an array of `shape` and `strides` (elements) and element type `dtype`,
@@ -111,6 +114,7 @@ pub fn prepare(
         src_shape: shape,
         src_strides: strides,
         on_device: Mutex::new(HashMap::new()),
+        on_cpu: Mutex::new(HashMap::new()),
     })
 }
 
@@ -203,6 +207,7 @@ impl Conversion {
         let threads = threads.clamp(1, 1 + self.dst_bytes / (512 << 10));
         let (s, d) = (src, dst);
         py.detach(|| {
+            let conversion = self.on_cpu(threads)?;
             // SAFETY: the package passes the address of an array whose shape and strides
             // made this plan (so it spans `src_bytes` readable bytes from `src`) and of a
             // writable, row-major array of `dst_len == dst_bytes` bytes that does not overlap
@@ -213,9 +218,8 @@ impl Conversion {
                     std::slice::from_raw_parts_mut(d as *mut u8, self.dst_bytes),
                 )
             };
-            layoutkit_cpu::convert_fast(&self.plan, src, dst, &self.cast, threads)
+            conversion.run(src, dst).map_err(value_error)
         })
-        .map_err(value_error)
     }
 
     /// Queues the conversion on CUDA device `device`, stream `stream` (a raw `cudaStream_t`;
@@ -274,6 +278,22 @@ impl Conversion {
         }
         let c = Arc::new(cuda.prepare(&self.plan, &self.cast).map_err(cuda_error)?);
         map.insert(device, c.clone());
+        Ok(c)
+    }
+
+    /// The CPU engine's work items for `threads` threads, made once per count (cutting the
+    /// plan into items costs microseconds, as much as converting a small array).
+    fn on_cpu(&self, threads: usize) -> PyResult<Arc<FastConversion>> {
+        let mut map = self
+            .on_cpu
+            .lock()
+            .map_err(|_| PyRuntimeError::new_err("a conversion panicked earlier"))?;
+        if let Some(c) = map.get(&threads) {
+            return Ok(c.clone());
+        }
+        let c =
+            Arc::new(FastConversion::new(&self.plan, &self.cast, threads).map_err(value_error)?);
+        map.insert(threads, c.clone());
         Ok(c)
     }
 }

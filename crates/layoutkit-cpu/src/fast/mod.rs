@@ -20,6 +20,7 @@ mod items;
 mod lane_blocks;
 #[cfg(target_arch = "x86_64")]
 mod permute_blocks;
+mod prepared;
 #[cfg(target_arch = "x86_64")]
 mod quantise_avx2;
 #[cfg(target_arch = "x86_64")]
@@ -37,19 +38,19 @@ mod tiles;
 mod transpose;
 
 pub use buffer::AlignedBuf;
+pub use prepared::FastConversion;
 
-use layoutkit_core::cast::Scalar;
-use layoutkit_core::plan::{ConversionPlan, LoopDim, Region, Strategy};
-use layoutkit_core::tiling;
+use layoutkit_core::plan::{ConversionPlan, LoopDim};
 use layoutkit_core::CastSpec;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::{check_buffers, Error};
-use casts::{run_kernel, RunKernel};
-use items::{split, Item, Kind, MAX_TILE_A};
+use casts::RunKernel;
+use items::{Item, Kind};
 use scratch::Scratch;
 
-/// Runs `plan` on `threads` threads (1 runs on the calling thread).
+/// Runs `plan` on `threads` threads (1 runs on the calling thread): [`FastConversion::new`]
+/// then [`FastConversion::run`]. A caller converting the same shapes again keeps the
+/// [`FastConversion`] instead, which spares the work items' planning on every call.
 ///
 /// Contract: as [`crate::convert_reference`], with the same result bit for bit, for any
 /// `threads >= 1`.
@@ -61,135 +62,7 @@ pub fn convert_fast(
     threads: usize,
 ) -> Result<(), Error> {
     check_buffers(plan.src(), src_data, plan.dst(), dst_data, cast)?;
-    let Strategy::Regions { copies, fills } = plan.strategy() else {
-        // Blocks that do not nest have no linear plan: the per-element walk.
-        return crate::convert_planned(plan, src_data, dst_data, cast);
-    };
-    let fill = Scalar::from_f64(cast.dst, plan.dst().layout().fill());
-    let mut fill_bytes = [0u8; 8];
-    fill.write(&mut fill_bytes);
-    let ds = cast.dst.size_bytes();
-    let stream = destination::streams(dst_data.len(), threads);
-    let prefetch = destination::prefetches(src_data.len() + dst_data.len(), threads);
-    // Mostly padding: all of it written with the fill first, then the copies alone.
-    let fill_first = destination::fill_first(copies, fills, ds, dst_data.len());
-    if fill_first {
-        destination::fill_whole(dst_data, &fill_bytes[..ds], threads, stream);
-    }
-    let fills: &[Region] = if fill_first { &[] } else { fills };
-    let fused = cast_tiles::FusedCast::for_spec(cast);
-    let job = Job {
-        src: src_data,
-        stream,
-        prefetch,
-        sparse: fill_first,
-        dst: SharedMut::new(dst_data),
-        cast: *cast,
-        run: run_kernel(cast),
-        fused,
-        fill: fill_bytes,
-        fill_line: fill_bytes[..ds].repeat(MAX_TILE_A),
-        src_fill_line: fused.and_then(|_| cast_tiles::source_fill_line(cast, fill)),
-    };
-    // The fused cast tiles write padding with their data (fill rows of source values that
-    // cast to the fill), so their destination lines are written once, whole.
-    let cast_pads = job.src_fill_line.is_some();
-    let mut items: Vec<Item> = Vec::new();
-    // Padding merged into the copies where it completes their runs: in identity conversions
-    // (the tile kernels move source bytes, and the fill is a destination value) single
-    // elements too; in casts, runs of fill, which the few-rows tiles write with a few
-    // channels' values (RGB into NCHW32c). `split` refuses the padded items no kernel writes
-    // (other cast tiles, pads longer than the fill line), whose fill is then written apart.
-    let (mut padded, mut fills) = if cast.is_identity() {
-        tiling::absorb_fills(copies, fills, tiling::FillRuns::Singles)
-    } else {
-        tiling::absorb_fills(copies, fills, tiling::FillRuns::Runs)
-    };
-    // Single elements followed by their padding (one channel into kHWC8, NCHW32c, a MACE
-    // image's 4 lanes): the fill after each element joins the copy as its pad, written by
-    // the strided kernel's whole-record moves (`records`), which keeps its fill region to
-    // run apart if the split finds no padded kernel after all.
-    // With a cast too: the strided kernel casts pieces of the source whole, then expands them.
-    let mut own_fill: Vec<Option<&Region>> = vec![None; padded.len()];
-    for (c, own) in padded.iter_mut().zip(own_fill.iter_mut()) {
-        if c.pad > 0 {
-            continue;
-        }
-        if let Some(k) = fills
-            .iter()
-            .position(|f| records::fills_records(c.region, f))
-        {
-            let f = fills.remove(k);
-            c.pad = f.dims.last().map_or(0, |l| l.extent);
-            *own = Some(f);
-        }
-    }
-    let mut left = Vec::new();
-    // Copies that end each row of another copy's tile (the partial last pixel of a MACE image
-    // row) are written by that tile, while its source rows are in cache.
-    let mut taken = vec![false; padded.len()];
-    let mut tails = vec![0; padded.len()];
-    for (i, c) in padded.iter().enumerate() {
-        if c.pad == 0 && !taken[i] {
-            if let Some((j, run)) = items::tile_tail(c.region, cast, &padded, &taken) {
-                taken[j] = true;
-                tails[i] = run;
-            }
-        }
-    }
-    for (i, c) in padded.iter().enumerate() {
-        if taken[i] {
-            continue;
-        }
-        if !split(
-            c.region,
-            (c.pad, cast_pads),
-            tails[i],
-            false,
-            cast,
-            threads,
-            &mut items,
-        ) {
-            // No padded kernel for this shape: the copy, and its fill apart.
-            split(c.region, (0, false), 0, false, cast, threads, &mut items);
-            match own_fill[i] {
-                Some(f) => fills.push(f),
-                None => left.push(tiling::fill_after(c.region, c.pad)),
-            }
-        }
-    }
-    for r in fills.into_iter().chain(left.iter()) {
-        split(r, (0, false), 0, true, cast, threads, &mut items);
-    }
-    // Small conversions run on the calling thread: starting a thread costs tens of
-    // microseconds, and milliseconds on a loaded machine, when the whole conversion takes a
-    // few (2 threads, 64 KiB NCHW32c -> NCHW in 33 regions: 0.03 GB/s).
-    let elements: usize = items
-        .iter()
-        .map(|it| it.unit * it.dims.iter().map(|d| d.extent).product::<usize>())
-        .sum();
-    if threads <= 1 || items.len() <= 1 || elements < PARALLEL_MIN_ELEMENTS {
-        items.iter().for_each(|it| job.execute(it));
-        return Ok(());
-    }
-    // Each worker takes the next item in order until none is left: items run roughly in
-    // memory order on all workers at once, and unequal items still balance. (A rayon
-    // `par_iter` over the same items measured a third slower on the 2-core machine.) The
-    // workers are tasks on rayon's pool, whose threads outlive the call: starting threads per
-    // call cost tens of microseconds, milliseconds on a loaded machine.
-    let next = AtomicUsize::new(0);
-    let work = || loop {
-        let i = next.fetch_add(1, Ordering::Relaxed);
-        let Some(it) = items.get(i) else { break };
-        job.execute(it);
-    };
-    rayon::scope(|scope| {
-        for _ in 1..threads.min(items.len()) {
-            scope.spawn(|_| work());
-        }
-        work();
-    });
-    Ok(())
+    FastConversion::new(plan, cast, threads)?.run(src_data, dst_data)
 }
 
 /// Conversions of fewer elements run on one thread whatever the thread count.
@@ -245,22 +118,18 @@ struct Job<'a> {
     stream: bool,
     /// Whether the kernels prefetch their source ([`destination::prefetches`]).
     prefetch: bool,
-    /// The destination was filled whole first ([`destination::fill_first`]): the copies are
-    /// the few data rows of mostly padded blocks, moved by table up to rows of
-    /// [`gather::SPARSE_ROW_BYTES`].
-    sparse: bool,
     dst: SharedMut,
     cast: CastSpec,
     run: RunKernel,
     /// The transpose-and-cast kernel for this cast, if there is one.
     fused: Option<cast_tiles::FusedCast>,
     fill: [u8; 8],
-    /// [`MAX_TILE_A`] fill values: the source of a tile's fill rows.
-    fill_line: Vec<u8>,
-    /// [`MAX_TILE_A`] source values whose cast is the fill value: the fill rows of the fused
+    /// [`items::MAX_TILE_A`] fill values: the source of a tile's fill rows.
+    fill_line: &'a [u8],
+    /// [`items::MAX_TILE_A`] source values whose cast is the fill value: the fill rows of the fused
     /// cast tiles (None without a fused kernel, or where no source value casts to the fill
     /// exactly; see [`cast_tiles::source_fill_line`]).
-    src_fill_line: Option<Vec<u8>>,
+    src_fill_line: Option<&'a [u8]>,
 }
 
 impl Job<'_> {
@@ -274,27 +143,14 @@ impl Job<'_> {
         }
     }
 
-    fn execute(&self, it: &Item) {
+    /// Runs item `it`, moving its blocks by `table` where [`item_table`] made one.
+    fn execute(&self, it: &Item, table: Option<&gather::Table>) {
         transpose::set_prefetches(self.prefetch);
         let dst = self.dst.slice();
         let m = it.kernel_loops();
         let outer = &it.dims[..it.dims.len() - m];
         let kernel = &it.dims[it.dims.len() - m..];
-        // Tiles too small for the transpose kernels (a few elements per row), repeated along
-        // the innermost outer loop: that loop's blocks moved by one table (`gather`).
         let size = self.cast.src.size_bytes();
-        let table = match outer.last() {
-            Some(&batch)
-                if it.kind == Kind::Tile
-                    && it.b_loops == 1
-                    && it.pad == 0
-                    && it.tail == 0
-                    && self.cast.is_identity() =>
-            {
-                gather::Table::of(kernel, it.unit, size, self.sparse, batch)
-            }
-            _ => None,
-        };
         let outer = if table.is_some() {
             &outer[..outer.len() - 1]
         } else {
@@ -305,7 +161,7 @@ impl Job<'_> {
         let mut idx = vec![0usize; outer.len()];
         let (mut so, mut d) = (it.src_offset as isize, it.dst_offset as isize);
         loop {
-            match &table {
+            match table {
                 Some(table) => table.run(self.src, dst, (so, d), size),
                 None => self.kernel(it, so as usize, d as usize, kernel, dst, &mut scratch),
             }
@@ -476,6 +332,18 @@ impl Job<'_> {
             }
         }
     }
+}
+
+/// The table item `it` moves its blocks by, if any: tiles too small for the transpose kernels
+/// (a few elements per row), repeated along the innermost loop outside the tile, whose blocks
+/// one table then moves ([`gather`]). `sparse`: the destination is filled first.
+fn item_table(it: &Item, cast: &CastSpec, sparse: bool) -> Option<gather::Table> {
+    let m = it.kernel_loops();
+    let (outer, kernel) = it.dims.split_at(it.dims.len() - m);
+    let batch = *outer.last()?;
+    (it.kind == Kind::Tile && it.b_loops == 1 && it.pad == 0 && it.tail == 0 && cast.is_identity())
+        .then(|| gather::Table::of(kernel, it.unit, cast.src.size_bytes(), sparse, batch))
+        .flatten()
 }
 
 /// Fills an `o x l` plane of destination elements with the fill value (`N` bytes each).
