@@ -43,13 +43,13 @@ pub use prepared::FastConversion;
 use layoutkit_core::plan::{ConversionPlan, LoopDim};
 use layoutkit_core::CastSpec;
 
-use crate::{check_buffers, Error};
+use crate::Error;
 use casts::RunKernel;
 use items::{Item, Kind};
 use scratch::Scratch;
 
-/// Runs `plan` on `threads` threads (1 runs on the calling thread): [`FastConversion::new`]
-/// then [`FastConversion::run`]. A caller converting the same shapes again keeps the
+/// Runs `plan` on `threads` threads (1 runs on the calling thread), as [`FastConversion::new`]
+/// then [`FastConversion::run`] would. A caller converting the same shapes again keeps the
 /// [`FastConversion`] instead, which spares the work items' planning on every call.
 ///
 /// Contract: as [`crate::convert_reference`], with the same result bit for bit, for any
@@ -61,8 +61,7 @@ pub fn convert_fast(
     cast: &CastSpec,
     threads: usize,
 ) -> Result<(), Error> {
-    check_buffers(plan.src(), src_data, plan.dst(), dst_data, cast)?;
-    FastConversion::new(plan, cast, threads)?.run(src_data, dst_data)
+    prepared::convert_once(plan, src_data, dst_data, cast, threads)
 }
 
 /// Conversions of fewer elements run on one thread whatever the thread count.

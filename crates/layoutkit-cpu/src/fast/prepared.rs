@@ -100,52 +100,95 @@ impl FastConversion {
     pub fn run(&self, src_data: &[u8], dst_data: &mut [u8]) -> Result<(), Error> {
         let (plan, cast) = (&self.plan, &self.cast);
         check_buffers(plan.src(), src_data, plan.dst(), dst_data, cast)?;
-        let Some(w) = &self.work else {
-            return crate::convert_planned(plan, src_data, dst_data, cast);
-        };
-        if w.fill_first {
-            let ds = cast.dst.size_bytes();
-            destination::fill_whole(dst_data, &w.fill[..ds], self.threads, w.stream);
-        }
-        let job = Job {
-            src: src_data,
-            stream: w.stream,
-            prefetch: w.prefetch,
-            dst: SharedMut::new(dst_data),
-            cast: *cast,
-            run: w.run,
-            fused: w.fused,
-            fill: w.fill,
-            fill_line: &w.fill_line,
-            src_fill_line: w.src_fill_line.as_deref(),
-        };
-        let (items, tables) = (&w.items, &w.tables);
-        if !w.parallel {
-            items
-                .iter()
-                .zip(tables)
-                .for_each(|(it, t)| job.execute(it, t.as_ref()));
-            return Ok(());
-        }
-        // Each worker takes the next item in order until none is left: items run roughly in
-        // memory order on all workers at once, and unequal items still balance. (A rayon
-        // `par_iter` over the same items measured a third slower on the 2-core machine.) The
-        // workers are tasks on rayon's pool, whose threads outlive the call: starting threads
-        // per call cost tens of microseconds, milliseconds on a loaded machine.
-        let next = AtomicUsize::new(0);
-        let work = || loop {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some(it) = items.get(i) else { break };
-            job.execute(it, tables[i].as_ref());
-        };
-        rayon::scope(|scope| {
-            for _ in 1..self.threads.min(items.len()) {
-                scope.spawn(|_| work());
-            }
-            work();
-        });
-        Ok(())
+        run_work(
+            plan,
+            cast,
+            self.threads,
+            self.work.as_ref(),
+            src_data,
+            dst_data,
+        )
     }
+}
+
+/// [`crate::convert_fast`]: the work made for this call only (no copy of the plan kept).
+pub(super) fn convert_once(
+    plan: &ConversionPlan,
+    src_data: &[u8],
+    dst_data: &mut [u8],
+    cast: &CastSpec,
+    threads: usize,
+) -> Result<(), Error> {
+    check_buffers(plan.src(), src_data, plan.dst(), dst_data, cast)?;
+    let threads = threads.max(1);
+    let work = match plan.strategy() {
+        Strategy::Regions { copies, fills } => Some(Work::new(
+            copies,
+            fills,
+            plan,
+            cast,
+            threads,
+            (src_data.len(), dst_data.len()),
+        )),
+        Strategy::PerElement => None,
+    };
+    run_work(plan, cast, threads, work.as_ref(), src_data, dst_data)
+}
+
+/// Runs `work` (None: the per-element walk) of `plan` on buffers already checked.
+fn run_work(
+    plan: &ConversionPlan,
+    cast: &CastSpec,
+    threads: usize,
+    work: Option<&Work>,
+    src_data: &[u8],
+    dst_data: &mut [u8],
+) -> Result<(), Error> {
+    let Some(w) = work else {
+        return crate::convert_planned(plan, src_data, dst_data, cast);
+    };
+    if w.fill_first {
+        let ds = cast.dst.size_bytes();
+        destination::fill_whole(dst_data, &w.fill[..ds], threads, w.stream);
+    }
+    let job = Job {
+        src: src_data,
+        stream: w.stream,
+        prefetch: w.prefetch,
+        dst: SharedMut::new(dst_data),
+        cast: *cast,
+        run: w.run,
+        fused: w.fused,
+        fill: w.fill,
+        fill_line: &w.fill_line,
+        src_fill_line: w.src_fill_line.as_deref(),
+    };
+    let (items, tables) = (&w.items, &w.tables);
+    if !w.parallel {
+        items
+            .iter()
+            .zip(tables)
+            .for_each(|(it, t)| job.execute(it, t.as_ref()));
+        return Ok(());
+    }
+    // Each worker takes the next item in order until none is left: items run roughly in
+    // memory order on all workers at once, and unequal items still balance. (A rayon
+    // `par_iter` over the same items measured a third slower on the 2-core machine.) The
+    // workers are tasks on rayon's pool, whose threads outlive the call: starting threads per
+    // call cost tens of microseconds, milliseconds on a loaded machine.
+    let next = AtomicUsize::new(0);
+    let work = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        let Some(it) = items.get(i) else { break };
+        job.execute(it, tables[i].as_ref());
+    };
+    rayon::scope(|scope| {
+        for _ in 1..threads.min(items.len()) {
+            scope.spawn(|_| work());
+        }
+        work();
+    });
+    Ok(())
 }
 
 impl Work {
