@@ -99,9 +99,7 @@ impl Permutes {
             parts,
         })
     }
-}
 
-impl Permutes {
     /// Moves the block `batch.extent` times as [`super::gather::move_blocks`] would:
     /// repetition `b` from source element `so + b * batch.src_stride` to destination element
     /// `d0 + b * batch.dst_stride`.

@@ -74,18 +74,8 @@ impl FastConversion {
     /// Errors: a cast the plan's types do not allow (as [`crate::convert_fast`]).
     pub fn new(plan: &ConversionPlan, cast: &CastSpec, threads: usize) -> Result<Self, Error> {
         let threads = threads.max(1);
-        let (src_bytes, dst_bytes) = (plan.src().bytes(cast.src)?, plan.dst().bytes(cast.dst)?);
-        let work = match plan.strategy() {
-            Strategy::Regions { copies, fills } => Some(Work::new(
-                copies,
-                fills,
-                plan,
-                cast,
-                threads,
-                (src_bytes, dst_bytes),
-            )),
-            Strategy::PerElement => None,
-        };
+        let bytes = (plan.src().bytes(cast.src)?, plan.dst().bytes(cast.dst)?);
+        let work = Work::of(plan, cast, threads, bytes);
         Ok(FastConversion {
             plan: plan.clone(),
             cast: *cast,
@@ -121,17 +111,7 @@ pub(super) fn convert_once(
 ) -> Result<(), Error> {
     check_buffers(plan.src(), src_data, plan.dst(), dst_data, cast)?;
     let threads = threads.max(1);
-    let work = match plan.strategy() {
-        Strategy::Regions { copies, fills } => Some(Work::new(
-            copies,
-            fills,
-            plan,
-            cast,
-            threads,
-            (src_data.len(), dst_data.len()),
-        )),
-        Strategy::PerElement => None,
-    };
+    let work = Work::of(plan, cast, threads, (src_data.len(), dst_data.len()));
     run_work(plan, cast, threads, work.as_ref(), src_data, dst_data)
 }
 
@@ -192,6 +172,22 @@ fn run_work(
 }
 
 impl Work {
+    /// The work of `plan` (`bytes`: its source and destination sizes for `cast`); None where
+    /// it has no regions (blocks that do not nest), which the per-element walk converts.
+    fn of(
+        plan: &ConversionPlan,
+        cast: &CastSpec,
+        threads: usize,
+        bytes: (usize, usize),
+    ) -> Option<Work> {
+        match plan.strategy() {
+            Strategy::Regions { copies, fills } => {
+                Some(Work::new(copies, fills, plan, cast, threads, bytes))
+            }
+            Strategy::PerElement => None,
+        }
+    }
+
     /// The work items of the regions `copies` and `fills` of `plan` (`bytes`: source and
     /// destination sizes).
     fn new(
