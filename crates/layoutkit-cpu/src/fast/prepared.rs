@@ -24,7 +24,8 @@ use crate::{check_buffers, Error};
 /// any number of buffer pairs of the plan's sizes.
 ///
 /// ```
-/// use layoutkit_core::{parse_format, CastSpec, ConversionPlan, DType, Dims};
+/// use layoutkit_core::plan::ConversionPlan;
+/// use layoutkit_core::{parse_format, CastSpec, DType, Dims};
 /// use layoutkit_cpu::FastConversion;
 ///
 /// let dims = Dims::parse("N=1,C=3,H=2,W=2").unwrap();
