@@ -64,8 +64,8 @@ pub fn convert_fast(
     prepared::convert_once(plan, src_data, dst_data, cast, threads)
 }
 
-/// Conversions of fewer elements run on one thread whatever the thread count.
-const PARALLEL_MIN_ELEMENTS: usize = 1 << 17;
+/// Conversions that read and write fewer bytes run on one thread whatever the thread count.
+const PARALLEL_MIN_BYTES: usize = 2 << 20;
 
 /// The most bytes one tile of an identity conversion holds (in cache between its reads and
 /// its writes).
