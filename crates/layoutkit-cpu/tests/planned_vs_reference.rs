@@ -259,9 +259,11 @@ fn fast_engine_on_larger_transposes_and_casts() {
         ("OIHW", "OIHW16i16o", "O=33,I=18,H=3,W=3"),
         ("NHWC", "mace:in_out_channel", "N=2,H=9,W=17,C=10"),
         ("NCHW", "NCHW", "N=3,C=5,H=64,W=65"),
-        // Larger than one work item (2^16 elements) and than the smallest conversion run on
-        // several threads (2^17), so regions are split across threads.
+        // Larger than one work item (2^16 elements), and (in the wider types) than the
+        // smallest conversion run on several threads (2 MiB read and written), so regions
+        // are split across threads; the last one in every type, bytes too.
         ("NCHW", "NHWC", "N=2,C=67,H=41,W=43"),
+        ("NCHW", "NHWC", "N=3,C=67,H=83,W=87"),
         ("NCHW", "kHWC8", "N=4,C=3,H=130,W=131"),
         ("NHWC", "mace:in_out_channel", "N=8,H=41,W=45,C=10"),
         ("NCHW", "NCHW", "N=1,C=1,H=450,W=301"),
