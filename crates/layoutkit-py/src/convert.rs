@@ -269,31 +269,33 @@ impl Conversion {
 
     /// This conversion's kernels on `cuda` (ordinal `device`), prepared once.
     fn on(&self, cuda: &Cuda, device: usize) -> PyResult<Arc<DeviceConversion>> {
-        let mut map = self
-            .on_device
-            .lock()
-            .map_err(|_| PyRuntimeError::new_err("a CUDA call panicked earlier"))?;
-        if let Some(c) = map.get(&device) {
-            return Ok(c.clone());
-        }
-        let c = Arc::new(cuda.prepare(&self.plan, &self.cast).map_err(cuda_error)?);
-        map.insert(device, c.clone());
-        Ok(c)
+        cached(&self.on_device, device, || {
+            cuda.prepare(&self.plan, &self.cast).map_err(cuda_error)
+        })
     }
 
     /// The CPU engine's work items for `threads` threads, made once per count (cutting the
     /// plan into items costs microseconds, as much as converting a small array).
     fn on_cpu(&self, threads: usize) -> PyResult<Arc<FastConversion>> {
-        let mut map = self
-            .on_cpu
-            .lock()
-            .map_err(|_| PyRuntimeError::new_err("a conversion panicked earlier"))?;
-        if let Some(c) = map.get(&threads) {
-            return Ok(c.clone());
-        }
-        let c =
-            Arc::new(FastConversion::new(&self.plan, &self.cast, threads).map_err(value_error)?);
-        map.insert(threads, c.clone());
-        Ok(c)
+        cached(&self.on_cpu, threads, || {
+            FastConversion::new(&self.plan, &self.cast, threads).map_err(value_error)
+        })
     }
+}
+
+/// The value for `key` in `map`, made by `make` the first time.
+fn cached<V>(
+    map: &Mutex<HashMap<usize, Arc<V>>>,
+    key: usize,
+    make: impl FnOnce() -> PyResult<V>,
+) -> PyResult<Arc<V>> {
+    let mut map = map
+        .lock()
+        .map_err(|_| PyRuntimeError::new_err("a conversion panicked earlier in this process"))?;
+    if let Some(v) = map.get(&key) {
+        return Ok(v.clone());
+    }
+    let v = Arc::new(make()?);
+    map.insert(key, v.clone());
+    Ok(v)
 }

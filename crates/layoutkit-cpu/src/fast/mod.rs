@@ -44,7 +44,6 @@ use layoutkit_core::plan::{ConversionPlan, LoopDim};
 use layoutkit_core::CastSpec;
 
 use crate::Error;
-use casts::RunKernel;
 use items::{Item, Kind};
 use scratch::Scratch;
 
@@ -111,29 +110,25 @@ impl SharedMut {
     }
 }
 
+/// One run of a prepared conversion: its buffers, and (through `Deref`) the settings the
+/// preparation chose ([`prepared::Settings`]: streaming, prefetch, kernels, fill values).
 struct Job<'a> {
     src: &'a [u8],
-    /// Whether final destination lines are written with non-temporal (streaming) stores.
-    stream: bool,
-    /// Whether the kernels prefetch their source ([`destination::prefetches`]).
-    prefetch: bool,
     dst: SharedMut,
     cast: CastSpec,
-    run: RunKernel,
-    /// The transpose-and-cast kernel for this cast, if there is one.
-    fused: Option<cast_tiles::FusedCast>,
-    fill: [u8; 8],
-    /// [`items::MAX_TILE_A`] fill values: the source of a tile's fill rows.
-    fill_line: &'a [u8],
-    /// [`items::MAX_TILE_A`] source values whose cast is the fill value: the fill rows of the fused
-    /// cast tiles (None without a fused kernel, or where no source value casts to the fill
-    /// exactly; see [`cast_tiles::source_fill_line`]).
-    src_fill_line: Option<&'a [u8]>,
+    settings: &'a prepared::Settings,
+}
+
+impl std::ops::Deref for Job<'_> {
+    type Target = prepared::Settings;
+    fn deref(&self) -> &prepared::Settings {
+        self.settings
+    }
 }
 
 impl Job<'_> {
     /// Copies a finished piece to its final destination: streamed past the cache where the
-    /// job streams ([`Job::stream`]), else plain stores.
+    /// job streams ([`prepared::Settings::stream`]), else plain stores.
     fn out_copy(&self, dst: &mut [u8], src: &[u8]) {
         if self.stream {
             transpose::stream_copy(dst, src);

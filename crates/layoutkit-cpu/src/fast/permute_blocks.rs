@@ -128,6 +128,22 @@ impl Permutes {
     }
 }
 
+impl Permutes {
+    /// The byte offsets of repetition `b`'s source window and destination (repetition `b` from
+    /// source element `so + b * batch.src_stride`, destination element `d0 + b *
+    /// batch.dst_stride`), the element size multiplied in once rather than per repetition.
+    fn repetition_bytes(
+        &self,
+        (so, d0): (isize, isize),
+        batch: LoopDim,
+    ) -> impl Fn(isize) -> (usize, usize) {
+        let e = self.size as isize;
+        let (s0, ss) = ((so + self.low) * e, batch.src_stride * e);
+        let (ds0, ds) = (d0 * e, batch.dst_stride * e);
+        move |b| ((s0 + b * ss) as usize, (ds0 + b * ds) as usize)
+    }
+}
+
 /// The widest lane (8 or 4 bytes) in which every destination piece of the block (`moves`,
 /// elements of `size` bytes, the lowest source element `low`) comes whole from one aligned
 /// piece of its window, else the element size: a lane of 8 or 4 bytes is one `vpermt2q` /
@@ -269,17 +285,9 @@ unsafe fn permute_blocks<const N: usize>(
     let follow = batch.dst_stride as usize * e == p.bytes && batch.dst_stride > 0;
     let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
     let mut w = [_mm512_setzero_si512(); MAX_WINDOW / 64 + 1];
-    // Byte offsets: repetition b's window at s0 + b * ss, its destination at ds0 + b * ds.
-    let e = e as isize;
-    let (s0, ss, ds0, ds) = (
-        (so + p.low) * e,
-        batch.src_stride * e,
-        d0 * e,
-        batch.dst_stride * e,
-    );
+    let at = p.repetition_bytes((so, d0), batch);
     for b in 0..batch.extent as isize {
-        let s = (s0 + b * ss) as usize;
-        let d = (ds0 + b * ds) as usize;
+        let (s, d) = at(b);
         let whole_loads = s + vectors * 64 <= src.len();
         // Whole vectors end inside the batch's last repetition at the latest.
         let whole_stores =
@@ -347,17 +355,9 @@ unsafe fn permute_narrow<const N: usize>(
     let e = p.size;
     let follow = batch.dst_stride as usize * e == p.bytes && batch.dst_stride > 0;
     let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
-    // Byte offsets: repetition b's window at s0 + b * ss, its destination at ds0 + b * ds.
-    let e = e as isize;
-    let (s0, ss, ds0, ds) = (
-        (so + p.low) * e,
-        batch.src_stride * e,
-        d0 * e,
-        batch.dst_stride * e,
-    );
+    let at = p.repetition_bytes((so, d0), batch);
     for b in 0..batch.extent as isize {
-        let s = (s0 + b * ss) as usize;
-        let d = (ds0 + b * ds) as usize;
+        let (s, d) = at(b);
         let whole_loads = s + 128 <= src.len();
         let whole_stores =
             follow && (b as usize * p.bytes + index.len() * 64) <= batch.extent * p.bytes;

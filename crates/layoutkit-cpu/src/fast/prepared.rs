@@ -57,15 +57,27 @@ struct Work {
     tables: Vec<Option<Table>>,
     /// The destination written whole with the fill first ([`destination::fill_first`]).
     fill_first: bool,
-    stream: bool,
-    prefetch: bool,
-    run: RunKernel,
-    fused: Option<cast_tiles::FusedCast>,
-    fill: [u8; 8],
-    fill_line: Vec<u8>,
-    src_fill_line: Option<Vec<u8>>,
-    /// Whether the items are shared among threads (enough of them, and elements).
+    /// Whether the items are shared among threads (enough of them, and bytes).
     parallel: bool,
+    settings: Settings,
+}
+
+/// What every item of a run reads besides the buffers.
+pub(super) struct Settings {
+    /// Whether final destination lines are written with non-temporal (streaming) stores.
+    pub(super) stream: bool,
+    /// Whether the kernels prefetch their source ([`destination::prefetches`]).
+    pub(super) prefetch: bool,
+    pub(super) run: RunKernel,
+    /// The transpose-and-cast kernel for this cast, if there is one.
+    pub(super) fused: Option<cast_tiles::FusedCast>,
+    pub(super) fill: [u8; 8],
+    /// [`MAX_TILE_A`] fill values: the source of a tile's fill rows.
+    pub(super) fill_line: Vec<u8>,
+    /// [`MAX_TILE_A`] source values whose cast is the fill value: the fill rows of the fused
+    /// cast tiles (None without a fused kernel, or where no source value casts to the fill
+    /// exactly; see [`cast_tiles::source_fill_line`]).
+    pub(super) src_fill_line: Option<Vec<u8>>,
 }
 
 impl FastConversion {
@@ -130,19 +142,13 @@ fn run_work(
     };
     if w.fill_first {
         let ds = cast.dst.size_bytes();
-        destination::fill_whole(dst_data, &w.fill[..ds], threads, w.stream);
+        destination::fill_whole(dst_data, &w.settings.fill[..ds], threads, w.settings.stream);
     }
     let job = Job {
         src: src_data,
-        stream: w.stream,
-        prefetch: w.prefetch,
         dst: SharedMut::new(dst_data),
         cast: *cast,
-        run: w.run,
-        fused: w.fused,
-        fill: w.fill,
-        fill_line: &w.fill_line,
-        src_fill_line: w.src_fill_line.as_deref(),
+        settings: &w.settings,
     };
     let (items, tables) = (&w.items, &w.tables);
     if !w.parallel {
@@ -298,14 +304,16 @@ impl Work {
             items,
             tables,
             fill_first,
-            stream,
-            prefetch,
-            run: run_kernel(cast),
-            fused,
-            fill: fill_bytes,
-            fill_line: fill_bytes[..ds].repeat(MAX_TILE_A),
-            src_fill_line,
             parallel,
+            settings: Settings {
+                stream,
+                prefetch,
+                run: run_kernel(cast),
+                fused,
+                fill: fill_bytes,
+                fill_line: fill_bytes[..ds].repeat(MAX_TILE_A),
+                src_fill_line,
+            },
         }
     }
 }

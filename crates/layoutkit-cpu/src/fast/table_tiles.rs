@@ -261,9 +261,9 @@ impl Job<'_> {
     /// elements only); None where no tile kernel writes padding.
     pub(super) fn pad_line(&self, unit: usize) -> Option<&[u8]> {
         if self.cast.is_identity() {
-            Some(self.fill_line)
+            Some(&self.fill_line)
         } else if unit == 1 && self.fused.is_some() {
-            self.src_fill_line
+            self.src_fill_line.as_deref()
         } else {
             None
         }
