@@ -73,6 +73,7 @@ impl FusedCast {
     /// # Safety
     /// As [`super::transpose::transpose_rows`], with `f32` source elements and destination
     /// elements of the cast's type; the CPU has the features [`FusedCast::for_spec`] checked.
+    #[inline]
     pub(crate) unsafe fn run<R: Rows>(self, rows: R, stream: bool) -> (usize, usize) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as the caller guarantees.

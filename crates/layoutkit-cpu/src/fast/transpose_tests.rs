@@ -252,3 +252,88 @@ fn byte_tiles_from_rows_pages_apart() {
     check_aliased_bytes();
     with_avx2_builds(check_aliased_bytes);
 }
+
+/// With prefetching off (the thread's setting for conversions that fit in cache), the kernels
+/// run their builds without prefetches ([`Prefetching`]): the same elements, both builds.
+#[test]
+fn kernels_without_prefetches_equal_the_portable_loop() {
+    set_prefetches(false);
+    check_all();
+    with_avx2_builds(check_all);
+    check_aliased_bytes();
+    set_prefetches(true);
+}
+
+/// The walks over a tile's rows give the pointers `src` and `dst` give, from any first row,
+/// for every kind of rows and their wrappers (stepped pointers for rows a fixed distance
+/// apart, lookups for tables).
+#[test]
+fn walks_visit_the_rows_src_and_dst_name() {
+    fn check_walks<R: Rows>(rows: R, what: &str) {
+        for first in 0..rows.nb().min(rows.na()) {
+            let mut src = rows.src_walk(first);
+            for b in first..rows.nb() {
+                assert_eq!(src(), rows.src(b), "{what}: source row {b} from {first}");
+            }
+            let mut dst = rows.dst_walk(first);
+            for a in first..rows.na() {
+                assert_eq!(
+                    dst(),
+                    rows.dst(a),
+                    "{what}: destination row {a} from {first}"
+                );
+            }
+        }
+    }
+    let src = vec![0u8; 4096];
+    let mut dst = vec![0u8; 4096];
+    let strided = Strided {
+        src: src.as_ptr(),
+        src_row: 49,
+        dst: dst.as_mut_ptr(),
+        dst_row: 32,
+        na: 40,
+        nb: 33,
+    };
+    check_walks(strided, "strided");
+    check_walks(Prefetching::<_, false>(strided), "strided, no prefetches");
+    let ahead = Ahead {
+        rows: strided,
+        next: src.as_ptr(),
+        lines: 3,
+    };
+    check_walks(Prefetching::<_, true>(ahead), "ahead");
+    let window = Window::<_, 2> {
+        rows: strided,
+        a0: 5,
+        b0: 7,
+        na: 20,
+    };
+    check_walks(window, "window");
+    let offsets: Vec<usize> = (0..24).map(|a| (a * 37) % 500).collect();
+    let offsets = Offsets {
+        src: src.as_ptr(),
+        src_row: 100,
+        dst: dst.as_mut_ptr(),
+        dst_rows: &offsets,
+        rows_on_lines: false,
+        nb: 30,
+    };
+    check_walks(offsets, "offsets");
+    let srows: Vec<*const u8> = (0..20).map(|b| src[(b * 131) % 4000..].as_ptr()).collect();
+    let base = dst.as_mut_ptr();
+    let drows: Vec<*mut u8> = (0..25)
+        .map(|a| base.wrapping_add((a * 97) % 4000))
+        .collect();
+    let table = Table {
+        src: &srows,
+        dst: &drows,
+    };
+    check_walks(table, "table");
+    let padded = Padded {
+        rows: strided,
+        data_rows: 20,
+        fill: src.as_ptr(),
+    };
+    check_walks(padded, "padded");
+}

@@ -3,7 +3,7 @@
 //! names (SSE2 is part of x86-64). The AVX2 kernels' bodies (`*_body`) name no feature: they
 //! are always inlined into the functions of [`avx2`] and [`avx512`], which do, and are
 //! called only through those.
-use super::Rows;
+use super::{Prefetching, Rows};
 use std::arch::x86_64::*;
 
 mod bytes;
@@ -162,10 +162,12 @@ unsafe fn f32_lines_body<const STREAM: bool, R: Rows>(r: R) -> (usize, usize) {
 #[inline]
 unsafe fn u64_block4<R: Rows>(rows: R, a: usize, b: usize, pf: Prefetch) -> [__m256d; 4] {
     let mut r = [_mm256_setzero_pd(); 4];
-    for (k, v) in r.iter_mut().enumerate() {
-        pf.ahead_of(rows.src(b + k).wrapping_add(a * 8));
+    let mut src = rows.src_walk(b);
+    for v in r.iter_mut() {
+        let p = src().wrapping_add(a * 8);
+        pf.ahead_of(p);
         // SAFETY: inside the tile (the caller's contract).
-        *v = unsafe { _mm256_loadu_pd(rows.src(b + k).add(a * 8) as *const f64) };
+        *v = unsafe { _mm256_loadu_pd(p as *const f64) };
     }
     let t0 = _mm256_unpacklo_pd(r[0], r[1]);
     let t1 = _mm256_unpackhi_pd(r[0], r[1]);
@@ -188,8 +190,9 @@ unsafe fn u64_blocks_body<R: Rows>(r: R) -> (usize, usize) {
         // SAFETY: inside the tile.
         unsafe {
             let t = u64_block4(r, a, b, pf);
-            for (k, v) in t.into_iter().enumerate() {
-                _mm256_storeu_pd(r.dst(a + k).add(b * 8) as *mut f64, v);
+            let mut dst = r.dst_walk(a);
+            for v in t {
+                _mm256_storeu_pd(dst().add(b * 8) as *mut f64, v);
             }
         }
     }
@@ -206,8 +209,9 @@ unsafe fn u64_lines_body<R: Rows>(r: R) -> (usize, usize) {
         unsafe {
             let lo = u64_block4(r, a, b, pf);
             let hi = u64_block4(r, a, b + 4, pf);
+            let mut dst = r.dst_walk(a);
             for k in 0..4 {
-                let p = r.dst(a + k).add(b * 8) as *mut f64;
+                let p = dst().add(b * 8) as *mut f64;
                 _mm256_stream_pd(p, lo[k]);
                 _mm256_stream_pd(p.add(4), hi[k]);
             }
@@ -252,10 +256,12 @@ unsafe fn u16_block16<R: Rows>(rows: R, a: usize, b: usize, pf: Prefetch) -> [__
     // SAFETY: the caller has AVX2 (this is inlined into its kernels).
     unsafe {
         let mut r = [_mm256_setzero_si256(); 16];
-        for (k, v) in r.iter_mut().enumerate() {
+        let mut src = rows.src_walk(b);
+        for v in r.iter_mut() {
+            let p = src().wrapping_add(a * 2);
             // Inside the tile (the caller's contract).
-            *v = _mm256_loadu_si256(rows.src(b + k).add(a * 2) as *const __m256i);
-            pf.ahead_of(rows.src(b + k).wrapping_add(a * 2));
+            *v = _mm256_loadu_si256(p as *const __m256i);
+            pf.ahead_of(p);
         }
         u16_transpose16(r)
     }
@@ -308,8 +314,9 @@ unsafe fn u16_blocks_body<R: Rows>(r: R) -> (usize, usize) {
         // SAFETY: inside the tile.
         unsafe {
             let t = u16_block16(r, a, b, pf);
-            for (k, v) in t.into_iter().enumerate() {
-                _mm256_storeu_si256(r.dst(a + k).add(b * 2) as *mut __m256i, v);
+            let mut dst = r.dst_walk(a);
+            for v in t {
+                _mm256_storeu_si256(dst().add(b * 2) as *mut __m256i, v);
             }
         }
     }
@@ -388,8 +395,9 @@ unsafe fn u16_lines_body<const STREAM: bool, R: Rows>(r: R) -> (usize, usize) {
         unsafe {
             let lo = u16_block16(r, a, b, pf);
             let hi = u16_block16(r, a, b + 16, pf);
+            let mut dst = r.dst_walk(a);
             for k in 0..16 {
-                let p = r.dst(a + k).add(b * 2) as *mut __m256i;
+                let p = dst().add(b * 2) as *mut __m256i;
                 if STREAM {
                     _mm256_stream_si256(p, lo[k]);
                     _mm256_stream_si256(p.add(1), hi[k]);
@@ -422,7 +430,13 @@ macro_rules! compiled_for {
                 #[target_feature(enable = "avx2")]
                 pub(crate) unsafe fn $name<R: Rows>(r: R) -> (usize, usize) {
                     // SAFETY: as this function's.
-                    unsafe { $body(r) }
+                    unsafe {
+                        if r.prefetched() {
+                            $body(Prefetching::<R, true>(r))
+                        } else {
+                            $body(Prefetching::<R, false>(r))
+                        }
+                    }
                 }
             )*
         }
@@ -437,7 +451,13 @@ macro_rules! compiled_for {
                 #[target_feature(enable = "avx2,avx512f,avx512vl")]
                 pub(crate) unsafe fn $name<R: Rows>(r: R) -> (usize, usize) {
                     // SAFETY: as this function's.
-                    unsafe { $body(r) }
+                    unsafe {
+                        if r.prefetched() {
+                            $body(Prefetching::<R, true>(r))
+                        } else {
+                            $body(Prefetching::<R, false>(r))
+                        }
+                    }
                 }
             )*
         }
@@ -445,16 +465,16 @@ macro_rules! compiled_for {
 }
 
 compiled_for! {
-    f32_blocks_streamed => f32_blocks_body::<true, R>;
-    f32_blocks_stored => f32_blocks_body::<false, R>;
-    f32_lines => f32_lines_body::<true, R>;
-    f32_lines_stored => f32_lines_body::<false, R>;
+    f32_blocks_streamed => f32_blocks_body::<true, _>;
+    f32_blocks_stored => f32_blocks_body::<false, _>;
+    f32_lines => f32_lines_body::<true, _>;
+    f32_lines_stored => f32_lines_body::<false, _>;
     u64_blocks => u64_blocks_body;
     u64_lines => u64_lines_body;
     u128_lines => u128_lines_body;
     u16_blocks => u16_blocks_body;
-    u16_lines => u16_lines_body::<true, R>;
-    u16_lines_stored => u16_lines_body::<false, R>;
+    u16_lines => u16_lines_body::<true, _>;
+    u16_lines_stored => u16_lines_body::<false, _>;
     u16_packed8 => u16_packed8_body;
     u8_blocks32 => bytes::u8_blocks32_body;
     u8_lines32 => bytes::u8_lines32_body;

@@ -23,30 +23,34 @@ use std::arch::x86_64::*;
 /// The rows and columns are inside the tile (the caller's contract); AVX2 is present.
 #[inline(always)]
 unsafe fn u8_block32<R: Rows>(r: R, a: usize, b: usize, pf: Prefetch) -> [__m256i; 16] {
+    let (mut lo, mut hi) = (r.src_walk(b), r.src_walk(b + 16));
+    let row = |p: *const u8| {
+        let p = p.wrapping_add(a);
+        let _ = pf; // pf.ahead_of(p);
+        p
+    };
     // SAFETY: as this function's.
-    unsafe {
-        transpose32x16(|k| {
-            let p = r.src(b + k).wrapping_add(a);
-            pf.ahead_of(p);
-            p
-        })
-    }
+    unsafe { transpose32x16(|| row(lo()), || row(hi())) }
 }
 
-/// The transpose of [`u8_block32`] on the 32 rows of 16 bytes at `row(0..32)` (a closure
-/// of pointer arithmetic only: it needs no feature of its own).
+/// The transpose of [`u8_block32`] on 32 rows of 16 bytes: rows 0..16 from successive calls
+/// of `lo`, rows 16..32 of `hi` (closures of pointer arithmetic only: they need no feature of
+/// their own).
 ///
 /// # Safety
-/// Each `row(k)` is readable for 16 bytes; AVX2 is present.
+/// Each row is readable for 16 bytes; AVX2 is present.
 #[inline(always)]
-unsafe fn transpose32x16(row: impl Fn(usize) -> *const u8) -> [__m256i; 16] {
+unsafe fn transpose32x16(
+    mut lo: impl FnMut() -> *const u8,
+    mut hi: impl FnMut() -> *const u8,
+) -> [__m256i; 16] {
     // SAFETY (all intrinsics): AVX2 is present (the caller's contract); the loads are inside
     // the rows.
     unsafe {
         let mut x = [_mm256_setzero_si256(); 16];
         // Row k in the low lane, row k + 16 in the high lane.
-        for (k, v) in x.iter_mut().enumerate() {
-            let (lo, hi) = (row(k), row(k + 16));
+        for v in x.iter_mut() {
+            let (lo, hi) = (lo(), hi());
             let l = _mm256_castsi128_si256(_mm_loadu_si128(lo as *const __m128i));
             *v = _mm256_inserti128_si256::<1>(l, _mm_loadu_si128(hi as *const __m128i));
         }
@@ -178,9 +182,10 @@ pub(super) unsafe fn u8_lines32_body<R: Rows>(r: R) -> (usize, usize) {
 /// The rows are inside the tile; AVX2 is present.
 #[inline(always)]
 unsafe fn store_rows<R: Rows>(r: R, a: usize, b: usize, t: [__m256i; 16]) {
-    for (k, v) in t.into_iter().enumerate() {
+    let mut dst = r.dst_walk(a);
+    for v in t {
         // SAFETY: as this function's.
-        unsafe { _mm256_storeu_si256(r.dst(a + k).add(b) as *mut __m256i, v) };
+        unsafe { _mm256_storeu_si256(dst().add(b) as *mut __m256i, v) };
     }
 }
 
@@ -225,8 +230,21 @@ impl Stage {
     /// `j + 16 <= 64`; AVX2 is present.
     #[inline(always)]
     unsafe fn block(&self, j: usize) -> [__m256i; 16] {
+        let line = |k: usize| self.0[k].as_ptr().wrapping_add(j);
+        let (mut lo, mut hi) = (0, 16);
         // SAFETY: each line holds 64 bytes (the caller's contract on `j`).
-        unsafe { transpose32x16(|k| self.0[k].as_ptr().wrapping_add(j)) }
+        unsafe {
+            transpose32x16(
+                || {
+                    lo += 1;
+                    line(lo - 1)
+                },
+                || {
+                    hi += 1;
+                    line(hi - 1)
+                },
+            )
+        }
     }
 
     /// Copies the 64 bytes at `row(k)` into line `k`, each asking for the data `pf` on.

@@ -46,7 +46,7 @@ impl Prefetch {
     /// Along the rows, at the distance for `r`'s rows.
     #[inline]
     pub(crate) fn for_rows<R: Rows>(r: &R) -> Prefetch {
-        if !super::super::prefetches() {
+        if !r.prefetched() {
             return Prefetch {
                 row_ahead: 0,
                 next: std::ptr::null(),
@@ -68,7 +68,7 @@ impl Prefetch {
     /// As [`Prefetch::for_rows`], and the tile's share of the next band ([`Rows::ahead`]).
     #[inline]
     pub(crate) fn for_tile<R: Rows>(r: &R) -> Prefetch {
-        let (next, next_lines) = if super::super::prefetches() {
+        let (next, next_lines) = if r.prefetched() {
             r.ahead()
         } else {
             (std::ptr::null(), 0)
