@@ -11,7 +11,7 @@ use layoutkit_core::cast::Scalar;
 use layoutkit_core::CastSpec;
 
 use super::items::MAX_TILE_A;
-use super::transpose::Rows;
+use super::transpose::{Prefetching, Rows};
 
 /// The casts with a fused kernel (x86-64 only so far).
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -75,6 +75,23 @@ impl FusedCast {
     /// elements of the cast's type; the CPU has the features [`FusedCast::for_spec`] checked.
     #[inline]
     pub(crate) unsafe fn run<R: Rows>(self, rows: R, stream: bool) -> (usize, usize) {
+        // Compiled with and without prefetches, as the transposes' block kernels.
+        // SAFETY: as the caller guarantees.
+        unsafe {
+            if rows.prefetched() {
+                self.run_rows(Prefetching::<R, true>(rows), stream)
+            } else {
+                self.run_rows(Prefetching::<R, false>(rows), stream)
+            }
+        }
+    }
+
+    /// [`FusedCast::run`] on rows whose prefetching is known at compile time.
+    ///
+    /// # Safety
+    /// As [`FusedCast::run`].
+    #[inline(always)]
+    unsafe fn run_rows<R: Rows>(self, rows: R, stream: bool) -> (usize, usize) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as the caller guarantees.
         unsafe {

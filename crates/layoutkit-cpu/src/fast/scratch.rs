@@ -19,6 +19,8 @@ pub(super) struct Scratch {
     pub(super) periodic: Option<(tile_tables::PeriodicKey, tile_tables::PeriodicRows)>,
     /// The lane blocks' output area, lane planes and fill line or sink (`lane_blocks`).
     pub(super) lane_buf: Option<AlignedBuf>,
+    /// The tile shape of the item's tiles, made on its first tile (`Job::tiles`).
+    pub(super) tile_shape: Option<(usize, usize)>,
 }
 
 /// Scratch buffers kept on this thread between work items (see [`Scratch`]).
@@ -47,6 +49,7 @@ impl Scratch {
             stream_buf,
             periodic: None,
             lane_buf,
+            tile_shape: None,
         }
     }
 }

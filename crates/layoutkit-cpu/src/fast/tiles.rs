@@ -32,49 +32,11 @@ impl Job<'_> {
         }
         let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
         let ea: usize = a_loops.iter().map(|l| l.extent).product();
-        let inner_a = a_loops[a_loops.len() - 1];
-        let (mut ta, mut tb) = tile_shape(
-            ss.max(ds) * unit,
-            ds * unit,
-            b.src_stride.unsigned_abs() * ss,
-            inner_a.dst_stride.unsigned_abs() * ds,
-            b.extent,
-            // Casting tiles without a fused kernel go through two scratch buffers.
-            if self.cast.is_identity() || (self.fused.is_some() && unit == 1) {
-                IDENTITY_TILE_BYTES
-            } else {
-                TILE_BYTES
-            },
-            unit == 1 && self.fused.is_some_and(|f| f.line_tiles()),
-        );
-        let few_rows = self.few_rows_shape(a_loops, b, unit, pad);
-        if let Some((a, b)) = few_rows {
-            (ta, tb) = (a, b);
-        }
-        // Destination rows (pixels of many channels) back to back but not whole lines, such
-        // as NHWC's with C = 250 f32 (1000 bytes) or C = 24 f32 (96 bytes; measured, one
-        // thread, same run: 72-80% of the copy -> 142-147%; 48-byte rows got slower, 75 ->
-        // 46%, and stay with the kernels' stores): tiles of whole rows, so each tile's
-        // destination is one range, transposed in the scratch tile and streamed out whole
-        // (`tile_strided`); cut into segments, the rows' lines were written partly by two
-        // tiles with ordinary stores, each line read before it was written.
-        let d_row_bytes = inner_a.dst_stride.unsigned_abs() * ds;
-        if self.cast.is_identity()
-            && unit == 1
-            && pad == 0
-            && a_loops.len() == 1
-            && inner_a.dst_stride as usize == b.extent
-            && !d_row_bytes.is_multiple_of(64)
-            && (WHOLE_ROWS_MIN_BYTES..=SCRATCH_BYTES / 64).contains(&d_row_bytes)
-        {
-            tb = b.extent;
-            ta = (SCRATCH_BYTES / d_row_bytes).clamp(1, MAX_TILE_A);
-        }
-        if pad > 0 && few_rows.is_none() {
-            // The whole padded run in one tile: its last `pad` rows read the fill line.
-            tb = b.extent;
-            ta = (TILE_BYTES / ((tb + pad) * ss)).clamp(1, MAX_TILE_A);
-        }
+        // The same for every step of the item's outer loops: computed on the first (its three
+        // divisions were a quarter of this function's time on tiles of 49 x 32 bytes).
+        let (mut ta, tb) = *scratch
+            .tile_shape
+            .get_or_insert_with(|| self.item_tile_shape(a_loops, b, unit, pad));
         // The units before the next 64-byte boundary, where every source row has the same
         // offset from one (0 otherwise): a head tile of that many puts the other tiles' loads
         // on lines (below).
@@ -183,11 +145,14 @@ impl Job<'_> {
                 } else {
                     ta.min(ea - a0)
                 };
-                let first_line = k * band_lines / band_tiles;
-                let ahead = (
-                    next_band.wrapping_add(first_line * 64),
-                    (k + 1) * band_lines / band_tiles - first_line,
-                );
+                // (No divisions where there is nothing to ask for.)
+                let ahead = if band_lines > 0 {
+                    let first_line = k * band_lines / band_tiles;
+                    let lines = (k + 1) * band_lines / band_tiles - first_line;
+                    (next_band.wrapping_add(first_line * 64), lines)
+                } else {
+                    (std::ptr::null(), 0)
+                };
                 k += 1;
                 let s_first = so as isize + b0 as isize * b.src_stride + (a0 * unit) as isize;
                 let d_first = d0 as isize + b0 as isize * b.dst_stride;
@@ -241,6 +206,63 @@ impl Job<'_> {
         if periodic.is_some() {
             scratch.periodic = periodic;
         }
+    }
+
+    /// The tile shape `(ta, tb)` of a tile item (its kernel loops `a_loops` and `b`, `unit`
+    /// elements per step, `pad` fill rows): [`tile_shape`]'s, or the few-rows kernels', or
+    /// whole destination rows (see below).
+    fn item_tile_shape(
+        &self,
+        a_loops: &[LoopDim],
+        b: LoopDim,
+        unit: usize,
+        pad: usize,
+    ) -> (usize, usize) {
+        let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
+        let inner_a = a_loops[a_loops.len() - 1];
+        let (mut ta, mut tb) = tile_shape(
+            ss.max(ds) * unit,
+            ds * unit,
+            b.src_stride.unsigned_abs() * ss,
+            inner_a.dst_stride.unsigned_abs() * ds,
+            b.extent,
+            // Casting tiles without a fused kernel go through two scratch buffers.
+            if self.cast.is_identity() || (self.fused.is_some() && unit == 1) {
+                IDENTITY_TILE_BYTES
+            } else {
+                TILE_BYTES
+            },
+            unit == 1 && self.fused.is_some_and(|f| f.line_tiles()),
+        );
+        let few_rows = self.few_rows_shape(a_loops, b, unit, pad);
+        if let Some((a, b)) = few_rows {
+            (ta, tb) = (a, b);
+        }
+        // Destination rows (pixels of many channels) back to back but not whole lines, such
+        // as NHWC's with C = 250 f32 (1000 bytes) or C = 24 f32 (96 bytes; measured, one
+        // thread, same run: 72-80% of the copy -> 142-147%; 48-byte rows got slower, 75 ->
+        // 46%, and stay with the kernels' stores): tiles of whole rows, so each tile's
+        // destination is one range, transposed in the scratch tile and streamed out whole
+        // (`tile_strided`); cut into segments, the rows' lines were written partly by two
+        // tiles with ordinary stores, each line read before it was written.
+        let d_row_bytes = inner_a.dst_stride.unsigned_abs() * ds;
+        if self.cast.is_identity()
+            && unit == 1
+            && pad == 0
+            && a_loops.len() == 1
+            && inner_a.dst_stride as usize == b.extent
+            && !d_row_bytes.is_multiple_of(64)
+            && (WHOLE_ROWS_MIN_BYTES..=SCRATCH_BYTES / 64).contains(&d_row_bytes)
+        {
+            tb = b.extent;
+            ta = (SCRATCH_BYTES / d_row_bytes).clamp(1, MAX_TILE_A);
+        }
+        if pad > 0 && few_rows.is_none() {
+            // The whole padded run in one tile: its last `pad` rows read the fill line.
+            tb = b.extent;
+            ta = (TILE_BYTES / ((tb + pad) * ss)).clamp(1, MAX_TILE_A);
+        }
+        (ta, tb)
     }
 
     /// The partial cell after the last along `a` of source rows `b0..b0 + nb` (just read by
