@@ -244,9 +244,11 @@ impl Job<'_> {
         // 46%, and stay with the kernels' stores): tiles of whole rows, so each tile's
         // destination is one range, transposed in the scratch tile and streamed out whole
         // (`tile_strided`); cut into segments, the rows' lines were written partly by two
-        // tiles with ordinary stores, each line read before it was written.
+        // tiles with ordinary stores, each line read before it was written. Only where the
+        // job streams (see `tile_strided`).
         let d_row_bytes = inner_a.dst_stride.unsigned_abs() * ds;
         if self.cast.is_identity()
+            && self.stream
             && unit == 1
             && pad == 0
             && a_loops.len() == 1
@@ -347,9 +349,15 @@ impl Job<'_> {
         // Rows of bytes shorter than a line (NCHW32c's pixels of i8) the same way when the
         // job streams: no kernel writes them as whole lines (i8 NCHW -> NCHW32c, one thread,
         // two alternating runs: C=24 at 224 x 224 72-75% -> 100-105% of the copy, C=250 at
-        // 14 x 14 72-73% -> 83-87%).
-        let byte_rows = unit * ss == 1 && self.stream;
+        // 14 x 14 72-73% -> 83-87%). All of these only where the job streams: a destination
+        // that stays in cache gains nothing from being written whole, and the scratch tile's
+        // copy is a second pass over it (the sweep's tensors under 1 MiB, one thread, four
+        // alternations: 1.031x by geometric mean, f32 NCHW <-> NHWC 1.09-1.14x, rows at half
+        // the copy's speed 381 -> 399 of 796; C = 250 at 14 x 14 f32 37% -> 65%, and 7 rows
+        // more than 10% slower, NCHW32c -> NCHW f16 C = 2048 at 14 x 14 99% -> 82% the most).
+        let byte_rows = unit * ss == 1;
         let through_scratch = fused.is_none()
+            && self.stream
             && ((unit > 1 || row >= WHOLE_ROWS_MIN_BYTES) && row >= 64 || byte_rows)
             && t.d_row as usize == (nb + t.pad) * unit
             && (!(dst as usize).is_multiple_of(64) || !row.is_multiple_of(64))
