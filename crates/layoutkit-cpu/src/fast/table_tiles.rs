@@ -315,6 +315,22 @@ impl Job<'_> {
                 (from, nb): (usize, usize),
             ) {
                 let w = nb - from;
+                if a1 - a0 < w {
+                    // Fewer rows than columns (the row past a kernel's last block: 250 channels
+                    // of a 7 x 7 plane's 49th pixel): along the columns, each output row in
+                    // order (the loop along `a`, one iteration long per column, was most of
+                    // the strip's time).
+                    for (a, out) in (a0..a1).zip(out.chunks_exact_mut(w * N)) {
+                        for (b, out) in (from..nb).zip(out.chunks_exact_mut(N)) {
+                            // SAFETY: as below.
+                            let v = unsafe {
+                                rows.src(b).add(a * N).cast::<[u8; N]>().read_unaligned()
+                            };
+                            out.copy_from_slice(&v);
+                        }
+                    }
+                    return;
+                }
                 for b in from..nb {
                     let src = rows.src(b);
                     for a in a0..a1 {
