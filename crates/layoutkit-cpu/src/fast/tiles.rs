@@ -471,14 +471,14 @@ impl Job<'_> {
         // SCRATCH_BYTES); the source is never written.
         unsafe {
             if pad == 0 {
-                transpose::transpose_rows_dyn(rows, n, stream)
+                transpose::transpose_rows_inlined(rows, n, stream)
             } else {
                 let rows = transpose::Padded {
                     rows,
                     data_rows: nb,
                     fill: self.fill_line.as_ptr(),
                 };
-                transpose::transpose_rows_dyn(rows, n, stream)
+                transpose::transpose_rows_inlined(rows, n, stream)
             }
         }
         if let Some(bytes) = scratch_bytes {

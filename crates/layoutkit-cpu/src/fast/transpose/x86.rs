@@ -428,7 +428,8 @@ macro_rules! compiled_for {
                 /// # Safety
                 /// The contract of [`super::super::transpose_rows`]; AVX2 is present.
                 #[target_feature(enable = "avx2")]
-                pub(crate) unsafe fn $name<R: Rows>(r: R) -> (usize, usize) {
+                pub(crate) unsafe fn $name<R: Rows>(r: &R) -> (usize, usize) {
+                    let r = *r;
                     // SAFETY: as this function's.
                     unsafe {
                         if r.prefetched() {
@@ -449,7 +450,8 @@ macro_rules! compiled_for {
                 /// The contract of [`super::super::transpose_rows`]; AVX2, AVX-512F and
                 /// AVX-512VL are present.
                 #[target_feature(enable = "avx2,avx512f,avx512vl")]
-                pub(crate) unsafe fn $name<R: Rows>(r: R) -> (usize, usize) {
+                pub(crate) unsafe fn $name<R: Rows>(r: &R) -> (usize, usize) {
+                    let r = *r;
                     // SAFETY: as this function's.
                     unsafe {
                         if r.prefetched() {
