@@ -79,9 +79,9 @@ impl FusedCast {
         // SAFETY: as the caller guarantees.
         unsafe {
             if rows.prefetched() {
-                self.run_rows(Prefetching::<R, true>(rows), stream)
+                self.run_rows(Prefetching::<R, true> { rows }, stream)
             } else {
-                self.run_rows(Prefetching::<R, false>(rows), stream)
+                self.run_rows(Prefetching::<R, false> { rows }, stream)
             }
         }
     }

@@ -296,13 +296,16 @@ fn walks_visit_the_rows_src_and_dst_name() {
         nb: 33,
     };
     check_walks(strided, "strided");
-    check_walks(Prefetching::<_, false>(strided), "strided, no prefetches");
+    check_walks(
+        Prefetching::<_, false> { rows: strided },
+        "strided, no prefetches",
+    );
     let ahead = Ahead {
         rows: strided,
         next: src.as_ptr(),
         lines: 3,
     };
-    check_walks(Prefetching::<_, true>(ahead), "ahead");
+    check_walks(Prefetching::<_, true> { rows: ahead }, "ahead");
     let window = Window::<_, 2> {
         rows: strided,
         a0: 5,

@@ -99,62 +99,17 @@ impl Step {
     }
 }
 
-/// `rows` whose [`Rows::prefetched`] is `ON`, known to the compiler: the block kernels are
-/// compiled for each, and have no test before each row's prefetch. (The test per row, 32
-/// per block of the byte transpose, cost its tiles 15-25% in cache: i8 NCHW -> NCHW32c, one
-/// thread, 32 x 32 to 56 x 56 planes, 49-53% of the copy, 55-64% with the prefetch taken out
-/// of the block, 62-65% with this and [`Step`]'s row pointers together, as with the
-/// prefetch taken out.)
-#[derive(Clone, Copy)]
-pub(crate) struct Prefetching<R: Rows, const ON: bool>(pub R);
-
-impl<R: Rows, const ON: bool> Rows for Prefetching<R, ON> {
-    fn na(&self) -> usize {
-        self.0.na()
-    }
-    fn nb(&self) -> usize {
-        self.0.nb()
-    }
-    #[inline(always)]
-    fn src(&self, b: usize) -> *const u8 {
-        self.0.src(b)
-    }
-    #[inline(always)]
-    fn dst(&self, a: usize) -> *mut u8 {
-        self.0.dst(a)
-    }
-    fn dst_lines(&self) -> bool {
-        self.0.dst_lines()
-    }
-    fn src_major(&self) -> bool {
-        self.0.src_major()
-    }
-    fn src_rows_close(&self) -> bool {
-        self.0.src_rows_close()
-    }
-    fn dst_packed(&self, n: usize) -> bool {
-        self.0.dst_packed(n)
-    }
-    fn ahead(&self) -> (*const u8, usize) {
-        self.0.ahead()
-    }
-    fn prefetched(&self) -> bool {
-        ON
-    }
-    #[inline(always)]
-    fn src_walk(&self, b: usize) -> impl FnMut() -> *const u8 {
-        self.0.src_walk(b)
-    }
-    #[inline(always)]
-    fn dst_walk(&self, a: usize) -> impl FnMut() -> *mut u8 {
-        self.0.dst_walk(a)
-    }
-}
-
 /// The [`Rows`] methods a wrapper of rows (field `rows`) passes through unchanged: all but
-/// `src` and `ahead`, which each wrapper writes.
+/// `src` and `ahead`, which each wrapper writes (and, with `@except_prefetched`, but
+/// `prefetched`).
 macro_rules! forward_rows {
     () => {
+        forward_rows!(@except_prefetched);
+        fn prefetched(&self) -> bool {
+            self.rows.prefetched()
+        }
+    };
+    (@except_prefetched) => {
         fn na(&self) -> usize {
             self.rows.na()
         }
@@ -174,14 +129,40 @@ macro_rules! forward_rows {
         fn src_major(&self) -> bool {
             self.rows.src_major()
         }
-        fn prefetched(&self) -> bool {
-            self.rows.prefetched()
-        }
         #[inline(always)]
         fn dst_walk(&self, a: usize) -> impl FnMut() -> *mut u8 {
             self.rows.dst_walk(a)
         }
     };
+}
+
+/// `rows` whose [`Rows::prefetched`] is `ON`, known to the compiler: the block kernels are
+/// compiled for each, and have no test before each row's prefetch. (The test per row, 32
+/// per block of the byte transpose, cost its tiles 15-25% in cache: i8 NCHW -> NCHW32c, one
+/// thread, 32 x 32 to 56 x 56 planes, 49-53% of the copy, 55-64% with the prefetch taken out
+/// of the block, 62-65% with this and [`Step`]'s row pointers together, as with the
+/// prefetch taken out.)
+#[derive(Clone, Copy)]
+pub(crate) struct Prefetching<R: Rows, const ON: bool> {
+    pub rows: R,
+}
+
+impl<R: Rows, const ON: bool> Rows for Prefetching<R, ON> {
+    forward_rows!(@except_prefetched);
+    #[inline(always)]
+    fn src(&self, b: usize) -> *const u8 {
+        self.rows.src(b)
+    }
+    #[inline(always)]
+    fn src_walk(&self, b: usize) -> impl FnMut() -> *const u8 {
+        self.rows.src_walk(b)
+    }
+    fn ahead(&self) -> (*const u8, usize) {
+        self.rows.ahead()
+    }
+    fn prefetched(&self) -> bool {
+        ON
+    }
 }
 
 /// `rows` with `lines` source lines from `next` to ask for while the tile runs (the share of

@@ -433,9 +433,9 @@ macro_rules! compiled_for {
                     // SAFETY: as this function's.
                     unsafe {
                         if r.prefetched() {
-                            $body(Prefetching::<R, true>(r))
+                            $body(Prefetching::<R, true> { rows: r })
                         } else {
-                            $body(Prefetching::<R, false>(r))
+                            $body(Prefetching::<R, false> { rows: r })
                         }
                     }
                 }
@@ -455,9 +455,9 @@ macro_rules! compiled_for {
                     // SAFETY: as this function's.
                     unsafe {
                         if r.prefetched() {
-                            $body(Prefetching::<R, true>(r))
+                            $body(Prefetching::<R, true> { rows: r })
                         } else {
-                            $body(Prefetching::<R, false>(r))
+                            $body(Prefetching::<R, false> { rows: r })
                         }
                     }
                 }
