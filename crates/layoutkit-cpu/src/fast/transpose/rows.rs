@@ -101,12 +101,22 @@ impl Step {
 
 /// The [`Rows`] methods a wrapper of rows (field `rows`) passes through unchanged: all but
 /// `src` and `ahead`, which each wrapper writes (and, with `@except_prefetched`, but
-/// `prefetched`).
+/// `prefetched`); `@src` passes `src` (and its walk) through too.
 macro_rules! forward_rows {
     () => {
         forward_rows!(@except_prefetched);
         fn prefetched(&self) -> bool {
             self.rows.prefetched()
+        }
+    };
+    (@src) => {
+        #[inline(always)]
+        fn src(&self, b: usize) -> *const u8 {
+            self.rows.src(b)
+        }
+        #[inline(always)]
+        fn src_walk(&self, b: usize) -> impl FnMut() -> *const u8 {
+            self.rows.src_walk(b)
         }
     };
     (@except_prefetched) => {
@@ -149,14 +159,7 @@ pub(crate) struct Prefetching<R: Rows, const ON: bool> {
 
 impl<R: Rows, const ON: bool> Rows for Prefetching<R, ON> {
     forward_rows!(@except_prefetched);
-    #[inline(always)]
-    fn src(&self, b: usize) -> *const u8 {
-        self.rows.src(b)
-    }
-    #[inline(always)]
-    fn src_walk(&self, b: usize) -> impl FnMut() -> *const u8 {
-        self.rows.src_walk(b)
-    }
+    forward_rows!(@src);
     fn ahead(&self) -> (*const u8, usize) {
         self.rows.ahead()
     }
@@ -176,14 +179,7 @@ pub(crate) struct Ahead<R: Rows> {
 
 impl<R: Rows> Rows for Ahead<R> {
     forward_rows!();
-    #[inline(always)]
-    fn src(&self, b: usize) -> *const u8 {
-        self.rows.src(b)
-    }
-    #[inline(always)]
-    fn src_walk(&self, b: usize) -> impl FnMut() -> *const u8 {
-        self.rows.src_walk(b)
-    }
+    forward_rows!(@src);
     fn ahead(&self) -> (*const u8, usize) {
         (self.next, self.lines)
     }

@@ -424,45 +424,42 @@ macro_rules! compiled_for {
         /// For CPUs with AVX2.
         pub(crate) mod avx2 {
             use super::*;
-            $(
-                /// # Safety
-                /// The contract of [`super::super::transpose_rows`]; AVX2 is present.
-                #[target_feature(enable = "avx2")]
-                pub(crate) unsafe fn $name<R: Rows>(r: &R) -> (usize, usize) {
-                    let r = *r;
-                    // SAFETY: as this function's.
-                    unsafe {
-                        if r.prefetched() {
-                            $body(Prefetching::<R, true> { rows: r })
-                        } else {
-                            $body(Prefetching::<R, false> { rows: r })
-                        }
-                    }
-                }
-            )*
+            kernels_with_features!("avx2", "AVX2 is present"; $($name => $body;)*);
         }
 
         /// For CPUs with AVX-512F and AVX-512VL.
         pub(crate) mod avx512 {
             use super::*;
-            $(
-                /// # Safety
-                /// The contract of [`super::super::transpose_rows`]; AVX2, AVX-512F and
-                /// AVX-512VL are present.
-                #[target_feature(enable = "avx2,avx512f,avx512vl")]
-                pub(crate) unsafe fn $name<R: Rows>(r: &R) -> (usize, usize) {
-                    let r = *r;
-                    // SAFETY: as this function's.
-                    unsafe {
-                        if r.prefetched() {
-                            $body(Prefetching::<R, true> { rows: r })
-                        } else {
-                            $body(Prefetching::<R, false> { rows: r })
-                        }
+            kernels_with_features!(
+                "avx2,avx512f,avx512vl",
+                "AVX2, AVX-512F and AVX-512VL are present";
+                $($name => $body;)*
+            );
+        }
+    };
+}
+
+/// One build of [`compiled_for`]'s kernels: each taking its rows by reference (see
+/// `transpose_rows_inlined`) and running its body compiled with or without prefetches
+/// ([`Prefetching`]), for the target features `$features`.
+macro_rules! kernels_with_features {
+    ($features:literal, $present:literal; $($name:ident => $body:path;)*) => {
+        $(
+            /// # Safety
+            #[doc = concat!("The contract of [`super::super::transpose_rows`]; ", $present, ".")]
+            #[target_feature(enable = $features)]
+            pub(crate) unsafe fn $name<R: Rows>(r: &R) -> (usize, usize) {
+                let r = *r;
+                // SAFETY: as this function's.
+                unsafe {
+                    if r.prefetched() {
+                        $body(Prefetching::<R, true> { rows: r })
+                    } else {
+                        $body(Prefetching::<R, false> { rows: r })
                     }
                 }
-            )*
-        }
+            }
+        )*
     };
 }
 
