@@ -28,6 +28,8 @@ mod quantise_avx512;
 mod record_casts;
 mod records;
 #[cfg(target_arch = "x86_64")]
+mod records_stream;
+#[cfg(target_arch = "x86_64")]
 mod records_x86;
 mod reverse;
 mod scratch;

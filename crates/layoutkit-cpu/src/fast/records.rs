@@ -94,6 +94,9 @@ pub(super) fn expand_streamed(
         // Plain stores straight into the destination (no piece to stage).
         return expand(src, dst, count, data, out, fill);
     }
+    if let Some(known) = expand_streaming(src, dst, count, (data, out), fill) {
+        return known;
+    }
     let per = (buf.len() / out).max(1);
     let mut r = 0;
     while r < count {
@@ -108,6 +111,75 @@ pub(super) fn expand_streamed(
         r += m;
     }
     true
+}
+
+/// [`expand`] with the records built in vectors stored past the cache (see
+/// [`super::records_stream`]): the records before the destination's first vector boundary
+/// and after the last whole vector with ordinary stores. `None` (nothing written) where the
+/// CPU, the sizes or the destination's alignment leave no streaming kernel; else whether
+/// [`expand`] knows the sizes (false: nothing written).
+#[allow(unused_variables)] // no streaming kernels outside x86-64
+fn expand_streaming(
+    src: &[u8],
+    dst: &mut [u8],
+    count: usize,
+    (data, out): (usize, usize),
+    fill: &[u8],
+) -> Option<bool> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use super::records_stream::{expand_avx2, expand_avx512, takes};
+        use super::transpose::{avx2_builds, avx512_builds};
+        let vector = match () {
+            _ if avx512_builds() => 64,
+            _ if avx2_builds() => 32,
+            _ => return None,
+        };
+        let head_bytes = dst.as_ptr().addr().wrapping_neg() % vector;
+        if !takes(data, out, vector) || !head_bytes.is_multiple_of(out) {
+            return None;
+        }
+        let head = (head_bytes / out).min(count);
+        if !expand(
+            &src[..head * data],
+            &mut dst[..head * out],
+            head,
+            data,
+            out,
+            fill,
+        ) {
+            return Some(false);
+        }
+        let (s, d) = (
+            &src[head * data..count * data],
+            &mut dst[head * out..count * out],
+        );
+        let sizes = (data, out);
+        // SAFETY: the features are present (checked), the sizes taken, `d` starts on a
+        // vector boundary (the head records end on one), `s`, `d` and `fill` as `expand`'s
+        // contract says for `count - head` records.
+        let done = head
+            + unsafe {
+                if vector == 64 {
+                    expand_avx512(s, d, count - head, sizes, fill)
+                } else {
+                    expand_avx2(s, d, count - head, sizes, fill)
+                }
+            };
+        let rest = count - done;
+        let known = expand(
+            &src[done * data..count * data],
+            &mut dst[done * out..count * out],
+            rest,
+            data,
+            out,
+            fill,
+        );
+        debug_assert!(known, "sizes known for the head are known for the rest");
+        Some(known)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    None
 }
 
 #[inline(always)]
@@ -342,6 +414,54 @@ mod tests {
                 }
             }
             assert_eq!(taken, 22, "size pairs with kernels");
+        };
+        check();
+        #[cfg(target_arch = "x86_64")]
+        super::super::transpose::tests::with_avx2_builds(check);
+    }
+
+    /// `expand_streamed` into a streamed destination (the streaming kernels where the CPU,
+    /// the sizes and the destination's alignment allow, else the scratch route) equals the
+    /// definition on every build, for every size pair `expand` takes: destinations at every
+    /// offset from a line (so heads of records before the first vector boundary, and
+    /// alignments no kernel takes), record counts around the kernels' groups, the bytes
+    /// around the destination untouched.
+    #[test]
+    fn streamed_records_match_the_definition_on_every_build() {
+        let pairs: Vec<(usize, usize)> = [4, 8, 16, 32, 64, 128]
+            .into_iter()
+            .flat_map(|s| (1..s).map(move |d| (d, s)))
+            .filter(|&(d, s)| expand(&[], &mut [], 0, d, s, &vec![0; s - d]))
+            .collect();
+        assert_eq!(pairs.len(), 22);
+        let check = || {
+            let mut buf = super::super::AlignedBuf::zeroed(super::super::SCRATCH_BYTES);
+            for &(d, s) in &pairs {
+                let fill: Vec<u8> = (0..s - d).map(|i| (100 + 3 * i) as u8).collect();
+                for count in [0, 1, 2, 3, 15, 16, 17, 31, 33, 64, 65, 130, 1000, 3001] {
+                    let packed: Vec<u8> = (0..count * d).map(|i| (i * 7 % 253) as u8).collect();
+                    for at in [64, 65, 68, 72, 80, 96, 112, 127] {
+                        let mut out = super::super::AlignedBuf::zeroed(count * s + at + 64);
+                        out.fill(GUARD);
+                        let dst = &mut out[at..at + count * s];
+                        assert!(expand_streamed(
+                            &packed,
+                            dst,
+                            (d, s),
+                            &fill,
+                            (&mut buf, true)
+                        ));
+                        super::super::transpose::store_fence();
+                        for r in 0..count {
+                            let got = &out[at + r * s..at + (r + 1) * s];
+                            let what = format!("({d}, {s}) count {count} at {at} record {r}");
+                            assert_eq!(&got[..d], &packed[r * d..(r + 1) * d], "{what}");
+                            assert_eq!(&got[d..], &fill[..], "{what} fill");
+                        }
+                        guards_kept(&out, at, count * s, (d, s, count));
+                    }
+                }
+            }
         };
         check();
         #[cfg(target_arch = "x86_64")]
