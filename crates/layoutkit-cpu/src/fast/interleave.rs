@@ -12,6 +12,9 @@
 use layoutkit_core::plan::LoopDim;
 
 #[cfg(target_arch = "x86_64")]
+#[path = "gather_split.rs"]
+mod gather_split;
+#[cfg(target_arch = "x86_64")]
 #[path = "record_split.rs"]
 mod record_split;
 
@@ -508,6 +511,19 @@ impl super::Job<'_> {
                     super::copy_few(out, px);
                 }
             }
+            return true;
+        }
+        #[cfg(target_arch = "x86_64")]
+        if !packed
+            && self.split_gathered(
+                src_tile,
+                (s_row * ss, d_row * ds),
+                dst,
+                (pixels, rows),
+                unit,
+                (a, b),
+            )
+        {
             return true;
         }
         if identity && !packed {
