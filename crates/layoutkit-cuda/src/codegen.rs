@@ -4,7 +4,9 @@
 //! * A region whose innermost loop is contiguous in the destination and which has a loop
 //!   contiguous in the source (a transposition) gets a tiled kernel: tiles of about 1024
 //!   elements staged through shared memory, so both the reads and the writes are coalesced,
-//!   with 16-byte or paired accesses where alignment allows.
+//!   with 16-byte or paired accesses where alignment allows. Into 1-byte elements (int8, and
+//!   float -> int8 casts) the tile is transposed in registers a 4-byte word at a time, padding
+//!   after its rows included, where rows start on whole vectors (`tile_words.rs`).
 //! * Every other copy region gets an element kernel (one thread per element, consecutive
 //!   threads on the innermost loop), and padding gets a fill kernel.
 //! * Plans with padding, or with regions whose innermost runs are short, get one gather over
@@ -131,13 +133,32 @@ pub fn generate_tuned(
         let (unit, dims) = tiling::split_unit(&r.dims, (16 / size).max(1));
         let axes = tiling::tile_axes(&dims, unit);
         let identity = cast.src == cast.dst;
+        let job = |axes: tiling::TileAxes, a_tail: usize| TileJob {
+            src_offset: r.src_offset,
+            dst_offset: r.dst_offset,
+            axes,
+            unit,
+            b_pad: pc.pad,
+            a_tail,
+            cast,
+            small,
+            tuning: *tuning,
+        };
+        // Padded rows of 1-byte elements are written by the word tile in every cast (f32 ->
+        // i8 `NCHW -> NCHW32c` with 16 or 24 channels went to the gather otherwise).
+        let words = pc.pad > 0
+            && axes
+                .as_ref()
+                .is_some_and(|ax| tile::takes_words(&job(ax.clone(), 0)));
         match axes {
             // A tile; its padding written with it where it continues the tile's rows. Not
             // when a large region's whole transposition is a handful of elements per outer
             // step (a MACE filter image with 3 inputs and 1x1 taps: 3 x 4 cells), since each
             // tile is one thread block: a block of 256 threads then moved 12 elements.
             Some(axes)
-                if (pc.pad == 0 || (identity && unit == 1 && inner.extent + pc.pad <= 256))
+                if (pc.pad == 0
+                    || words
+                    || (identity && unit == 1 && inner.extent + pc.pad <= 256))
                     && (tile_cells(&axes) * unit >= MIN_TILE_ELEMENTS
                         || r.elements() < MANY_TILES_ELEMENTS) =>
             {
@@ -155,17 +176,7 @@ pub fn generate_tuned(
                     done[j] = true;
                     run
                 });
-                out.push(tile_kernel(&TileJob {
-                    src_offset: r.src_offset,
-                    dst_offset: r.dst_offset,
-                    axes,
-                    unit,
-                    b_pad: pc.pad,
-                    a_tail,
-                    cast,
-                    small,
-                    tuning: *tuning,
-                }));
+                out.push(tile_kernel(&job(axes, a_tail)));
             }
             _ if pc.pad == 0 && inner.extent >= SHORT_RUN => {
                 out.push(copy_kernel(r, cast, small)?);

@@ -96,6 +96,25 @@ fn codegen_tiles_transpositions_and_loops_elsewhere() {
     )
     .unwrap();
     assert!(p[0].source.contains("uint2 q; } r;"), "{}", p[0].source);
+    // Bytes are transposed in registers a word at a time (word tiles), also from floats and
+    // into padded rows (f32 -> i8 NCHW -> NCHW32c with 16 channels); rows of an odd length
+    // (7 x 7 planes) keep the element tile.
+    let blocked = |dims: &str, cast: &CastSpec| {
+        let d = Dims::parse(dims).unwrap();
+        let plan = ConversionPlan::new(
+            &parse_format("NCHW").unwrap().shaped(&d).unwrap(),
+            &parse_format("NCHW32c").unwrap().shaped(&d).unwrap(),
+        )
+        .unwrap();
+        codegen::generate(&plan, cast).unwrap()
+    };
+    let b = CastSpec::identity(DType::I8);
+    let to_i8 = CastSpec::new(DType::F32, DType::I8, None).unwrap();
+    assert!(blocked("N=2,C=64,H=8,W=8", &b)[0].source.contains("smw["));
+    let padded = blocked("N=2,C=16,H=8,W=8", &to_i8);
+    assert_eq!((padded.len(), padded[0].name), (1, "tile"));
+    assert!(padded[0].source.contains("smw["), "{}", padded[0].source);
+    assert!(!blocked("N=2,C=64,H=7,W=7", &b)[0].source.contains("smw["));
     let dims66 = Dims::parse("N=2,C=130,H=8,W=8").unwrap();
     let p = codegen::generate(
         &ConversionPlan::new(
@@ -245,6 +264,17 @@ fn benchmark_conversions_with_tails_match_the_cpu_reference() {
         // Tiles read or written as one flat run where their rows lie back to back with odd
         // starts or lengths: 7 x 7 planes of 250 channels (whole images), 3 channels (rows
         // of 3 elements), both ways, with partial tiles and odd images.
+        // Word tiles (bytes transposed in registers) with partial tiles along both axes,
+        // one and two words per thread and row, 24 channels (a tile wider than its rows), the
+        // blocked layouts both ways, and padded blocks of 16 and 24 channels.
+        ("NCHW", "NHWC", "N=2,C=200,H=14,W=14"),
+        ("NHWC", "NCHW", "N=2,C=200,H=14,W=14"),
+        ("NCHW", "NHWC", "N=2,C=16,H=24,W=24"),
+        ("NCHW", "NHWC", "N=3,C=24,H=12,W=12"),
+        ("NCHW", "NCHW32c", "N=2,C=96,H=14,W=14"),
+        ("NCHW32c", "NCHW", "N=2,C=64,H=16,W=16"),
+        ("NCHW", "NCHW32c", "N=2,C=16,H=14,W=14"),
+        ("NCHW", "NCHW32c", "N=3,C=24,H=12,W=12"),
         ("NCHW", "NHWC", "N=3,C=250,H=7,W=7"),
         ("NHWC", "NCHW", "N=3,C=250,H=7,W=7"),
         ("NCHW", "NHWC", "N=2,C=3,H=37,W=41"),

@@ -31,6 +31,9 @@ use super::{decode, elements, offset, prelude, storage, vector_type, Launch, Tun
 #[path = "tile_flat.rs"]
 mod flat;
 use flat::{FlatRead, FlatWrite, Shared};
+#[path = "tile_words.rs"]
+mod words;
+use words::WordTile;
 
 /// Threads per block.
 const THREADS: usize = 256;
@@ -123,6 +126,12 @@ fn widest(size: usize, max_bytes: usize, values: &[isize]) -> usize {
     v
 }
 
+/// Whether `job` takes a word tile (1-byte destinations transposed in registers), which also
+/// writes the padding after its destination rows when the region casts.
+pub(super) fn takes_words(job: &TileJob) -> bool {
+    WordTile::of(job, &job.axes.a, &job.axes.b).is_some()
+}
+
 /// The launch moving `job`'s region: named `convert` (source, destination) without padding,
 /// `tile` (source, destination, fill value) with it.
 pub(super) fn tile_kernel(job: &TileJob) -> Launch {
@@ -136,6 +145,9 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
     let (ssize, dsize) = (c.src.size_bytes(), c.dst.size_bytes());
     let unit = job.unit;
     let TileAxes { outer, a, b } = &job.axes;
+    if let Some(w) = WordTile::of(job, a, b) {
+        return w.kernel(job, &a[0], b);
+    }
     let padded = job.b_pad > 0 || job.a_tail > 0;
     assert!(
         !padded || c.src == c.dst,

@@ -221,3 +221,150 @@ fn flat_reads_where_rows_are_back_to_back_and_narrow() {
     let gaps = job(&i8, l(49, 1, 250), l(250, 64, 1), l(4, 16000, 12250));
     assert!(!gaps.contains("smf["), "{gaps}");
 }
+
+/// The tile job of a plain transposition: source-contiguous `a`, destination-contiguous `b`,
+/// `b_pad` fill elements after each destination row.
+fn transposition(
+    cast: &CastSpec,
+    a: LoopDim,
+    b: LoopDim,
+    outer: LoopDim,
+    b_pad: usize,
+) -> TileJob<'_> {
+    TileJob {
+        src_offset: 0,
+        dst_offset: 0,
+        axes: TileAxes {
+            outer: vec![outer],
+            a: vec![a],
+            b,
+        },
+        unit: 1,
+        b_pad,
+        a_tail: 0,
+        cast,
+        small: true,
+        tuning: Tuning::default(),
+    }
+}
+
+/// Transpositions into 1-byte elements whose source rows start on whole vectors of `m * 4`
+/// elements and whose destination rows are whole 4-byte words are transposed in registers
+/// (`WordTile`): the widest reads that fit 16 bytes and tile the warp, destination rows of up
+/// to 128 bytes and an odd number of words, 32 lanes over 32 banks, padding in whole words;
+/// rows of odd lengths, units, and 2- and 4-byte destinations keep the element tile.
+#[test]
+fn word_tiles_where_rows_are_whole_words() {
+    use layoutkit_core::DType;
+    let job = transposition;
+    let word = |j: &TileJob| WordTile::of(j, &j.axes.a, &j.axes.b);
+    let i8 = CastSpec::identity(DType::I8);
+    let f16 = CastSpec::identity(DType::F16);
+    let f32 = CastSpec::identity(DType::F32);
+    let to_i8 = CastSpec::new(DType::F32, DType::I8, None).unwrap();
+    let to_f16 = CastSpec::new(DType::F32, DType::F16, None).unwrap();
+    // i8 NCHW -> NCHW32c, C = 256, 64 x 64: 8-byte reads of 4 rows, 32-byte rows.
+    let blocked = job(
+        &i8,
+        l(4096, 1, 32),
+        l(32, 4096, 1),
+        l(256, 131072, 131072),
+        0,
+    );
+    let w = word(&blocked).expect("a word tile");
+    assert_eq!(
+        w,
+        WordTile {
+            k: 4,
+            cols: 8,
+            ta: 512,
+            tb: 32,
+            pitch: 9
+        }
+    );
+    let source = tile_kernel(&blocked).source;
+    assert!(
+        source.contains("__shared__ unsigned int smw[4608];"),
+        "{source}"
+    );
+    assert!(source.contains("uint2 q; } x[4];"), "{source}");
+    // Lanes (4 along a, 8 along b) store to 32 different banks: word (ca * 8 + e) * 9 + rb.
+    let banks: std::collections::HashSet<usize> = (0..32)
+        .map(|lane| ((lane % 4) * 8 * 9 + lane / 4) % 32)
+        .collect();
+    assert_eq!(banks.len(), 32);
+    // i8 NCHW -> NHWC, C = 16, 224 x 224: 16-byte rows take one word per row (4 x 4 blocks).
+    let narrow = job(
+        &i8,
+        l(50176, 1, 16),
+        l(16, 50176, 1),
+        l(2, 802816, 802816),
+        0,
+    );
+    let w = word(&narrow).expect("a word tile");
+    assert_eq!((w.cols, w.tb, w.pitch), (4, 16, 5));
+    // 14 x 14 planes (196 bytes) allow 4-byte reads only; casts read 16 bytes of floats.
+    let plane = job(
+        &i8,
+        l(196, 1, 2048),
+        l(2048, 196, 1),
+        l(4, 401408, 401408),
+        0,
+    );
+    assert_eq!(word(&plane).map(|w| (w.cols, w.tb)), Some((4, 128)));
+    let cast = job(
+        &to_i8,
+        l(4096, 1, 32),
+        l(32, 4096, 1),
+        l(8, 131072, 131072),
+        0,
+    );
+    assert_eq!(word(&cast).map(|w| (w.k, w.cols)), Some((4, 4)));
+    // Padded rows (16 channels of a 32-channel block) take whole words of fill.
+    let padded = job(
+        &to_i8,
+        l(4096, 1, 32),
+        l(16, 4096, 1),
+        l(4, 65536, 131072),
+        16,
+    );
+    assert_eq!(word(&padded).map(|w| (w.cols, w.tb)), Some((4, 16)));
+    let source = tile_kernel(&padded).source;
+    assert!(source.contains("void tile("), "{source}");
+    assert!(
+        source.contains("w * 4u < 16u ? smw[la * 5u + w] : ("),
+        "{source}"
+    );
+    // Not: 7 x 7 planes (49-byte rows), 3 channels, padding of part of a word, 2- and
+    // 4-byte destinations.
+    let odd = job(&i8, l(49, 1, 256), l(256, 49, 1), l(4, 12544, 12544), 0);
+    assert_eq!(word(&odd), None);
+    let rgb = job(&i8, l(4096, 1, 3), l(3, 4096, 1), l(4, 12288, 12288), 0);
+    assert_eq!(word(&rgb), None);
+    let part = job(&i8, l(4096, 1, 32), l(16, 4096, 1), l(4, 65536, 131072), 2);
+    assert_eq!(word(&part), None);
+    let half = job(
+        &to_f16,
+        l(4096, 1, 256),
+        l(256, 4096, 1),
+        l(8, 1 << 20, 1 << 20),
+        0,
+    );
+    assert_eq!(word(&half), None);
+    let h = job(
+        &f16,
+        l(4096, 1, 256),
+        l(256, 4096, 1),
+        l(8, 1 << 20, 1 << 20),
+        0,
+    );
+    assert_eq!(word(&h), None);
+    let wide = job(
+        &f32,
+        l(4096, 1, 256),
+        l(256, 4096, 1),
+        l(4, 1 << 20, 1 << 20),
+        0,
+    );
+    assert_eq!(word(&wide), None);
+}
