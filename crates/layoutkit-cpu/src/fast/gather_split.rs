@@ -69,9 +69,9 @@ impl super::super::Job<'_> {
     /// `rows` destination rows (`dst_row` bytes apart from `dst`) of `pixels` elements, by
     /// AVX-512 gathers ([`split_gathered`]) into rows of source elements in `a`, each row then
     /// cast (through `b` where the job streams) or copied into the destination. False (nothing
-    /// written) where the gathers do not run: no AVX-512, units of several elements, sources
-    /// of other than 4-byte elements, sizes they do not take, or identity tiles of kHWC8's
-    /// records (split faster by permutes).
+    /// written) where the gathers do not run: no pixels, no AVX-512, units of several
+    /// elements, sources of other than 4-byte elements, sizes they do not take, or identity
+    /// tiles of kHWC8's records (split faster by permutes).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn split_gathered(
         &self,
@@ -85,6 +85,7 @@ impl super::super::Job<'_> {
         let (se, de) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
         let identity = self.cast.is_identity();
         if unit != 1
+            || pixels == 0
             || se != 4
             || !super::super::transpose::avx512_builds()
             || !applies(src_row, rows)

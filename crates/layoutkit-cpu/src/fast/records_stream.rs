@@ -12,7 +12,7 @@
 //! Records of `out` bytes are taken where `out` divides the vector (several records per
 //! vector, placed by a byte permutation: `vpermt2b` with AVX-512 VBMI, `vpshufb` per 128-bit
 //! lane with AVX2) or is a multiple of it up to [`MAX_VECTORS`] vectors (the record's first
-//! vector is its template with the data blended in, the others are fill only).
+//! vector made the same way, the others, fill only, stored from the template).
 
 use std::arch::x86_64::*;
 
@@ -37,7 +37,8 @@ pub(super) fn takes(data: usize, out: usize, vector: usize) -> bool {
             || (out.is_multiple_of(vector) && out / vector <= MAX_VECTORS))
 }
 
-/// Record `r`'s template: bytes `0..data` zero, then the fill (`fill[i - data]`).
+/// Byte `at` of the records' template (records of `out` bytes back to back from byte 0): a
+/// record's bytes `0..data` zero, its byte `i >= data` the fill's `fill[i - data]`.
 fn template(data: usize, out: usize, fill: &[u8], at: usize) -> u8 {
     if at % out < data {
         0
