@@ -15,7 +15,7 @@ use std::arch::x86_64::*;
 
 /// Whether [`split_gathered`] takes `rows` rows of elements from records `src_row` bytes
 /// apart: the rows' elements inside each record, 16 records' offsets within an `i32`.
-pub(super) fn applies(src_row: usize, rows: usize) -> bool {
+pub(in crate::fast) fn applies(src_row: usize, rows: usize) -> bool {
     rows >= 1 && rows * 4 <= src_row && src_row <= 1 << 26
 }
 
@@ -29,7 +29,7 @@ pub(super) fn applies(src_row: usize, rows: usize) -> bool {
 /// elements from `dst` (`dst_row` bytes apart) are writable and nobody else accesses them;
 /// the CPU has AVX-512F.
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn split_gathered(
+pub(in crate::fast) unsafe fn split_gathered(
     src: *const u8,
     src_row: usize,
     dst: *mut u8,

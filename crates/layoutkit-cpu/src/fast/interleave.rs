@@ -13,7 +13,7 @@ use layoutkit_core::plan::LoopDim;
 
 #[cfg(target_arch = "x86_64")]
 #[path = "gather_split.rs"]
-mod gather_split;
+pub(super) mod gather_split;
 #[cfg(target_arch = "x86_64")]
 #[path = "record_split.rs"]
 mod record_split;
