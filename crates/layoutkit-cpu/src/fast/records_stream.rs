@@ -47,6 +47,30 @@ fn template(data: usize, out: usize, fill: &[u8], at: usize) -> u8 {
     }
 }
 
+/// For vectors of `N` bytes: the indices of the first destination vector (records `0..N /
+/// out`, or the first `N` bytes of one record; [`super::records_x86::expansion`]'s, fill bytes
+/// indexing the template when `two_sources`, else zeroed), and the template's first
+/// `out.div_ceil(N)` vectors (the others zero).
+fn first_and_templates<const N: usize>(
+    data: usize,
+    out: usize,
+    fill: &[u8],
+    two_sources: bool,
+) -> ([u8; N], [[u8; N]; MAX_VECTORS]) {
+    let (first, _) = super::records_x86::expansion::<N>(data, out, fill, two_sources);
+    let vectors = out.div_ceil(N);
+    let tpl = std::array::from_fn(|k| {
+        std::array::from_fn(|i| {
+            if k < vectors {
+                template(data, out, fill, N * k + i)
+            } else {
+                0
+            }
+        })
+    });
+    (first, tpl)
+}
+
 /// Writes the first records of `dst` (`count` records of `out` bytes, `dst` starting on a
 /// 64-byte boundary), the data of record `r` from `src[r * data..]`, the fill after it;
 /// returns how many (whole groups of `64 / data` records whose 64 source bytes lie inside
@@ -78,26 +102,19 @@ pub(super) unsafe fn expand_avx512(
     let per = (64 / out).max(1);
     let vectors = out.div_ceil(64);
     let group = 64 / data;
-    // Destination byte `i` of the first vector of records `0..per`: data bytes index the
-    // loaded vector, fill bytes (64 and up) the template.
-    let first: [u8; 64] = std::array::from_fn(|i| {
-        if i % out < data {
-            ((i / out) * data + i % out) as u8
-        } else {
-            (64 + i) as u8
-        }
-    });
+    // The first destination vector's indices: data bytes index the loaded vector, fill
+    // bytes (64 and up) the template.
+    let (first, bytes) = first_and_templates::<64>(data, out, fill, true);
     let data_lanes: __mmask64 = (0..64)
         .filter(|i| i % out < data)
         .fold(0, |m, i| m | 1 << i);
-    let mut tpl = [_mm512_setzero_si512(); MAX_VECTORS];
-    for (k, t) in tpl.iter_mut().enumerate().take(vectors) {
-        let bytes: [u8; 64] = std::array::from_fn(|i| template(data, out, fill, 64 * k + i));
-        // SAFETY: 64 bytes read from a 64-byte array.
-        *t = unsafe { _mm512_loadu_si512(bytes.as_ptr().cast()) };
-    }
-    // SAFETY: 64 bytes read from a 64-byte array.
-    let first = unsafe { _mm512_loadu_si512(first.as_ptr().cast()) };
+    // SAFETY: 64 bytes read from each 64-byte array.
+    let (first, tpl) = unsafe {
+        (
+            _mm512_loadu_si512(first.as_ptr().cast()),
+            bytes.map(|b| _mm512_loadu_si512(b.as_ptr().cast())),
+        )
+    };
     let step = _mm512_set1_epi8((per * data) as i8);
     let mut r = 0;
     while r + group <= count {
@@ -148,16 +165,10 @@ pub(super) unsafe fn expand_avx2(
     let per = (32 / out).max(1);
     let vectors = out.div_ceil(32);
     let group = 16 / data;
-    // Destination byte `i` of the first vector of records `0..per`: its data byte's index in
-    // the loaded 16 bytes, or 0x80 (a zero, where the template's fill is ORed in). The step
-    // adds `per * data` to the data bytes' indices only (0x80 + 0 stays a zero).
-    let first: [u8; 32] = std::array::from_fn(|i| {
-        if i % out < data {
-            ((i / out) * data + i % out) as u8
-        } else {
-            0x80
-        }
-    });
+    // The first destination vector's indices: its data bytes' in the loaded 16 bytes, 0x80
+    // (a zero, where the template's fill is ORed in) elsewhere. The step adds `per * data` to
+    // the data bytes' indices only (0x80 + 0 stays a zero).
+    let (first, bytes) = first_and_templates::<32>(data, out, fill, false);
     let step: [u8; 32] = std::array::from_fn(|i| {
         if i % out < data {
             (per * data) as u8
@@ -165,17 +176,12 @@ pub(super) unsafe fn expand_avx2(
             0
         }
     });
-    let mut tpl = [_mm256_setzero_si256(); MAX_VECTORS];
-    for (k, t) in tpl.iter_mut().enumerate().take(vectors) {
-        let bytes: [u8; 32] = std::array::from_fn(|i| template(data, out, fill, 32 * k + i));
-        // SAFETY: 32 bytes read from a 32-byte array.
-        *t = unsafe { _mm256_loadu_si256(bytes.as_ptr().cast()) };
-    }
-    // SAFETY: 32 bytes read from 32-byte arrays.
-    let (first, step) = unsafe {
+    // SAFETY: 32 bytes read from each 32-byte array.
+    let (first, step, tpl) = unsafe {
         (
             _mm256_loadu_si256(first.as_ptr().cast()),
             _mm256_loadu_si256(step.as_ptr().cast()),
+            bytes.map(|b| _mm256_loadu_si256(b.as_ptr().cast())),
         )
     };
     let mut r = 0;

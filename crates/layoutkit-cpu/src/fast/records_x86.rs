@@ -210,7 +210,7 @@ unsafe fn overlapping(src: &[u8], dst: &mut [u8], stride: usize, data: usize) ->
 /// taken from the template (index `N + i` for the AVX-512 two-source permutation, 0x80, a
 /// zero, for `vpshufb`, then ORed with the template); the template holds the fill in
 /// the records' padding and zeros in their data.
-fn expansion<const N: usize>(
+pub(super) fn expansion<const N: usize>(
     data: usize,
     out: usize,
     fill: &[u8],
