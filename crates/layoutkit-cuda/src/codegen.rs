@@ -222,6 +222,16 @@ fn check_cast(c: &CastSpec) -> Result<(), Error> {
     }
 }
 
+/// The index type of a kernel and its literals' suffix: 32-bit where every offset fits
+/// (`small`), else 64-bit.
+fn index_type(small: bool) -> (&'static str, &'static str) {
+    if small {
+        ("unsigned int", "u")
+    } else {
+        ("unsigned long long", "ull")
+    }
+}
+
 /// The C type moving `bytes` (1, 2, 4, 8 or 16) bytes at once.
 fn vector_type(bytes: usize) -> &'static str {
     match bytes {
@@ -369,11 +379,7 @@ fn copy_vector(r: &Region, c: &CastSpec) -> Option<usize> {
 /// vector, otherwise it moves its `v` elements one by one (a tensor view that starts
 /// mid-vector).
 fn copy_vector_kernel(r: &Region, c: &CastSpec, small: bool, v: usize) -> Launch {
-    let (it, u) = if small {
-        ("unsigned int", "u")
-    } else {
-        ("unsigned long long", "ull")
-    };
+    let (it, u) = index_type(small);
     let mut dims = r.dims.clone();
     let last = dims.len() - 1;
     dims[last].extent /= v;
@@ -444,11 +450,7 @@ fn copy_kernel(r: &Region, c: &CastSpec, small: bool) -> Result<Launch, Error> {
         return Ok(copy_vector_kernel(r, c, small, v));
     }
     // Index arithmetic in 32 bits when the tensors fit (cheaper multiplies and divisions).
-    let (it, u) = if small {
-        ("unsigned int", "u")
-    } else {
-        ("unsigned long long", "ull")
-    };
+    let (it, u) = index_type(small);
     let dims = r.loops();
     let (s, d) = (storage(c.src), storage(c.dst));
     let mut k = prelude(c);

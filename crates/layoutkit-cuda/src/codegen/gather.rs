@@ -55,11 +55,7 @@ pub(super) fn gather_kernel(plan: &ConversionPlan, c: &CastSpec) -> Launch {
     let n = dst.elements();
     // 32-bit index arithmetic when everything fits (division by constants is much cheaper).
     let small = n < (1 << 31) && src.elements() < (1 << 31);
-    let (it, u) = if small {
-        ("unsigned int", "u")
-    } else {
-        ("unsigned long long", "ull")
-    };
+    let (it, u) = super::index_type(small);
     let _ = writeln!(
         k,
         "extern \"C\" __global__ void gather(const {s}* __restrict__ src, {d}* __restrict__ dst, {d} fill) {{"
@@ -139,11 +135,7 @@ fn gather_element(k: &mut String, plan: &ConversionPlan, it: &str, u: &str, out:
 /// else with 16-byte stores when they make whole aligned 16-byte chunks. For the short runs
 /// of a plan (the last, partial channel block of a MACE image), where a tile has no rows.
 pub(super) fn runs_kernel(r: &Region, pad: usize, c: &CastSpec, small: bool) -> Launch {
-    let (it, u) = if small {
-        ("unsigned int", "u")
-    } else {
-        ("unsigned long long", "ull")
-    };
+    let (it, u) = super::index_type(small);
     let (s, d) = (storage(c.src), storage(c.dst));
     let inner = r.inner();
     let outer = &r.dims[..r.dims.len().saturating_sub(1)];

@@ -136,11 +136,7 @@ pub(super) fn takes_words(job: &TileJob) -> bool {
 /// `tile` (source, destination, fill value) with it.
 pub(super) fn tile_kernel(job: &TileJob) -> Launch {
     let c = job.cast;
-    let (it, u) = if job.small {
-        ("unsigned int", "u")
-    } else {
-        ("unsigned long long", "ull")
-    };
+    let (it, u) = super::index_type(job.small);
     let (s, d) = (storage(c.src), storage(c.dst));
     let (ssize, dsize) = (c.src.size_bytes(), c.dst.size_bytes());
     let unit = job.unit;

@@ -103,11 +103,7 @@ impl WordTile {
     /// The kernel (`convert`, source and destination).
     pub(super) fn kernel(self, job: &TileJob, g: &LoopDim, b: &LoopDim) -> Launch {
         let c = job.cast;
-        let (it, u) = if job.small {
-            ("unsigned int", "u")
-        } else {
-            ("unsigned long long", "ull")
-        };
+        let (it, u) = super::super::index_type(job.small);
         let (s, d) = (storage(c.src), storage(c.dst));
         let (ssize, dsize) = (c.src.size_bytes(), c.dst.size_bytes());
         let padded = job.b_pad > 0;
