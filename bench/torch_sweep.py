@@ -14,7 +14,14 @@ form and are left out. f32 -> i8 is `.to(torch.int8)` (truncation, where layoutk
 rounds and saturates: the same bytes moved). Bandwidth counts bytes read + written; times are
 medians after one warm-up.
 
-Usage: bench/torch_sweep.py SWEEP.json [--out ROWS.json] [--min-mib 0]
+With `--layoutkit`, layoutkit's own converter (the Python package, `layoutkit.convert` into a
+preallocated output, the same thread count) is timed in the same process too, alternately with
+PyTorch's conversion and the copy, and `same_process_ours_over_torch` is PyTorch's median time
+over ours: no ratio to two different copies (PyTorch's `copy_` and the sweep's `memcpy` run at
+different speeds on some machines: 11-13 against 18-22 GB/s on a Xeon with a 260 MiB L3, which
+made the ratios' comparison about 1.5x harsher than the times').
+
+Usage: bench/torch_sweep.py SWEEP.json [--out ROWS.json] [--min-mib 0] [--layoutkit]
 (SWEEP.json may also be the output of one `layoutkit bench ... --json` row.)
 """
 import argparse
@@ -117,21 +124,27 @@ def make(row):
     return None
 
 
-def timed(fn, copy, repeats):
-    """Medians of `fn` and `copy`, timed alternately after one warm-up of each."""
-    fn()
-    copy()
-    ts, cs = [], []
+def timed(fns, repeats):
+    """Medians of each of `fns`, timed alternately (one call of each in turn) after one warm-up
+    of each."""
+    for f in fns:
+        f()
+    ts = [[] for _ in fns]
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        copy()
-        cs.append(time.perf_counter() - t0)
-    ts.sort()
-    cs.sort()
-    return ts[len(ts) // 2], cs[len(cs) // 2]
+        for t, f in zip(ts, fns):
+            t0 = time.perf_counter()
+            f()
+            t.append(time.perf_counter() - t0)
+    return [sorted(t)[len(t) // 2] for t in ts]
+
+
+def layoutkit_converter(row, x, threads):
+    """A call of layoutkit's Python converter for `row` on `x` (the same source tensor PyTorch
+    reads) into an output allocated once by a first call."""
+    import layoutkit as lk
+    args = dict(dims=row["dims"], dtype=row["to_dtype"], threads=threads)
+    y = lk.convert(x, row["from"], row["to"], **args)
+    return lambda: lk.convert(x, row["from"], row["to"], out=y, **args)
 
 
 def main():
@@ -139,6 +152,8 @@ def main():
     ap.add_argument("sweep")
     ap.add_argument("--out")
     ap.add_argument("--min-mib", type=float, default=0.0)
+    ap.add_argument("--layoutkit", action="store_true",
+                    help="also time layoutkit's Python converter in the same process")
     a = ap.parse_args()
     sweep = raw_json.load(a.sweep)
     if "rows" not in sweep:
@@ -167,7 +182,10 @@ def main():
         cb = torch.empty_like(ca)
         # As the sweep does with --repeats 5.
         repeats = max(5, min(500, (4 << 20) // max(1, row["tensor_bytes"])))
-        t, c = timed(f, lambda: cb.copy_(ca), repeats)
+        fns = [f, lambda: cb.copy_(ca)]
+        if a.layoutkit:
+            fns.append(layoutkit_converter(row, x, threads))
+        t, c, *ours = timed(fns, repeats)
         r = {
             "from": row["from"], "to": row["to"], "dims": row["dims"],
             "dtype": row["dtype"], "to_dtype": row["to_dtype"], "threads": threads,
@@ -176,6 +194,9 @@ def main():
             "ours_gbps": row["gbps"], "ours_ratio_to_copy": row["ratio_to_copy"],
         }
         r["ours_over_torch"] = r["ours_ratio_to_copy"] / r["torch_ratio_to_copy"]
+        if ours:
+            r["same_process_ours_gbps"] = moved / ours[0] / 1e9
+            r["same_process_ours_over_torch"] = t / ours[0]
         out.append(r)
     if a.out:
         json.dump({"torch": torch.__version__, "threads": threads, "rows": out},
@@ -195,6 +216,20 @@ def main():
             slower = sum(1 for v in rs if v < 1.0)
             print(f"{cls}: {len(rs)} rows, ours/torch median {rs[len(rs) // 2]:.2f}, "
                   f"min {rs[0]:.2f}, {slower} rows slower than torch")
+        sp = sorted(r["same_process_ours_over_torch"] for r in out
+                    if r["size_class"] == cls and "same_process_ours_over_torch" in r)
+        if sp:
+            print(f"{cls}, same process (PyTorch's time over ours): median {sp[len(sp) // 2]:.2f}, "
+                  f"min {sp[0]:.2f}, {sum(1 for v in sp if v < 1.0)} rows slower than torch")
+    worst = sorted((r for r in out if "same_process_ours_over_torch" in r),
+                   key=lambda r: r["same_process_ours_over_torch"])[:15]
+    if worst:
+        print("| same process: type | conversion | dims | ours GB/s | torch GB/s | torch time / ours |")
+        print("|---|---|---|---:|---:|---:|")
+        for r in worst:
+            ty = r["dtype"] if r["dtype"] == r["to_dtype"] else f'{r["dtype"]}>{r["to_dtype"]}'
+            print(f'| {ty} | {r["from"]}->{r["to"]} | {r["dims"]} | {r["same_process_ours_gbps"]:.2f} | '
+                  f'{r["torch_gbps"]:.2f} | {r["same_process_ours_over_torch"]:.2f} |')
 
 
 if __name__ == "__main__":
