@@ -134,7 +134,8 @@ fn single_images_split_along_planes_equal_the_reference() {
 }
 
 /// Pixels of many channels whose rows are not whole lines (NHWC with C = 250 f32: 1000 bytes;
-/// C = 24 f32: 96 bytes),
+/// C = 24 f32: 96 bytes; and rows of 1-8 KiB, which Intel CPUs also move as whole rows: C =
+/// 1000 f32, 1500 f16, 3000 u8),
 /// which tiles of whole rows move through the scratch tile: the same bytes as the reference,
 /// for sources at odd offsets and every thread count.
 #[test]
@@ -144,6 +145,9 @@ fn whole_row_tiles_equal_the_reference() {
         (250, DType::F16),
         (70, DType::F32),
         (300, DType::U8),
+        (1000, DType::F32),
+        (1500, DType::F16),
+        (3000, DType::U8),
     ] {
         for (from, to) in [("NCHW", "NHWC"), ("NCHW", "NWHC")] {
             let dims = Dims::parse(&format!("N=2,C={c},H=9,W=37")).unwrap();
