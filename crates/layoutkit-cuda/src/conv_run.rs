@@ -56,7 +56,11 @@ impl Cuda {
     /// `LAYOUTKIT_CONV_SPLITK`), else the Hopper kernel with its NCHW loader warpgroup where it takes the problem
     /// and [`crate::conv::nchw_loader::nchw_preferred`] (wherever it takes it with
     /// `LAYOUTKIT_CONV_NCHW_LOADER=1`, never with `=0`; its tile from [`nchw_plan`], or
-    /// `LAYOUTKIT_CONV_TILE` and `LAYOUTKIT_CONV_SPLITK` as for that kernel); grouped problems
+    /// `LAYOUTKIT_CONV_TILE` and `LAYOUTKIT_CONV_SPLITK` as for that kernel); NHWC activations
+    /// on sm_90 through the NHWC footprint kernel where
+    /// [`crate::conv::nhwc_footprint::nhwc_footprint_preferred`] (wherever it takes them with
+    /// `LAYOUTKIT_CONV_FOOTPRINT=1`, never with `=0`; its tile from [`nhwc_footprint_plan`],
+    /// or `LAYOUTKIT_CONV_TILE`'s with its footprint, and `LAYOUTKIT_CONV_SPLITK`); grouped problems
     /// on sm_90 as super-groups on the Hopper kernel where
     /// [`crate::conv::grouped_wgmma::grouped_wgmma_preferred`] (wherever it takes them with
     /// `LAYOUTKIT_CONV_SUPERGROUPS=1`, never with `=0`; its tile from

@@ -130,8 +130,9 @@ fn problem_reason(k: &ConvKernel) -> Option<String> {
 
 /// The tiles this kernel may run `k` with, in the plan's order of preference: 192 x 128,
 /// 256 x 64 (where O is at most 64, the first), 192 x 64, 128 x 128, 128 x 64, 64 x 128,
-/// 64 x 64, none wider than O (rounded up to 64), each with the most filter stages (8 to 2)
-/// that fit beside its two footprint buffers.
+/// 64 x 64, none wider than O (rounded up to 64), each with the most filter stages (4 to 2)
+/// that fit beside its two footprint buffers (four measured as fast as five on `l1`: a
+/// stage's filter rows are a few KiB, its index a division on every step).
 pub fn nhwc_footprint_candidates(k: &ConvKernel) -> Vec<HopperTile> {
     let s = &k.shape;
     [
@@ -147,29 +148,39 @@ pub fn nhwc_footprint_candidates(k: &ConvKernel) -> Vec<HopperTile> {
     .filter(|&(_, bn)| bn <= s.o.next_multiple_of(64))
     .filter_map(|(bm, bn)| {
         let rows = nhwc_buffer_rows(s, bm);
-        (2..=8)
+        (2..=4)
             .rev()
             .find_map(|st| HopperTile::new(bm, bn, st)?.with_nhwc_footprint(k, rows))
     })
     .collect()
 }
 
-/// Whether this kernel is the faster way to run `k` than the TMA and `cp.async` kernels:
-/// int8 with a 3x3 filter (or larger) at stride 1 over at most 128 channels, where the
-/// planned tile has one split and at least one tile per SM. See `bench/results/conv.md`.
+/// Whether this kernel is the faster way to run `k` than the TMA and `cp.async` kernels
+/// (unless told otherwise: [`nhwc_footprint_planned`]): int8 with a filter larger than 1x1 at
+/// stride 1 over at most [`MAX_FOOTPRINT_CHANNELS`] channels, where the planned tile has one
+/// split and persistent blocks (more tiles than SMs).
+///
+/// Measured on an H200 (`bench/results/conv.md`, ResNet-50's 3x3 layers at batch 64, every
+/// layer with the kernel forced, tiles forced on `l1` and `l2 3x3 @28`): ahead on `l1 3x3
+/// 64->64 @56` (256 x 64 persistent, 1.11x the `cp.async` kernel with i32 sums, 1.08x
+/// requantised) and `l2 3x3 128->128 @28` (192 x 128 persistent, 1.08x / 1.09x the TMA
+/// kernel), where a row of channels feeds at most 128 output channels and im2col reads each
+/// input row nine times; behind with 256 channels or more (`l3 3x3 @14` 0.86x: the TMA
+/// kernel's A from shared memory is the cheaper operand there), at stride 2 (0.53-0.83x:
+/// footprints of four input pixels per output pixel) and on 7 x 7 planes, and for f16 on
+/// every layer (0.34-1.0x); without persistent blocks on `l1` 0.87-0.93x.
 pub fn nhwc_footprint_preferred(k: &ConvKernel) -> bool {
     let s = &k.shape;
     let wanted = k.input == DType::I8
         && s.kh * s.kw > 1
         && s.conv.stride == [1, 1]
-        && s.c <= 128
+        && s.c <= MAX_FOOTPRINT_CHANNELS
         && problem_reason(k).is_none();
-    wanted
-        && nhwc_footprint_plan_with(k, None).is_some_and(|t| {
-            let (x, y) = t.tiles(s);
-            t.splits == 1 && x * y >= SMS
-        })
+    wanted && nhwc_footprint_plan_with(k, None).is_some_and(|t| t.splits == 1 && t.persistent)
 }
+
+/// The most input channels of a layer [`nhwc_footprint_preferred`] takes.
+pub const MAX_FOOTPRINT_CHANNELS: usize = 128;
 
 /// Whether `k` is planned through this kernel ([`crate::Cuda::conv_path`]):
 /// `LAYOUTKIT_CONV_FOOTPRINT=1` wherever it takes it, `=0` never, else where
