@@ -35,6 +35,9 @@ fn write_hopper(f: &mut std::fmt::Formatter<'_>, t: &HopperTile) -> std::fmt::Re
     if t.k_bytes != 128 {
         write!(f, " k{}", t.k_bytes)?;
     }
+    if t.warpgroups == 4 {
+        write!(f, " 4wg")?;
+    }
     if t.splits > 1 {
         write!(f, " split-K {}", t.splits)?;
     }
