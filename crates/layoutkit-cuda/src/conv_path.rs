@@ -35,9 +35,6 @@ fn write_hopper(f: &mut std::fmt::Formatter<'_>, t: &HopperTile) -> std::fmt::Re
     if t.k_bytes != 128 {
         write!(f, " k{}", t.k_bytes)?;
     }
-    if t.warpgroups == 4 {
-        write!(f, " 4wg")?;
-    }
     if t.splits > 1 {
         write!(f, " split-K {}", t.splits)?;
     }

@@ -129,52 +129,30 @@ fn problem_reason(k: &ConvKernel) -> Option<String> {
 }
 
 /// The tiles this kernel may run `k` with, in the plan's order of preference: 192 x 128,
-/// 256 x 64 in four warpgroups of 64 rows and then in two of 128 (where O is at most 64, the
-/// first), 192 x 64, 128 x 128, 128 x 64, 64 x 128, 64 x 64, none wider than O (rounded up to
-/// 64), each with the most filter stages (4 to 2) that fit beside its two footprint buffers
-/// (four measured as fast as five on `l1`: a stage's filter rows are a few KiB, its index a
-/// division on every step).
+/// 256 x 64 (where O is at most 64, the first), 192 x 64, 128 x 128, 128 x 64, 64 x 128,
+/// 64 x 64, none wider than O (rounded up to 64), each with the most filter stages (4 to 2)
+/// that fit beside its two footprint buffers (four measured as fast as five on `l1`: a
+/// stage's filter rows are a few KiB, its index a division on every step).
 pub fn nhwc_footprint_candidates(k: &ConvKernel) -> Vec<HopperTile> {
     let s = &k.shape;
     [
-        (192, 128, 1),
-        (256, 64, 4),
-        (256, 64, 2),
-        (192, 64, 1),
-        (128, 128, 1),
-        (128, 64, 1),
-        (64, 128, 1),
-        (64, 64, 1),
+        (192, 128),
+        (256, 64),
+        (192, 64),
+        (128, 128),
+        (128, 64),
+        (64, 128),
+        (64, 64),
     ]
     .into_iter()
-    .filter(|&(_, bn, _)| bn <= s.o.next_multiple_of(64))
-    .filter_map(|(bm, bn, warpgroups)| {
+    .filter(|&(_, bn)| bn <= s.o.next_multiple_of(64))
+    .filter_map(|(bm, bn)| {
         let rows = nhwc_buffer_rows(s, bm);
-        (2..=4).rev().find_map(|st| {
-            let t = HopperTile::new(bm, bn, st)?;
-            let t = if warpgroups == 4 {
-                t.in_four_warpgroups()?
-            } else {
-                t
-            };
-            t.with_nhwc_footprint(k, rows)
-        })
+        (2..=4)
+            .rev()
+            .find_map(|st| HopperTile::new(bm, bn, st)?.with_nhwc_footprint(k, rows))
     })
     .collect()
-}
-
-impl HopperTile {
-    /// This 256-row tile in four warpgroups of 64 rows (one `wgmma` row block each) instead
-    /// of two of 128: twice the warpgroups issuing, half the sums per thread, no registers
-    /// taken from the producer. None for other tiles and for 256 columns (64 sums per
-    /// thread is the most four warpgroups and the producers' warps leave room for).
-    pub fn in_four_warpgroups(self) -> Option<HopperTile> {
-        (self.bm == 256 && self.mr == 2 && self.bn <= 128).then_some(HopperTile {
-            warpgroups: 4,
-            mr: 1,
-            ..self
-        })
-    }
 }
 
 /// Whether this kernel is the faster way to run `k` than the TMA and `cp.async` kernels
