@@ -21,7 +21,10 @@
 //! * Two footprint buffers (the next row of channels, or the next tile's first, fills while
 //!   these are read), each with a `full` and an `empty` barrier, filled by one thread of a
 //!   producer warp; the filter by TMA into `stages` stages of `bn` rows (one tap each) from
-//!   one thread of a second producer warp. K steps run channel-major, tap-minor.
+//!   one thread of a second producer warp. K steps run channel-major, tap-minor. Tiles of three
+//!   warpgroups or two of 128 rows give the producers a warpgroup of their own, whose
+//!   registers the consumers take with `setmaxnreg` (without it the 192 x 128 tile spilled at
+//!   the 128-register cap of its 416 threads); small tiles run two blocks per SM.
 //! * `wgmma` with A in registers: m64nNk16 for f16 and bf16, m64nNk32 for int8, whose
 //!   fragment (four 32-bit registers of four consecutive K bytes: rows `g` and `g + 8`, bytes
 //!   `4 tg ..` and `16 + 4 tg ..` of the 32-byte slice) holds the same bytes at the same places
@@ -160,15 +163,16 @@ pub fn nhwc_footprint_candidates(k: &ConvKernel) -> Vec<HopperTile> {
 /// stride 1 over at most [`MAX_FOOTPRINT_CHANNELS`] channels, where the planned tile has one
 /// split and persistent blocks (more tiles than SMs).
 ///
-/// Measured on an H200 (`bench/results/conv.md`, ResNet-50's 3x3 layers at batch 64, every
-/// layer with the kernel forced, tiles forced on `l1` and `l2 3x3 @28`): ahead on `l1 3x3
-/// 64->64 @56` (256 x 64 persistent, 1.11x the `cp.async` kernel with i32 sums, 1.08x
-/// requantised) and `l2 3x3 128->128 @28` (192 x 128 persistent, 1.08x / 1.09x the TMA
-/// kernel), where a row of channels feeds at most 128 output channels and im2col reads each
-/// input row nine times; behind with 256 channels or more (`l3 3x3 @14` 0.86x: the TMA
-/// kernel's A from shared memory is the cheaper operand there), at stride 2 (0.53-0.83x:
-/// footprints of four input pixels per output pixel) and on 7 x 7 planes, and for f16 on
-/// every layer (0.34-1.0x); without persistent blocks on `l1` 0.87-0.93x.
+/// Measured on an H200 (`bench/results/conv.md`, the 3x3 layers of ResNet-50 and VGG-16 at
+/// batch 64 and 32, the build before and this one alternated, and the kernel forced on every
+/// layer it takes): ahead on the layers of at most 128 input channels with persistent
+/// tiles: ResNet-50's `l1 3x3 64->64 @56` (256 x 64, 1.11x the `cp.async` kernel with i32
+/// sums, 1.09x requantised) and `l2 3x3 128->128 @28` (192 x 128, 1.09x / 1.09x the TMA
+/// kernel), VGG-16's `conv2_1` (1.14-1.16x), `conv2_2` requantised (1.13x) and `conv3_1`
+/// (1.04-1.21x). Behind with 256 input channels or more (0.80-0.94x), at stride 2
+/// (0.35-0.82x: footprints of four input pixels per output pixel), on 7 x 7 planes
+/// (0.64-0.68x), without persistent blocks (`conv2_2` with i32 sums 0.78x, `l1` 0.87-0.94x)
+/// and for f16 on all but one layer (0.32-0.97x; VGG-16's `conv2_1` 1.08x).
 pub fn nhwc_footprint_preferred(k: &ConvKernel) -> bool {
     let s = &k.shape;
     let wanted = k.input == DType::I8
