@@ -41,6 +41,7 @@ mod hopper;
 mod hopper_k;
 pub mod nchw_footprint;
 pub mod nchw_loader;
+pub mod nhwc_footprint;
 pub mod persistent;
 pub mod pointwise;
 pub mod requant;

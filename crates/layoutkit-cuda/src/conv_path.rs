@@ -24,6 +24,7 @@ fn write_hopper(f: &mut std::fmt::Formatter<'_>, t: &HopperTile) -> std::fmt::Re
         _ if t.group_channels > 0 => "wgmma-supergroups",
         (true, _) if t.footprint_rows > 0 => "wgmma-nchw-footprint",
         (true, _) => "wgmma-nchw",
+        (false, true) if t.footprint_rows > 0 => "wgmma-tma-footprint",
         (false, true) => "wgmma-tma",
         _ => "wgmma",
     };

@@ -9,8 +9,12 @@ use crate::conv::grouped_wgmma::{
 use crate::conv::nchw_footprint::{
     footprint_plan, footprint_plan_with, footprint_rows, footprint_unsupported_reason,
 };
+use crate::conv::nhwc_footprint::{
+    nhwc_buffer_rows, nhwc_footprint_plan, nhwc_footprint_plan_with,
+    nhwc_footprint_unsupported_reason,
+};
 use crate::conv::splitk::{reduce_grid, reduce_source, workspace_bytes, REDUCE_THREADS};
-use crate::conv::tma_map::{activation_map, filter_map, TensorMap};
+use crate::conv::tma_map::{activation_map, filter_map, footprint_map, TensorMap};
 use crate::conv::{
     block, conv_source, depthwise_applies, depthwise_launch, depthwise_source, direct_grid,
     direct_source, direct_unsupported_reason, grid, grouped_applies, grouped_launch,
@@ -52,7 +56,11 @@ impl Cuda {
     /// `LAYOUTKIT_CONV_SPLITK`), else the Hopper kernel with its NCHW loader warpgroup where it takes the problem
     /// and [`crate::conv::nchw_loader::nchw_preferred`] (wherever it takes it with
     /// `LAYOUTKIT_CONV_NCHW_LOADER=1`, never with `=0`; its tile from [`nchw_plan`], or
-    /// `LAYOUTKIT_CONV_TILE` and `LAYOUTKIT_CONV_SPLITK` as for that kernel); grouped problems
+    /// `LAYOUTKIT_CONV_TILE` and `LAYOUTKIT_CONV_SPLITK` as for that kernel); NHWC activations
+    /// on sm_90 through the NHWC footprint kernel where
+    /// [`crate::conv::nhwc_footprint::nhwc_footprint_preferred`] (wherever it takes them with
+    /// `LAYOUTKIT_CONV_FOOTPRINT=1`, never with `=0`; its tile from [`nhwc_footprint_plan`],
+    /// or `LAYOUTKIT_CONV_TILE`'s with its footprint, and `LAYOUTKIT_CONV_SPLITK`); grouped problems
     /// on sm_90 as super-groups on the Hopper kernel where
     /// [`crate::conv::grouped_wgmma::grouped_wgmma_preferred`] (wherever it takes them with
     /// `LAYOUTKIT_CONV_SUPERGROUPS=1`, never with `=0`; its tile from
@@ -112,6 +120,18 @@ impl Cuda {
                 None => None,
             };
             let tile = with_env_splits(tile, &kernel.shape, steps, || Ok(nchw_plan(kernel)))?;
+            return Ok(ConvPath::Hopper(tile));
+        }
+        if major == 9 && wgmma && crate::conv::nhwc_footprint::nhwc_footprint_planned(kernel) {
+            let steps = crate::conv::nhwc_footprint::nhwc_footprint_steps(kernel);
+            let tile = with_env_splits(None, &kernel.shape, steps, || match tile_from_env()? {
+                Some(t) => nhwc_footprint_plan_with(kernel, Some(t)).ok_or_else(|| {
+                    Error::Unsupported(format!(
+                        "LAYOUTKIT_CONV_TILE: {t:?} has no NHWC footprint buffers that fit"
+                    ))
+                }),
+                None => Ok(nhwc_footprint_plan(kernel)),
+            })?;
             return Ok(ConvPath::Hopper(tile));
         }
         if let Some(tile) = supergroup_tile(kernel, major == 9 && wgmma)? {
@@ -269,6 +289,17 @@ impl Cuda {
             )),
             ConvPath::Hopper(t) if t.group_channels > 0 => {
                 grouped_wgmma_unsupported_reason(kernel).or_else(|| grouped_tile_reason(kernel, &t))
+            }
+            ConvPath::Hopper(t) if t.footprint_rows > 0 && !t.nchw => {
+                nhwc_footprint_unsupported_reason(kernel).or_else(|| {
+                    let need = nhwc_buffer_rows(&kernel.shape, t.bm);
+                    (t.footprint_rows < need || !t.tma).then(|| {
+                        format!(
+                            "the tile's NHWC footprint buffers hold {} rows; this problem needs {need}",
+                            t.footprint_rows
+                        )
+                    })
+                })
             }
             ConvPath::Hopper(t) if t.footprint_rows > 0 => footprint_unsupported_reason(kernel)
                 .or_else(|| {
@@ -554,6 +585,10 @@ impl DeviceConv {
             ConvPath::Hopper(tile) if tile.nchw => {
                 Ok(Some((None, filter_map(&self.run_kernel, &tile, w)?)))
             }
+            ConvPath::Hopper(tile) if tile.footprint_rows > 0 => Ok(Some((
+                Some(footprint_map(&self.run_kernel, &tile, x)?),
+                filter_map(&self.run_kernel, &tile, w)?,
+            ))),
             ConvPath::Hopper(tile) if tile.tma && tile.group_channels > 0 => Ok(Some((
                 Some(activation_map(&self.run_kernel, x)?),
                 filter_map(&filter_view(&self.run_kernel), &tile, w)?,

@@ -52,9 +52,9 @@ pub(super) const SMEM_PER_SM: usize = 227 * 1024;
 /// are NCHW, loaded by a producer warpgroup ([`super::nchw_loader`]). With `persistent` (and
 /// `tma`, one split) a block walks several output tiles and stages its output in
 /// `epilogue_bytes` of shared memory of its own, in `epilogue_passes` ([`super::persistent`]).
-/// With `footprint_rows` (and `nchw`) the NCHW activations come through two footprint buffers
-/// of that many rows and the filter through `stages` stages of `bn` rows
-/// ([`super::nchw_footprint`]). Each stage row (a pixel's or an output channel's share of a K
+/// With `footprint_rows` the activations come through two footprint buffers of that many rows
+/// and the filter through `stages` stages of `bn` rows: NCHW ones with `nchw`
+/// ([`super::nchw_footprint`]), else NHWC ones with `tma` ([`super::nhwc_footprint`]). Each stage row (a pixel's or an output channel's share of a K
 /// step) is `k_bytes` long: 128, or for the TMA kernel 64 or 32 where the channels of a filter
 /// tap come in such rows ([`super::tma::row_bytes`]; stored with the swizzle of that width).
 /// With `group_channels` (a grouped problem; 0 for none) each block's K walks the taps and
@@ -162,12 +162,21 @@ impl HopperTile {
         128 * self.warpgroups
     }
 
-    /// Threads per block: the warpgroups, and the producer warp with `tma` (the producer
-    /// warpgroup with `nchw`).
+    /// Threads per block: the warpgroups, and the producer warp with `tma` (two with NHWC
+    /// footprints: one for the footprints, one for the filter, in a warpgroup of their own
+    /// where the consumers take the producer's registers; the producer warpgroup with
+    /// `nchw`).
     pub fn block_threads(&self) -> usize {
         self.threads()
             + match (self.nchw, self.tma) {
                 (true, _) => super::nchw_loader::PRODUCER_THREADS,
+                (false, true) if self.footprint_rows > 0 => {
+                    if super::nchw_footprint::register_split(self).is_some() {
+                        128
+                    } else {
+                        64
+                    }
+                }
                 (false, true) => 32,
                 _ => 0,
             }
@@ -181,10 +190,11 @@ impl HopperTile {
     }
 
     /// Bytes of the operands' buffers from the start of shared memory: the stages, or with
-    /// `footprint_rows` two footprint buffers, a zero row block and the filter's stages.
+    /// `footprint_rows` two footprint buffers, a zero row block and the filter's stages (rows
+    /// of `k_bytes`).
     pub fn stage_area(&self) -> usize {
         if self.footprint_rows > 0 {
-            2 * self.footprint_rows * 128 + 1024 + self.stages * self.bn * 128
+            2 * self.footprint_rows * self.k_bytes + 1024 + self.stages * self.bn * self.k_bytes
         } else {
             self.stages * (self.bm + self.bn) * self.k_bytes
         }
@@ -194,10 +204,18 @@ impl HopperTile {
     /// most two (the registers of two blocks of up to 256 threads), and one where each thread
     /// keeps 128 sums (the 256-column tile: 128 registers per thread are two blocks' share),
     /// or with `tma` more than 64 or the block more than 288 threads; one with `nchw` (384
-    /// threads holding a producer's units).
+    /// threads holding a producer's units). NHWC footprint tiles: two where each thread keeps
+    /// at most 32 sums in a block of at most 320 threads (102 registers each: the sums, two
+    /// sets of operand registers and the addresses fit) and the shared memory holds both.
     pub(super) fn resident(&self) -> usize {
         if self.mr * self.bn / 2 >= 128 || self.nchw {
             return 1;
+        }
+        if self.footprint_rows > 0 {
+            if self.mr * self.bn / 2 > 32 || self.block_threads() > 320 {
+                return 1;
+            }
+            return (SMEM_PER_SM / self.shared_bytes()).clamp(1, 2);
         }
         // Two blocks of 288 threads leave each thread about 100 registers: 64 sums fit, the
         // 80 of a 160-column tile do not (ptxas refuses the `wgmma`); two of 416 (three
@@ -304,8 +322,11 @@ pub fn hopper_unsupported_reason(k: &ConvKernel) -> Option<String> {
 /// Contract: `hopper_unsupported_reason(kernel)` is None, or for a tile with
 /// `group_channels` [`super::grouped_wgmma::grouped_wgmma_unsupported_reason`] is.
 pub fn hopper_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
-    if tile.footprint_rows > 0 {
+    if tile.footprint_rows > 0 && tile.nchw {
         return super::nchw_footprint::footprint_source(kernel, tile);
+    }
+    if tile.footprint_rows > 0 {
+        return super::nhwc_footprint::nhwc_footprint_source(kernel, tile);
     }
     if tile.nchw {
         return super::nchw_loader::nchw_source(kernel, tile);

@@ -68,7 +68,7 @@ fn units_in_flight(tile: &HopperTile) -> usize {
 /// (`setmaxnreg`) for tiles whose consumers need more than an even share: three warpgroups of
 /// 64 rows (512 threads, 128 registers each at launch) and two of 128 rows (384 threads,
 /// 168 each; 64 sums and two sets of 32 operand registers per thread). None for the others.
-fn register_split(tile: &HopperTile) -> Option<(usize, usize)> {
+pub(super) fn register_split(tile: &HopperTile) -> Option<(usize, usize)> {
     match (tile.warpgroups, tile.mr) {
         (3, 1) => Some((56, 152)),
         (2, 2) => Some((56, 224)),
@@ -311,33 +311,9 @@ pub fn footprint_plan_with(k: &ConvKernel, forced: Option<HopperTile>) -> Option
     Some(planned.with_persistent(k).unwrap_or(planned))
 }
 
-/// `wgmma` with A from registers (four of a 16 x 16 fragment per thread, as `ldmatrix.x4`
-/// gives them) and B from shared memory: `wgmma_ra(d, a, b_desc)`, m64nNk16 with f32 sums.
-fn wgmma_registers_function(k: &mut String, n: usize, bf16: bool) {
-    let regs = n / 2;
-    let list: Vec<String> = (0..regs).map(|i| format!("%{i}")).collect();
-    let outs: Vec<String> = (0..regs).map(|i| format!("\"+f\"(d[{i}])")).collect();
-    let t = if bf16 { "bf16" } else { "f16" };
-    let _ = writeln!(
-        k,
-        "__device__ __forceinline__ void wgmma_ra(float* d, const unsigned* a, unsigned long long db) {{\n  asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{}, 0;\\nwgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{}}}, {{%{}, %{}, %{}, %{}}}, %{}, p, 1, 1, 0;\\n}}\\n\"\n    : {}\n    : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(db), \"r\"(1));\n}}",
-        regs + 5,
-        list.join(", "),
-        regs,
-        regs + 1,
-        regs + 2,
-        regs + 3,
-        regs + 4,
-        outs.join(", ")
-    );
-    k.push_str(
-        "__device__ __forceinline__ void ldsm4s(unsigned* r, unsigned a) {\n  asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\" : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a) : \"memory\");\n}\n",
-    );
-}
-
 /// The statements computing the tile's footprint start `lo8` (and with `rows`, its rows
 /// `frows`) from `m0`, as [`tile_range`] does.
-fn range_statements(k: &mut String, s: &ConvShape, bm: usize, rows: bool) {
+pub(super) fn range_statements(k: &mut String, s: &ConvShape, bm: usize, rows: bool) {
     let c = &s.conv;
     let (m, ohw, hw) = (s.n * s.oh * s.ow, s.oh * s.ow, s.h * s.w);
     let _ = writeln!(
@@ -419,7 +395,7 @@ pub fn footprint_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
     super::source::helpers(&mut k, kernel.input);
     super::tma::tma_helpers(&mut k);
     wgmma_function(&mut k, bn, kernel.input, 128);
-    wgmma_registers_function(&mut k, bn, kernel.input == layoutkit_core::DType::BF16);
+    super::nhwc_footprint::wgmma_registers_function(&mut k, bn, kernel.input);
     q8_function(&mut k, kernel);
     let _ = writeln!(
         k,

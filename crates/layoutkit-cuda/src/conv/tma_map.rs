@@ -125,6 +125,32 @@ fn rows_map(kernel: &ConvKernel, x: u64) -> Result<TensorMap, Error> {
     tiled_map(kernel.input, x, (&dims, &strides, &boxes), promotion, row)
 }
 
+/// The tiled tensor map of `kernel`'s NHWC activations at device address `x` for the NHWC
+/// footprint kernel ([`super::nhwc_footprint`]): a 2-D tensor (C, N x H x W) read in boxes of
+/// a stage row of channels (`tile.k_bytes`) x [`super::nhwc_footprint::BOX_ROWS`] pixels,
+/// swizzled in rows of that width; pixels past the batch read zeros.
+///
+/// Contract: [`super::nhwc_footprint::nhwc_footprint_unsupported_reason`] is None for
+/// `kernel`; `x` is 16-byte aligned. Errors are the driver's (an invalid map).
+pub fn footprint_map(kernel: &ConvKernel, tile: &HopperTile, x: u64) -> Result<TensorMap, Error> {
+    let s = &kernel.shape;
+    let e = kernel.input.size_bytes() as u64;
+    let dims = [s.c as u64, (s.n * s.h * s.w) as u64];
+    let strides = [s.c as u64 * e];
+    let boxes = [
+        (tile.k_bytes as u64 / e) as u32,
+        super::nhwc_footprint::BOX_ROWS as u32,
+    ];
+    let promotion = CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B;
+    tiled_map(
+        kernel.input,
+        x,
+        (&dims, &strides, &boxes),
+        promotion,
+        tile.k_bytes,
+    )
+}
+
 /// A tiled tensor map of `t` elements at `address`: extents `dims` (innermost first), byte
 /// `strides` of the outer dimensions, boxes of `boxes`, swizzled in rows of `row` bytes (the
 /// boxes' inner extent), zeros outside, with the L2 `promotion` given.
