@@ -335,9 +335,12 @@ impl super::Job<'_> {
             return None;
         }
         if pad > 0 {
-            // Casts into records of `b.extent` channels and `pad` fill (RGB into NCHW32c).
+            // Casts into records of `b.extent` channels and `pad` fill (RGB into NCHW32c), and
+            // streamed identity conversions the same (`planes_into_records`).
             let records = a.dst_stride as usize == (b.extent + pad) * unit;
-            let ok = few_rows_pad(&self.cast, b.extent, unit, pad) && records;
+            let ok = (few_rows_pad(&self.cast, b.extent, unit, pad)
+                || self.planes_records_take(b.extent, unit, pad))
+                && records;
             return ok.then(|| (pixels(b.extent).min(a.extent), b.extent));
         }
         let e_ok = |e: usize| matches!(e, 1 | 2 | 4 | 8);
@@ -397,7 +400,8 @@ impl super::Job<'_> {
         }
         let pad = t.pad;
         let records = t.d_row as usize == (nb + pad) * unit;
-        if pad > 0 && !(few_rows_pad(&self.cast, nb, unit, pad) && records) {
+        let into_records = pad > 0 && self.planes_records_take(nb, unit, pad);
+        if pad > 0 && !((few_rows_pad(&self.cast, nb, unit, pad) || into_records) && records) {
             return false;
         }
         let identity = self.cast.is_identity();
@@ -422,7 +426,7 @@ impl super::Job<'_> {
         // (Four 4-byte elements from records apart: as in `few_rows_shape`.)
         let four_fours = rows == 4 && e == 4 && !record_split_runs(s_row * ss, rows, e);
         let fits = pixels * per_pixel <= super::SCRATCH_BYTES
-            && (packed || !identity || (splitting && self.stream && !four_fours));
+            && (packed || !identity || (splitting && self.stream && !four_fours) || into_records);
         if !matches!(e, 1 | 2 | 4 | 8) || !fits {
             return false;
         }
@@ -438,6 +442,23 @@ impl super::Job<'_> {
         let buf = scratch
             .stream_buf
             .get_or_insert_with(|| super::AlignedBuf::zeroed(super::SCRATCH_BYTES));
+        if into_records && interleaving {
+            // SAFETY: `planes_records_take`; the tile's source rows are inside the buffer
+            // (asserted), the destination range belongs to this item; `buf` holds
+            // SCRATCH_BYTES, at least the tile's `pixels * per_pixel`, which covers two
+            // ranges of `pixels * 4 * e` bytes (`per_pixel` counts the records' `rows + pad
+            // >= 4` elements and twice `rows`).
+            return unsafe {
+                self.planes_into_records(
+                    src_tile,
+                    s_row * ss,
+                    dst,
+                    (pixels, rows, e),
+                    pad,
+                    &mut buf[..],
+                )
+            };
+        }
         // Scratch ranges: `n` source-type elements, `n` destination-type elements (the
         // cast's output) and a third: the padded records, or (streaming) the tile as it is
         // streamed out.

@@ -20,6 +20,7 @@ mod items;
 mod lane_blocks;
 #[cfg(target_arch = "x86_64")]
 mod permute_blocks;
+mod planes_records;
 mod prepared;
 #[cfg(target_arch = "x86_64")]
 mod quantise_avx2;

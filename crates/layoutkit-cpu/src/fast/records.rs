@@ -113,6 +113,45 @@ pub(super) fn expand_streamed(
     true
 }
 
+/// Whether [`expand_streamed_records`] writes records of `data` bytes into records of `out`
+/// bytes starting at address `dst`: a streamed kernel takes the sizes on this CPU, the
+/// records before the first vector boundary are whole, and [`expand`] knows the sizes (for
+/// those and the last records).
+pub(super) fn expand_streaming_takes(dst: usize, data: usize, out: usize) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use super::transpose::{avx2_builds, avx512_builds};
+        let vector = match () {
+            _ if avx512_builds() => 64,
+            _ if avx2_builds() => 32,
+            _ => return false,
+        };
+        const MOST_FILL: usize = 512;
+        data < out
+            && out - data <= MOST_FILL
+            && super::records_stream::takes(data, out, vector)
+            && (dst.wrapping_neg() % vector).is_multiple_of(out)
+            && expand(&[], &mut [], 0, data, out, &[0; MOST_FILL][..out - data])
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (dst, data, out);
+        false
+    }
+}
+
+/// All of `src`'s records (of `data` bytes) written as records of `out` bytes into `dst` by
+/// the streamed kernels, the fill after each from `fill` (`out - data` bytes); false, with
+/// nothing written, unless [`expand_streaming_takes`]`(dst, data, out)`.
+pub(super) fn expand_streamed_records(
+    src: &[u8],
+    dst: &mut [u8],
+    (data, out): (usize, usize),
+    fill: &[u8],
+) -> bool {
+    expand_streaming(src, dst, src.len() / data, (data, out), fill) == Some(true)
+}
+
 /// [`expand`] with the records built in vectors stored past the cache (see
 /// [`super::records_stream`]): the records before the destination's first vector boundary
 /// and after the last whole vector with ordinary stores. `None` (nothing written) where the
