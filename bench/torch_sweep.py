@@ -143,6 +143,9 @@ def layoutkit_converter(row, x, threads):
     reads) into an output allocated once by a first call."""
     import layoutkit as lk
     args = dict(dims=row["dims"], dtype=row["to_dtype"], threads=threads)
+    # The same memory viewed in the source layout's physical shape (PyTorch's tensors for the
+    # blocked layouts are shaped for its views, e.g. kHWC8 as (N, H, W, C padded to 8)).
+    x = x.view(lk.Layout(row["from"]).physical_shape(row["dims"]))
     y = lk.convert(x, row["from"], row["to"], **args)
     return lambda: lk.convert(x, row["from"], row["to"], out=y, **args)
 

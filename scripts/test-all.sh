@@ -40,6 +40,9 @@ echo "== the CPU engine's property tests with streaming stores on every destinat
 # shapes above ran those; here the streaming kernels run on the same shapes.
 LAYOUTKIT_CPU_STREAM=always cargo test -p layoutkit-cpu --test planned_vs_reference \
   --test few_channels_vs_reference --test lane_blocks_vs_reference
+# The streamed few-channel kernels' AVX2 builds (per-lane permutes) the same way.
+LAYOUTKIT_CPU_KERNELS=avx2 LAYOUTKIT_CPU_STREAM=always cargo test -p layoutkit-cpu \
+  --test few_channels_vs_reference
 
 echo "== the CPU engine on aarch64 (NEON kernels), under qemu"
 if rustup target list --installed 2>/dev/null | grep -q aarch64-unknown-linux-gnu \
