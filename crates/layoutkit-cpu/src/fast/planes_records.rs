@@ -1,5 +1,5 @@
 //! The planes of a few-channel image (2-4 channels) into padded records where the job
-//! streams (RGB into NCHW32c's or kHWC8's records, identity conversions): the planes
+//! streams (RGB into NCHW32c's records of i8 or f16, identity conversions): the planes
 //! interleaved into pixels of a power-of-two count of elements (a third channel's pixels take
 //! a fourth element of the fill value), then those pixels expanded into whole records by the
 //! streamed records kernels ([`super::records_stream`]), which build each destination vector

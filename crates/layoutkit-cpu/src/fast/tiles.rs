@@ -589,8 +589,10 @@ pub(super) struct StridedTile {
 /// (4000-byte rows, not whole lines), one thread, alternated three times: 14 x 14 56% -> 103%
 /// of the copy, 56 x 56 26% -> 45%, 112 x 112 29% -> 43%, 7 x 7 81% -> 87%, `NCHW -> kHWC8`
 /// 14 x 14 68% -> 97%; cut into 2 KiB segments, each row's lines at the segments' ends were
-/// written by two tiles with ordinary stores. On an AMD EPYC the same rows with 16-pixel
-/// tiles measured slower (f32 NHWC with C = 1000), so the shorter limit stays there.
+/// written by two tiles with ordinary stores. (The 1 KiB limit dates from an earlier
+/// engine, where 16-pixel tiles of f32 NHWC with C = 1000 measured slower.) Measured on
+/// Intel only: other CPUs keep 1 KiB until measured (on a Zen 5 these transposes are bound by
+/// reading many source rows at once, `bench/results/sweep.md`).
 fn whole_rows_max() -> usize {
     static MAX: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *MAX.get_or_init(|| {
