@@ -1,4 +1,4 @@
-//! The shapes of the few-rows tiles ([`super::Job::tile_few_rows`]): which tiles carry a
+//! The shapes of the few-rows tiles ([`crate::fast::Job::tile_few_rows`]): which tiles carry a
 //! cast's padding, the scratch bytes per pixel, and how many pixels a tile takes.
 
 use layoutkit_core::plan::LoopDim;
