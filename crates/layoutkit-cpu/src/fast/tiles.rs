@@ -254,7 +254,7 @@ impl Job<'_> {
             && a_loops.len() == 1
             && inner_a.dst_stride as usize == b.extent
             && !d_row_bytes.is_multiple_of(64)
-            && (WHOLE_ROWS_MIN_BYTES..=whole_rows_max()).contains(&d_row_bytes)
+            && (WHOLE_ROWS_MIN_BYTES..=super::shape::whole_rows_max()).contains(&d_row_bytes)
         {
             tb = b.extent;
             ta = (SCRATCH_BYTES / d_row_bytes).clamp(1, MAX_TILE_A);
@@ -561,7 +561,7 @@ impl Job<'_> {
 
 /// The shortest destination rows of single elements that whole-row tiles go through the
 /// scratch tile for (shorter rows are the few-channel kernels' or the packed stores'); the
-/// longest is [`whole_rows_max`]'s.
+/// longest is [`super::shape::whole_rows_max`]'s.
 const WHOLE_ROWS_MIN_BYTES: usize = 64;
 
 /// The largest band of source rows whose tiles ask for the next band (a quarter of the L2
@@ -581,41 +581,4 @@ pub(super) struct StridedTile {
     pub(super) pad: usize,
     /// Source lines to ask for while the tile runs ([`transpose::Ahead`]).
     pub(super) ahead: (*const u8, usize),
-}
-
-/// The longest destination rows of single elements that whole-row tiles take (see
-/// [`WHOLE_ROWS_MIN_BYTES`]): 1 KiB (tiles of 64 pixels or more), or 8 KiB (8 pixels or more)
-/// on Intel CPUs. Measured on a Xeon (family 6 model 207), f32 `NCHW -> NHWC` with C = 1000
-/// (4000-byte rows, not whole lines), one thread, alternated three times: 14 x 14 56% -> 103%
-/// of the copy, 56 x 56 26% -> 45%, 112 x 112 29% -> 43%, 7 x 7 81% -> 87%, `NCHW -> kHWC8`
-/// 14 x 14 68% -> 97%; cut into 2 KiB segments, each row's lines at the segments' ends were
-/// written by two tiles with ordinary stores. (The 1 KiB limit dates from an earlier
-/// engine, where 16-pixel tiles of f32 NHWC with C = 1000 measured slower.) Measured on
-/// Intel only: other CPUs keep 1 KiB until measured (on a Zen 5 these transposes are bound by
-/// reading many source rows at once, `bench/results/sweep.md`).
-fn whole_rows_max() -> usize {
-    static MAX: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *MAX.get_or_init(|| {
-        if intel_cpu() {
-            SCRATCH_BYTES / 8
-        } else {
-            SCRATCH_BYTES / 64
-        }
-    })
-}
-
-/// Whether the CPU's vendor is Intel (cpuid leaf 0's "GenuineIntel").
-fn intel_cpu() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // cpuid leaf 0 exists on every x86-64 CPU.
-        let r = std::arch::x86_64::__cpuid(0);
-        let mut v = [0u8; 12];
-        v[..4].copy_from_slice(&r.ebx.to_le_bytes());
-        v[4..8].copy_from_slice(&r.edx.to_le_bytes());
-        v[8..].copy_from_slice(&r.ecx.to_le_bytes());
-        &v == b"GenuineIntel"
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    false
 }
