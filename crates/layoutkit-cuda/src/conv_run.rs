@@ -6,23 +6,16 @@ use cudarc::driver::{DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 use crate::conv::grouped_wgmma::{
     filter_view, grouped_tile_reason, grouped_wgmma_unsupported_reason, needs_expansion,
 };
-use crate::conv::nchw_footprint::{
-    footprint_plan, footprint_plan_with, footprint_rows, footprint_unsupported_reason,
-};
-use crate::conv::nhwc_footprint::{
-    nhwc_buffer_rows, nhwc_footprint_plan, nhwc_footprint_plan_with,
-    nhwc_footprint_unsupported_reason,
-};
+use crate::conv::nchw_footprint::{footprint_rows, footprint_unsupported_reason};
+use crate::conv::nhwc_footprint::{nhwc_buffer_rows, nhwc_footprint_unsupported_reason};
 use crate::conv::splitk::{reduce_grid, reduce_source, workspace_bytes, REDUCE_THREADS};
 use crate::conv::tma_map::{activation_map, filter_map, footprint_map, TensorMap};
 use crate::conv::{
     block, conv_source, depthwise_applies, depthwise_launch, depthwise_source, direct_grid,
     direct_source, direct_unsupported_reason, grid, grouped_applies, grouped_launch,
-    grouped_source, hopper_source, hopper_unsupported_reason, nchw_plan, nchw_unsupported_reason,
+    grouped_source, hopper_source, hopper_unsupported_reason, nchw_unsupported_reason,
     unsupported_reason, ConvKernel, DIRECT_THREADS,
 };
-use crate::conv_env::{tile_from_env, with_env_splits};
-use crate::conv_grouped_wgmma::supergroup_tile;
 use crate::conv_path::ConvPath;
 use crate::conv_space_to_depth::PrePass;
 use crate::{Cuda, Error, Launches, Timing};
@@ -30,7 +23,7 @@ use crate::{Cuda, Error, Launches, Timing};
 impl Cuda {
     /// The device's compute capability (major, minor); an error below sm_80, which every
     /// convolution kernel here needs.
-    fn conv_capability(&self) -> Result<(i32, i32), Error> {
+    pub(crate) fn conv_capability(&self) -> Result<(i32, i32), Error> {
         let (major, minor) = self
             .ctx
             .compute_capability()
@@ -41,112 +34,6 @@ impl Cuda {
             )));
         }
         Ok((major, minor))
-    }
-
-    /// The kernel [`Cuda::conv2d_timed`] runs `kernel` with on this GPU: on sm_90, a strided
-    /// convolution of few channels through space to depth where
-    /// [`crate::conv::space_to_depth::space_to_depth_preferred`] and the Hopper kernel
-    /// takes the regrouped problem (its tile from [`crate::conv_plan::hopper_tile`]; wherever
-    /// the problem can be regrouped with `LAYOUTKIT_CONV_SPACE_TO_DEPTH=1`, never with `=0`);
-    /// for NCHW activations
-    /// on sm_90, the footprint kernel where it takes the problem and
-    /// [`crate::conv::nchw_footprint::footprint_preferred`] (wherever it takes it with
-    /// `LAYOUTKIT_CONV_NCHW_FOOTPRINT=1`, never with `=0`; its tile from
-    /// [`footprint_plan`], or `LAYOUTKIT_CONV_TILE`'s with its footprint, and
-    /// `LAYOUTKIT_CONV_SPLITK`), else the Hopper kernel with its NCHW loader warpgroup where it takes the problem
-    /// and [`crate::conv::nchw_loader::nchw_preferred`] (wherever it takes it with
-    /// `LAYOUTKIT_CONV_NCHW_LOADER=1`, never with `=0`; its tile from [`nchw_plan`], or
-    /// `LAYOUTKIT_CONV_TILE` and `LAYOUTKIT_CONV_SPLITK` as for that kernel); NHWC activations
-    /// on sm_90 through the NHWC footprint kernel where
-    /// [`crate::conv::nhwc_footprint::nhwc_footprint_preferred`] (wherever it takes them with
-    /// `LAYOUTKIT_CONV_FOOTPRINT=1`, never with `=0`; its tile from [`nhwc_footprint_plan`],
-    /// or `LAYOUTKIT_CONV_TILE`'s with its footprint, and `LAYOUTKIT_CONV_SPLITK`); grouped problems
-    /// on sm_90 as super-groups on the Hopper kernel where
-    /// [`crate::conv::grouped_wgmma::grouped_wgmma_preferred`] (wherever it takes them with
-    /// `LAYOUTKIT_CONV_SUPERGROUPS=1`, never with `=0`; its tile from
-    /// [`crate::conv::grouped_wgmma::grouped_wgmma_tile`] or `LAYOUTKIT_CONV_TILE`, loaded by TMA unless
-    /// `LAYOUTKIT_CONV_TMA=0`; `LAYOUTKIT_CONV_SPLITK` and `LAYOUTKIT_CONV_PERSISTENT` do not
-    /// apply); else the Hopper kernel on
-    /// sm_90 when it takes the problem (unless `LAYOUTKIT_CONV_WGMMA=0`), with the tile of
-    /// [`crate::conv_plan::hopper_tile`] (the rules and their overrides are listed there),
-    /// else the `mma.sync` kernel, else the direct one.
-    ///
-    /// Contract: errors (naming the tensor-core kernel's reason) for problems no kernel takes,
-    /// for GPUs older than sm_80, and for environment variables out of their range.
-    pub fn conv_path(&self, kernel: &ConvKernel) -> Result<ConvPath, Error> {
-        let (major, _) = self.conv_capability()?;
-        let wgmma = std::env::var("LAYOUTKIT_CONV_WGMMA").as_deref() != Ok("0");
-        let nchw_loader = match std::env::var("LAYOUTKIT_CONV_NCHW_LOADER").as_deref() {
-            Ok("0") => false,
-            Ok("1") => true,
-            _ => crate::conv::nchw_loader::nchw_preferred(kernel),
-        };
-        // footprint_preferred holds only where the kernel takes the problem.
-        let footprint = match std::env::var("LAYOUTKIT_CONV_NCHW_FOOTPRINT").as_deref() {
-            Ok("0") => false,
-            Ok("1") => footprint_unsupported_reason(kernel).is_none(),
-            _ => crate::conv::nchw_footprint::footprint_preferred(kernel),
-        };
-        let regroup = match std::env::var("LAYOUTKIT_CONV_SPACE_TO_DEPTH").as_deref() {
-            Ok("0") => false,
-            Ok("1") => true,
-            _ => crate::conv::space_to_depth::space_to_depth_preferred(kernel),
-        };
-        let regrouped = crate::conv::space_to_depth::space_to_depth_problem(kernel)
-            .filter(|inner| hopper_unsupported_reason(inner).is_none());
-        if let Some(inner) = regrouped.filter(|_| major == 9 && wgmma && regroup) {
-            return Ok(ConvPath::SpaceToDepth(crate::conv_plan::hopper_tile(
-                &inner,
-            )?));
-        }
-        if major == 9 && wgmma && footprint {
-            let steps = crate::conv::nchw_loader::nchw_steps(&kernel.shape);
-            let tile = with_env_splits(None, &kernel.shape, steps, || match tile_from_env()? {
-                Some(t) => footprint_plan_with(kernel, Some(t)).ok_or_else(|| {
-                    Error::Unsupported(format!(
-                        "LAYOUTKIT_CONV_TILE: {t:?} has no NCHW footprint buffers that fit"
-                    ))
-                }),
-                None => Ok(footprint_plan(kernel)),
-            })?;
-            return Ok(ConvPath::Hopper(tile));
-        }
-        if major == 9 && wgmma && nchw_loader && nchw_unsupported_reason(kernel).is_none() {
-            let steps = crate::conv::nchw_loader::nchw_steps(&kernel.shape);
-            let tile = match tile_from_env()? {
-                Some(t) => Some(t.with_nchw_loader().ok_or_else(|| {
-                    Error::Unsupported(format!("LAYOUTKIT_CONV_TILE: {t:?} has no NCHW loader"))
-                })?),
-                None => None,
-            };
-            let tile = with_env_splits(tile, &kernel.shape, steps, || Ok(nchw_plan(kernel)))?;
-            return Ok(ConvPath::Hopper(tile));
-        }
-        if major == 9 && wgmma && crate::conv::nhwc_footprint::nhwc_footprint_planned(kernel) {
-            let steps = crate::conv::nhwc_footprint::nhwc_footprint_steps(kernel);
-            let tile = with_env_splits(None, &kernel.shape, steps, || match tile_from_env()? {
-                Some(t) => nhwc_footprint_plan_with(kernel, Some(t)).ok_or_else(|| {
-                    Error::Unsupported(format!(
-                        "LAYOUTKIT_CONV_TILE: {t:?} has no NHWC footprint buffers that fit"
-                    ))
-                }),
-                None => Ok(nhwc_footprint_plan(kernel)),
-            })?;
-            return Ok(ConvPath::Hopper(tile));
-        }
-        if let Some(tile) = supergroup_tile(kernel, major == 9 && wgmma)? {
-            return Ok(ConvPath::Hopper(tile));
-        }
-        if major == 9 && wgmma && hopper_unsupported_reason(kernel).is_none() {
-            return Ok(ConvPath::Hopper(crate::conv_plan::hopper_tile(kernel)?));
-        }
-        match unsupported_reason(kernel) {
-            None => Ok(ConvPath::TensorCore),
-            Some(why) => match direct_unsupported_reason(kernel) {
-                None => Ok(ConvPath::Direct),
-                Some(_) => Err(Error::Unsupported(why)),
-            },
-        }
     }
 
     /// Runs `kernel` once: convolves `x` (the physical array in `kernel.layout`, of

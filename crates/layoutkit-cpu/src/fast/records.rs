@@ -113,6 +113,18 @@ pub(super) fn expand_streamed(
     true
 }
 
+/// The vector bytes of the streamed records kernels this CPU runs (64 with AVX-512, 32 with
+/// AVX2), or None.
+#[cfg(target_arch = "x86_64")]
+fn streaming_vector() -> Option<usize> {
+    use super::transpose::{avx2_builds, avx512_builds};
+    match () {
+        _ if avx512_builds() => Some(64),
+        _ if avx2_builds() => Some(32),
+        _ => None,
+    }
+}
+
 /// Whether [`expand_streamed_records`] writes records of `data` bytes into records of `out`
 /// bytes starting at address `dst`: a streamed kernel takes the sizes on this CPU, the
 /// records before the first vector boundary are whole, and [`expand`] knows the sizes (for
@@ -120,11 +132,8 @@ pub(super) fn expand_streamed(
 pub(super) fn expand_streaming_takes(dst: usize, data: usize, out: usize) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        use super::transpose::{avx2_builds, avx512_builds};
-        let vector = match () {
-            _ if avx512_builds() => 64,
-            _ if avx2_builds() => 32,
-            _ => return false,
+        let Some(vector) = streaming_vector() else {
+            return false;
         };
         const MOST_FILL: usize = 512;
         data < out
@@ -168,12 +177,7 @@ fn expand_streaming(
     #[cfg(target_arch = "x86_64")]
     {
         use super::records_stream::{expand_avx2, expand_avx512, takes};
-        use super::transpose::{avx2_builds, avx512_builds};
-        let vector = match () {
-            _ if avx512_builds() => 64,
-            _ if avx2_builds() => 32,
-            _ => return None,
-        };
+        let vector = streaming_vector()?;
         let head_bytes = dst.as_ptr().addr().wrapping_neg() % vector;
         if !takes(data, out, vector) || !head_bytes.is_multiple_of(out) {
             return None;
