@@ -12,6 +12,7 @@
 mod buffer;
 mod cast_tiles;
 mod casts;
+mod chunked;
 mod destination;
 mod gather;
 mod half_runs;
@@ -144,8 +145,10 @@ impl Job<'_> {
         }
     }
 
-    /// Runs item `it`, moving its blocks by `table` where [`item_table`] made one.
-    fn execute(&self, it: &Item, table: Option<&gather::Table>) {
+    /// Runs item `it`, moving its blocks by `table` where [`item_table`] made one, with its
+    /// source and destination offsets moved by `shift` elements (a chunk's template item,
+    /// [`chunked`]; `(0, 0)` for the item as made).
+    fn execute(&self, it: &Item, table: Option<&gather::Table>, shift: (isize, isize)) {
         transpose::set_prefetches(self.prefetch);
         let dst = self.dst.slice();
         let m = it.kernel_loops();
@@ -160,7 +163,10 @@ impl Job<'_> {
         // Odometer over the item's outer loops; the kernel does the rest.
         let mut scratch = Scratch::new();
         let mut idx = vec![0usize; outer.len()];
-        let (mut so, mut d) = (it.src_offset as isize, it.dst_offset as isize);
+        let (mut so, mut d) = (
+            it.src_offset as isize + shift.0,
+            it.dst_offset as isize + shift.1,
+        );
         loop {
             match table {
                 Some(table) => table.run(self.src, dst, (so, d), size),

@@ -17,7 +17,7 @@ use layoutkit_core::CastSpec;
 use super::casts::{run_kernel, RunKernel};
 use super::gather::Table;
 use super::items::{split, Item, MAX_TILE_A};
-use super::{cast_tiles, destination, records, Job, SharedMut, PARALLEL_MIN_BYTES};
+use super::{cast_tiles, chunked, destination, records, Job, SharedMut, PARALLEL_MIN_BYTES};
 use crate::{check_buffers, Error};
 
 /// A conversion for the fast engine, prepared for one plan, cast and thread count: run it on
@@ -57,12 +57,16 @@ struct Work {
     tables: Vec<Option<Table>>,
     /// The destination written whole with the fill first ([`destination::fill_first`]).
     fill_first: bool,
-    /// Whether the items are shared among threads (enough of them, and bytes).
+    /// Whether the items (or chunks) are shared among threads (enough of them, and bytes).
     parallel: bool,
     settings: Settings,
+    /// Regions interleaved in memory run chunk by chunk: then `items` and `tables` are the
+    /// template of the first chunk ([`chunked`]).
+    chunks: Option<chunked::Chunks>,
 }
 
 /// What every item of a run reads besides the buffers.
+#[derive(Clone)]
 pub(super) struct Settings {
     /// Whether final destination lines are written with non-temporal (streaming) stores.
     pub(super) stream: bool,
@@ -150,12 +154,16 @@ fn run_work(
         cast: *cast,
         settings: &w.settings,
     };
+    if let Some(chunks) = &w.chunks {
+        chunks.run(&job, (&w.items, &w.tables), threads, w.parallel);
+        return Ok(());
+    }
     let (items, tables) = (&w.items, &w.tables);
     if !w.parallel {
         items
             .iter()
             .zip(tables)
-            .for_each(|(it, t)| job.execute(it, t.as_ref()));
+            .for_each(|(it, t)| job.execute(it, t.as_ref(), (0, 0)));
         return Ok(());
     }
     // Each worker takes the next item in order until none is left: items run roughly in
@@ -167,7 +175,7 @@ fn run_work(
     let work = || loop {
         let i = next.fetch_add(1, Ordering::Relaxed);
         let Some(it) = items.get(i) else { break };
-        job.execute(it, tables[i].as_ref());
+        job.execute(it, tables[i].as_ref(), (0, 0));
     };
     rayon::scope(|scope| {
         for _ in 1..threads.min(items.len()) {
@@ -189,10 +197,84 @@ impl Work {
     ) -> Option<Work> {
         match plan.strategy() {
             Strategy::Regions { copies, fills } => {
-                Some(Work::new(copies, fills, plan, cast, threads, bytes))
+                let ds = cast.dst.size_bytes();
+                // In cache (a destination the streaming stores leave alone), the regions'
+                // passes cost no memory traffic, and the chunks' items and stage only cost.
+                let chunking = chunked::chunking(copies, fills, ds).filter(|_| {
+                    destination::streams(bytes.1, threads)
+                        && !destination::fill_first(copies, fills, ds, bytes.1)
+                });
+                Some(match chunking {
+                    Some(c) => Work::chunked(c, copies, fills, plan, cast, threads, bytes),
+                    None => Work::new(copies, fills, plan, cast, threads, bytes),
+                })
             }
             Strategy::PerElement => None,
         }
+    }
+
+    /// The work of regions interleaved in memory (`chunking`): the template of the first
+    /// chunk (and of a shorter last one), its items made as for one thread, with the settings
+    /// of the whole conversion on `threads` threads.
+    fn chunked(
+        c: chunked::Chunking,
+        copies: &[Region],
+        fills: &[Region],
+        plan: &ConversionPlan,
+        cast: &CastSpec,
+        threads: usize,
+        bytes: (usize, usize),
+    ) -> Work {
+        let (count, rest) = (c.outer.extent / c.steps, c.outer.extent % c.steps);
+        let pick = |regions: &[Region], ids: &[usize]| -> Vec<Region> {
+            ids.iter().map(|&i| regions[i].clone()).collect()
+        };
+        let leave = |regions: &[Region], ids: &[usize]| -> Vec<Region> {
+            (0..regions.len())
+                .filter(|i| !ids.contains(i))
+                .map(|i| regions[i].clone())
+                .collect()
+        };
+        let (group, group_fills) = (pick(copies, &c.copies), pick(fills, &c.fills));
+        let template = |from, steps| {
+            let copies = chunked::cut(&group, from, steps);
+            Work::new(
+                &copies,
+                &chunked::cut(&group_fills, from, steps),
+                plan,
+                cast,
+                1,
+                bytes,
+            )
+        };
+        let mut first = template(0, c.steps);
+        let last = (rest > 0).then(|| template(count * c.steps, rest));
+        let others = Work::new(
+            &leave(copies, &c.copies),
+            &leave(fills, &c.fills),
+            plan,
+            cast,
+            threads,
+            bytes,
+        );
+        if first.fill_first || others.fill_first || last.as_ref().is_some_and(|w| w.fill_first) {
+            // (Not met where the whole conversion is not written fill first.)
+            return Work::new(copies, fills, plan, cast, threads, bytes);
+        }
+        let last = last.map(|w| (w.items, w.tables));
+        first.settings.stream = destination::streams(bytes.1, threads);
+        first.settings.prefetch = destination::prefetches(bytes.0 + bytes.1, threads);
+        let chunks = chunked::Chunks::new(
+            c,
+            count,
+            last,
+            (others.items, others.tables),
+            &first.settings,
+        );
+        first.parallel =
+            threads > 1 && chunks.tasks() > 1 && bytes.0 + bytes.1 >= PARALLEL_MIN_BYTES;
+        first.chunks = Some(chunks);
+        first
     }
 
     /// The work items of the regions `copies` and `fills` of `plan` (`bytes`: source and
@@ -314,6 +396,7 @@ impl Work {
                 fill_line: fill_bytes[..ds].repeat(MAX_TILE_A),
                 src_fill_line,
             },
+            chunks: None,
         }
     }
 }
