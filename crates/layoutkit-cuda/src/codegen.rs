@@ -54,6 +54,9 @@ pub struct Tuning {
     /// Whether a tile of units also writes the partial cell that ends each source row (else a
     /// `runs` kernel of its own writes it).
     pub merge_tails: bool,
+    /// Whether tiles take several steps of one more loop where one step makes a small or
+    /// narrow tile (`tile_steps.rs`).
+    pub steps: bool,
 }
 
 impl Default for Tuning {
@@ -63,6 +66,7 @@ impl Default for Tuning {
             write_bytes: 4,
             tile_elements: 4096,
             merge_tails: true,
+            steps: true,
         }
     }
 }

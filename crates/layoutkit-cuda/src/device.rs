@@ -424,8 +424,9 @@ fn compile_cubin(source: &str, options: &[String]) -> Result<Vec<u8>, Error> {
 /// The kernel knobs: the defaults, or for measuring alternatives `LAYOUTKIT_CUDA_READ_BYTES`
 /// and `LAYOUTKIT_CUDA_WRITE_BYTES` (1, 2, 4, 8 or 16: the widest load and store of the tile
 /// kernels) and `LAYOUTKIT_CUDA_TILE_ELEMENTS` (elements per tile of units or of compound
-/// source rows; 0 for square tiles) and `LAYOUTKIT_CUDA_MERGE_TAILS` (0: the partial cells
-/// that end a tile's source rows in a kernel of their own).
+/// source rows; 0 for square tiles), `LAYOUTKIT_CUDA_MERGE_TAILS` (0: the partial cells
+/// that end a tile's source rows in a kernel of their own) and `LAYOUTKIT_CUDA_STEPS` (0: one
+/// step of every loop outside a tile per tile).
 fn tuning_from_env() -> Tuning {
     let var = |name: &str| {
         std::env::var(name)
@@ -445,6 +446,7 @@ fn tuning_from_env() -> Tuning {
             .filter(|v| *v <= 8192)
             .unwrap_or(d.tile_elements),
         merge_tails: var("LAYOUTKIT_CUDA_MERGE_TAILS").map_or(d.merge_tails, |v| v != 0),
+        steps: var("LAYOUTKIT_CUDA_STEPS").map_or(d.steps, |v| v != 0),
     }
 }
 
