@@ -2,7 +2,8 @@
 //! folder, for running the generated kernels outside CUDA (the CPU emulation in
 //! `bench/results/raw/2026-12-02-h200-cuda-sweep/emulate.py`).
 //!
-//! `cargo run --example dump_conversion -p layoutkit-cuda -- FROM TO DIMS SRC_TYPE DST_TYPE DIR`
+//! `cargo run --example dump_conversion -p layoutkit-cuda -- FROM TO DIMS SRC_TYPE DST_TYPE DIR
+//! [MULTIPROCESSORS]` (the kernels planned for that many multiprocessors; 132 by default)
 
 use layoutkit_core::plan::ConversionPlan;
 use layoutkit_core::{parse_format, CastSpec, DType, Dims};
@@ -10,9 +11,13 @@ use std::fmt::Write;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [from, to, dims, st, dt, dir] = &args[..] else {
-        return Err("usage: dump_conversion FROM TO DIMS SRC_TYPE DST_TYPE DIR".into());
+    let [from, to, dims, st, dt, dir, rest @ ..] = &args[..] else {
+        return Err("usage: dump_conversion FROM TO DIMS SRC_TYPE DST_TYPE DIR [SMS]".into());
     };
+    let mut tuning = layoutkit_cuda::codegen::Tuning::default();
+    if let Some(n) = rest.first() {
+        tuning.multiprocessors = n.parse()?;
+    }
     let dims = Dims::parse(dims)?;
     let src = parse_format(from)?.shaped(&dims)?;
     let dst = parse_format(to)?.shaped(&dims)?;
@@ -24,7 +29,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     layoutkit_cpu::convert_reference(&src, &data, &dst, &mut want, &cast)?;
     std::fs::create_dir_all(dir)?;
     let mut list = String::new();
-    for (i, l) in layoutkit_cuda::codegen::generate(&plan, &cast)?
+    for (i, l) in layoutkit_cuda::codegen::generate_tuned(&plan, &cast, &tuning)?
         .iter()
         .enumerate()
     {

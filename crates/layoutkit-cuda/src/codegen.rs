@@ -57,6 +57,9 @@ pub struct Tuning {
     /// Whether tiles take several steps of one more loop where one step makes a small or
     /// narrow tile (`tile_steps.rs`).
     pub steps: bool,
+    /// The GPU's multiprocessors (its own count at run time; 132, the H100's and H200's,
+    /// by default): steps keep enough blocks to fill them.
+    pub multiprocessors: usize,
 }
 
 impl Default for Tuning {
@@ -67,6 +70,7 @@ impl Default for Tuning {
             tile_elements: 4096,
             merge_tails: true,
             steps: true,
+            multiprocessors: 132,
         }
     }
 }

@@ -179,9 +179,10 @@ fn codegen_tiles_transpositions_and_loops_elsewhere() {
         "{large:?}"
     );
     assert!(filter("O=64,I=3,H=1,W=1").contains(&"convert"));
-    // A MACE width-major image of 3 channels (192 elements per outer step) takes several
-    // steps per tile; NHWC -> the height-major image of 250 channels takes its columns as
-    // steps; NCHW -> NHWC of 64 channels on 8 x 8 planes keeps one step.
+    // Planned for one multiprocessor: a MACE width-major image of 3 channels (192 elements
+    // per outer step) takes several steps per tile; NHWC -> the height-major image of 256
+    // channels takes its columns as steps; NCHW -> NHWC of 64 channels on 8 x 8 planes keeps
+    // one step.
     let steps = |from: &str, to: &str, dims: &str, cast: &CastSpec| {
         let d = Dims::parse(dims).unwrap();
         let plan = ConversionPlan::new(
@@ -189,7 +190,11 @@ fn codegen_tiles_transpositions_and_loops_elsewhere() {
             &parse_format(to).unwrap().shaped(&d).unwrap(),
         )
         .unwrap();
-        codegen::generate(&plan, cast)
+        let one = codegen::Tuning {
+            multiprocessors: 1,
+            ..codegen::Tuning::default()
+        };
+        codegen::generate_tuned(&plan, cast, &one)
             .unwrap()
             .iter()
             .any(|l| l.source.contains(", ts = (blk"))
@@ -216,6 +221,9 @@ fn codegen_tiles_transpositions_and_loops_elsewhere() {
 #[test]
 fn random_layouts_and_casts_match_the_cpu_reference() {
     let Some(cuda) = device() else { return };
+    // Half the cases planned for one multiprocessor (see the benchmark conversions' test).
+    let mut few = Cuda::new(0).unwrap();
+    few.set_multiprocessors(1);
     let all = casts();
     let mut runner = TestRunner::new(Config {
         cases: 200,
@@ -248,7 +256,8 @@ fn random_layouts_and_casts_match_the_cpu_reference() {
                 let data = noise_bytes(src.bytes(cast.src).unwrap(), seed);
                 let mut want = vec![0u8; dst.bytes(cast.dst).unwrap()];
                 convert_reference(&src, &data, &dst, &mut want, &cast).unwrap();
-                let got = cuda.convert(&src, &data, &dst, &cast).unwrap();
+                let dev = if seed % 2 == 0 { &cuda } else { &few };
+                let got = dev.convert(&src, &data, &dst, &cast).unwrap();
                 prop_assert!(
                     first_difference(&got, &want).is_none(),
                     "{} -> {} {} {:?}: first difference at {:?}",
@@ -335,6 +344,12 @@ fn benchmark_conversions_with_tails_match_the_cpu_reference() {
         ("OIHW16i16o", "OIHW", "O=32,I=32,H=3,W=3"),
         ("OIHW16i16o", "OIHW", "O=40,I=3,H=7,W=7"),
         ("OIHW", "OIHW16i16o", "O=32,I=250,H=3,W=3"),
+    ];
+    // Planned for one multiprocessor, so that these small tensors take the paths of large
+    // ones (tiles of several steps keep 8 blocks per multiprocessor).
+    let mut few = Cuda::new(0).unwrap();
+    few.set_multiprocessors(1);
+    let steps = [
         // Several steps of the outer loop per tile where one step's transposition is small:
         // MACE width-major images of 3, 4, 16 and 24 channels (step counts that divide the
         // outer loop and that do not), channel-major images of 16 and 24 channels on 14 x 14
@@ -369,8 +384,10 @@ fn benchmark_conversions_with_tails_match_the_cpu_reference() {
         ("mace:in_out_height", "NHWC", "N=2,H=14,W=14,C=2048"),
         ("mace:in_out_height", "NHWC", "N=2,H=6,W=37,C=130"),
     ];
+    let runs = cases.iter().map(|c| (c, &cuda));
+    let runs = runs.chain(steps.iter().map(|c| (c, &few)));
     let mut checked = 0;
-    for (from, to, dims) in cases {
+    for (&(from, to, dims), cuda) in runs {
         let dims = Dims::parse(dims).unwrap();
         let src = parse_format(from).unwrap().shaped(&dims).unwrap();
         let dst = parse_format(to).unwrap().shaped(&dims).unwrap();
@@ -381,7 +398,7 @@ fn benchmark_conversions_with_tails_match_the_cpu_reference() {
             let got = cuda.convert(&src, &data, &dst, &cast).unwrap();
             assert!(
                 first_difference(&got, &want).is_none(),
-                "{from} -> {to} {cast:?}: first difference at {:?}",
+                "{from} -> {to} {dims} {cast:?}: first difference at {:?}",
                 first_difference(&got, &want)
             );
             checked += 1;

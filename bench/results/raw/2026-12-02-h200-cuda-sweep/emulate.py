@@ -6,7 +6,7 @@ blocks of a launch one after another). Identity casts and f32 -> int8 only (the 
 PTX).
 
 Usage: emulate.py DUMP_CONVERSION_BINARY CASES_FILE
-CASES_FILE: one conversion a line, `FROM TO DIMS SRC_TYPE DST_TYPE`."""
+CASES_FILE: one conversion a line, `FROM TO DIMS SRC_TYPE DST_TYPE [MULTIPROCESSORS]`."""
 import os, subprocess, sys, tempfile
 
 STORAGE = {1: 'unsigned char', 2: 'unsigned short', 4: 'unsigned int', 8: 'unsigned long long'}
@@ -41,9 +41,9 @@ using std::isnan;
 
 
 def run_case(dump, case, work):
-    f, t, dims, st, dt = case.split()
+    f, t, dims, st, dt, *sms = case.split()
     d = os.path.join(work, 'd')
-    subprocess.run([dump, f, t, dims, st, dt, d], check=True)
+    subprocess.run([dump, f, t, dims, st, dt, d, *sms], check=True)
     fill, ssize, dsize = map(int, open(f'{d}/meta.txt').read().split())
     s, dd = STORAGE[ssize], STORAGE[dsize]
     launches = [l.split() for l in open(f'{d}/launches.txt')]

@@ -189,28 +189,17 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
     let mut group: Vec<LoopDim> = a.iter().rev().copied().collect();
     let b_cells = b.extent;
     let index_bytes = if job.small { 4 } else { 8 };
-    // Compound rows of many channels whose columns are one destination row apart: the
-    // columns become steps and the tile a block of channels by columns (`tile_steps.rs`).
-    let columns = Steps::columns(job, &group, b_cells, |ta, n| {
-        n * b_cells * (ta + row_padding(ta, unit)) * ssize + ta * index_bytes <= SHARED_BYTES
-    });
-    if columns.is_some() {
-        group.truncate(1);
-    }
-    let full: usize = group.iter().map(|g| g.extent).product();
+    let mut full: usize = group.iter().map(|g| g.extent).product();
     let a_cells = full + usize::from(job.a_tail > 0);
-    let (ta, tb) = match columns {
-        Some((_, ta)) => (ta, b_cells),
-        None => tile_shape(
-            a_cells,
-            b_cells,
-            unit,
-            group.len() > 1,
-            (ssize, dsize),
-            job.tuning.tile_elements,
-        ),
-    };
-    let (mut ta, tb) = if job.b_pad > 0 {
+    let (ta, tb) = tile_shape(
+        a_cells,
+        b_cells,
+        unit,
+        group.len() > 1,
+        (ssize, dsize),
+        job.tuning.tile_elements,
+    );
+    let (mut ta, mut tb) = if job.b_pad > 0 {
         (ta, b_cells)
     } else {
         (ta, tb)
@@ -225,10 +214,27 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
     let drow = tb * unit + job.b_pad;
     // The tile's source rows keep the read vector a power-of-two tile allows.
     let keep = widest(ssize, job.tuning.read_bytes, &[(ta * unit) as isize]);
-    let order = write_order(&group, ta, drow, keep, job);
+    let mut order = write_order(&group, ta, drow, keep, job);
     if let Some(WriteOrder { rows, .. }) = order {
         ta = rows;
     }
+    // Compound rows of many channels whose columns are one destination row apart: the
+    // columns become steps and the tile a block of channels by columns (`tile_steps.rs`),
+    // where the write order finds no two columns of whole channel extents (or padding
+    // follows the lanes) or its rows, channel extents of a multiple of 128 bytes apart, would
+    // meet in the same shared-memory banks.
+    let conflicts = |o: WriteOrder| (o.inner * unit * ssize).is_multiple_of(128);
+    let columns = Steps::columns(job, &group, b_cells, |ta, n| {
+        n * b_cells * (ta + row_padding(ta, unit)) * ssize + ta * index_bytes <= SHARED_BYTES
+    })
+    .filter(|_| order.is_none_or(conflicts));
+    if let Some((_, t)) = columns {
+        group.truncate(1);
+        full = group[0].extent;
+        (ta, tb, order) = (t, b_cells, None);
+    }
+    let a_cells = full + usize::from(job.a_tail > 0);
+    let drow = tb * unit + job.b_pad;
     let (na, nb) = (a_cells.div_ceil(ta), b_cells.div_ceil(tb));
 
     // Vectors: every row start and every row length (whole tensor and tile) a multiple.

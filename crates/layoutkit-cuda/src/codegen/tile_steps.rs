@@ -26,6 +26,20 @@ use layoutkit_core::plan::LoopDim;
 
 use super::TileJob;
 
+/// Tiles of fewer bytes take outer steps ([`Steps::outer`]). Measured on an H200 (32 MiB
+/// tensors, the whole sweep, this build against the one before in one call): tiles of
+/// 192-1120 elements of 2 and 4 bytes gained 1.4-3.4x; tiles of 3.5-7 KiB given two or three
+/// steps ran 0.63-0.88x (f16 `mace:in_out_width -> NHWC` C=250 7 x 7, f32 `NHWC ->
+/// mace:in_out_channel` C=24 56 x 56, f32 -> i8 `NCHW -> NCHW32c` C=256 7 x 7), their index
+/// arithmetic per vector grown and their blocks halved.
+const SMALL_TILE_BYTES: usize = 2048;
+
+/// Blocks of 256 threads a multiprocessor holds at once (2048 threads): outer steps leave
+/// at least this many blocks per multiprocessor (the last, partial 32-channel block of i8
+/// `NCHW -> NCHW32c` C=1000 14 x 14, 171 tiles, given 10 steps each ran on 18 blocks: the
+/// whole conversion 0.68x).
+const BLOCKS_PER_SM: usize = 8;
+
 /// One loop of the region moved `n` steps at a time inside each tile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Steps {
@@ -50,9 +64,11 @@ impl Steps {
     }
 
     /// Steps of the innermost outer loop where one tile spans the region's whole
-    /// transposition (`na == nb == 1`) of `cells` elements and `target` (the elements of a
-    /// full tile) holds two or more; `rows_bytes(n)` is the shared memory of `n` steps, kept
-    /// within `limit`. None with steps off, without outer loops, or where fewer than two fit.
+    /// transposition (`na == nb == 1`) of `cells` elements, under [`SMALL_TILE_BYTES`] of the
+    /// wider element type: as many as `target` (the elements of a full tile) holds, while the
+    /// grid keeps [`BLOCKS_PER_SM`] blocks for every multiprocessor; `fits(n)` says whether
+    /// `n` steps fit the shared memory. None with steps off, without outer loops, or where
+    /// fewer than two steps are left.
     pub(super) fn outer(
         job: &TileJob,
         outer: &[LoopDim],
@@ -62,10 +78,15 @@ impl Steps {
         fits: impl Fn(usize) -> bool,
     ) -> Option<Steps> {
         let lp = *outer.last()?;
-        if !job.tuning.steps || na != 1 || nb != 1 || cells == 0 || lp.extent < 2 {
+        let c = job.cast;
+        let size = c.src.size_bytes().max(c.dst.size_bytes());
+        let t = job.tuning;
+        if !t.steps || na != 1 || nb != 1 || cells == 0 || cells * size >= SMALL_TILE_BYTES {
             return None;
         }
-        let mut n = (target / cells).min(lp.extent);
+        let blocks: usize = outer.iter().map(|l| l.extent).product();
+        let grid = blocks / (BLOCKS_PER_SM * t.multiprocessors).max(1);
+        let mut n = (target / cells).min(lp.extent).min(grid);
         while n >= 2 && !fits(n) {
             n -= 1;
         }
@@ -124,6 +145,7 @@ impl Steps {
 #[cfg(test)]
 mod tests {
     use super::super::*;
+    use super::SMALL_TILE_BYTES;
     use layoutkit_core::DType;
 
     fn l(extent: usize, src_stride: isize, dst_stride: isize) -> LoopDim {
@@ -192,13 +214,20 @@ mod tests {
             k.source
         );
         assert!(!k.source.contains("+ s < "), "{}", k.source);
-        let ragged = tile_kernel(&image(100));
-        assert_eq!(ragged.grid.0, 5);
+        let ragged = tile_kernel(&image(87361));
+        assert_eq!(ragged.grid.0, 4161);
         assert!(
-            ragged.source.contains("ts * 21u + s < 100u && "),
+            ragged.source.contains("ts * 21u + s < 87361u && "),
             "{}",
             ragged.source
         );
+        // Few steps in all keep their blocks: 8 blocks per multiprocessor stay (20 steps,
+        // 132 of them: none; 20000 steps, 800 of them: 3 steps per tile).
+        assert!(!tile_kernel(&image(20)).source.contains("ts ="));
+        let mut many = image(20000);
+        many.tuning.multiprocessors = 800;
+        let k = tile_kernel(&many).source;
+        assert!(k.contains("ts = (blk / 1u) % 6667u"), "{k}");
         let mut off = image(87360);
         off.tuning.steps = false;
         let one = tile_kernel(&off);
@@ -232,25 +261,34 @@ mod tests {
     }
 
     /// The step count's contract over many shapes: two or more steps, no more than the loop
-    /// has, no more elements than a full tile, within the shared-memory budget; none where a
-    /// tile does not span the whole transposition.
+    /// has, no more elements than a full tile, within the shared-memory budget, 8 blocks per
+    /// multiprocessor left, tiles under 2 KiB only; none where a tile does not span the
+    /// whole transposition.
     #[test]
     fn outer_steps_fill_one_tile_and_fit() {
         let f32 = CastSpec::identity(DType::F32);
         let j = job(&f32, vec![], vec![l(4, 1, 4)], l(4, 4, 1));
-        for extent in [1, 2, 3, 7, 64, 1000, 87360] {
-            for cells in [1, 12, 144, 192, 1000, 2048, 4096] {
+        for extent in [1, 2, 3, 7, 64, 1000, 87360, 1 << 20] {
+            for cells in [1, 12, 144, 192, 511, 512, 1000, 2048, 4096] {
                 for target in [1024, 4096, 16384] {
                     for limit in [100, 5000, 1 << 20] {
-                        let outer = [l(extent, 1 << 16, 1 << 16)];
+                        let outer = [l(3, 1 << 30, 1 << 30), l(extent, 1 << 16, 1 << 16)];
+                        let grid = 3 * extent / (8 * 132);
                         let fits = |n: usize| n * cells <= limit;
                         let st = Steps::outer(&j, &outer, (1, 1), (cells, target), 4, fits);
                         if let Some(st) = st {
-                            assert!(st.n >= 2 && st.n <= extent, "{st:?}");
+                            assert!(st.n >= 2 && st.n <= extent && st.n <= grid, "{st:?}");
+                            assert!(cells * 4 < SMALL_TILE_BYTES);
                             assert!(st.n * cells <= target && fits(st.n), "{st:?}");
                             assert_eq!(st.tiles(), extent.div_ceil(st.n));
                         } else {
-                            assert!(target / cells < 2 || extent < 2 || 2 * cells > limit);
+                            assert!(
+                                target / cells < 2
+                                    || extent < 2
+                                    || grid < 2
+                                    || 2 * cells > limit
+                                    || cells * 4 >= SMALL_TILE_BYTES
+                            );
                         }
                         assert!(
                             Steps::outer(&j, &outer, (2, 1), (cells, target), 4, fits).is_none()
@@ -264,9 +302,10 @@ mod tests {
     /// NHWC -> MACE's height-major image of 250 channels (columns 4 apart in the image,
     /// channels 256): the columns are steps of a tile of 64 channels (128 bytes of f16, 32
     /// floats) by all 4 lanes, 16 columns of f16 (32 of f32) per tile, written columns first;
-    /// the last tile's 58 channels are partial. 24 channels keep the write order of whole
-    /// channel extents; padding after the lanes (H = 14: 2 lanes and 2 of fill) is written
-    /// with the steps.
+    /// the last tile's 58 channels are partial. In the kernel: 256 channels (512 bytes of
+    /// f16 apart, the write order's rows in the same banks), 1000 channels with padding after
+    /// the lanes (H = 14: 2 lanes and 2 of fill) take the steps; 250 keep the write order of
+    /// 4 whole channel extents, as 24 channels do.
     #[test]
     fn many_channels_take_columns_as_steps() {
         let f16 = CastSpec::identity(DType::F16);
@@ -287,11 +326,13 @@ mod tests {
         let (st, ta) = Steps::columns(&j, &group(&j), 4, fits).expect("column steps");
         assert_eq!((st.n, ta, st.dst_fast, st.lp.extent), (16, 64, true, 64));
         let k = tile_kernel(&j).source;
+        assert!(k.contains("la = (lw % 4u) * 250u + lw / 4u"), "{k}");
+        let k = tile_kernel(&image(&f16, 256, 4, 0)).source;
         assert!(k.contains("s = lq % 16u, lw = lq / 16u"), "{k}");
         assert!(k.contains("rowoff[r] = ia * 256u"), "{k}");
-        assert!(k.contains("src + sbase + s * 250u + ea"), "{k}");
+        assert!(k.contains("src + sbase + s * 256u + ea"), "{k}");
         assert!(k.contains("dst + dbase + s * 4u + rowoff[la]"), "{k}");
-        assert!(k.contains("a0 + la < 250u"), "{k}");
+        assert!(k.contains("a0 + la < 256u"), "{k}");
         let j = image(&f32, 250, 4, 0);
         let (st, ta) = Steps::columns(&j, &group(&j), 4, fits).unwrap();
         assert_eq!((st.n, ta), (32, 32));
