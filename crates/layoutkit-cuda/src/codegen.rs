@@ -6,7 +6,9 @@
 //!   elements staged through shared memory, so both the reads and the writes are coalesced,
 //!   with 16-byte or paired accesses where alignment allows. Into 1-byte elements (int8, and
 //!   float -> int8 casts) the tile is transposed in registers a 4-byte word at a time, padding
-//!   after its rows included, where rows start on whole vectors (`tile_words.rs`).
+//!   after its rows included, where rows start on whole vectors (`tile_words.rs`). Small
+//!   transpositions take several outer steps per tile, and compound rows of many channels
+//!   their columns as steps (`tile_steps.rs`).
 //! * Every other copy region gets an element kernel (one thread per element, consecutive
 //!   threads on the innermost loop), and padding gets a fill kernel.
 //! * Plans with padding, or with regions whose innermost runs are short, get one gather over

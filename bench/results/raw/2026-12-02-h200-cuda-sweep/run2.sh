@@ -6,7 +6,7 @@ chmod +x $B/*
 R=$OUT/r; mkdir -p $R
 s=$(date +%s)
 for b in base steps; do
-  timeout 250 $B/lk-$b bench --sweep --device cuda --repeats 5 --json > $R/sweep-$b-2.json 2> $R/sweep-$b-2.err
+  timeout 280 $B/lk-$b bench --sweep --device cuda --repeats 5 --json > $R/sweep-$b-2.json 2> $R/sweep-$b-2.err
   echo "pass 2 $b rc=$? $(( $(date +%s) - s )) s"
 done
 cd $OUT && tar czf run2.tgz r && rm -rf r

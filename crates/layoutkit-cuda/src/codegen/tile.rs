@@ -19,6 +19,10 @@
 //! steps down its rows by a constant (the loops are unrolled); bounds are tested once per
 //! vector; the destination offset of each tile row (a sum of divisions when the source side is
 //! a compound index, as in `OIHW16i16o`) is computed once per block into a shared table.
+//!
+//! Where one step of the region makes a tile far smaller or narrower than that (a whole
+//! transposition of a few hundred elements, or compound rows of many channels), the tile takes
+//! several steps of one more loop (`tile_steps.rs`).
 
 use std::fmt::Write;
 
