@@ -6,7 +6,9 @@
 //!   elements staged through shared memory, so both the reads and the writes are coalesced,
 //!   with 16-byte or paired accesses where alignment allows. Into 1-byte elements (int8, and
 //!   float -> int8 casts) the tile is transposed in registers a 4-byte word at a time, padding
-//!   after its rows included, where rows start on whole vectors (`tile_words.rs`).
+//!   after its rows included, where rows start on whole vectors (`tile_words.rs`). Small
+//!   transpositions take several outer steps per tile, and compound rows of many channels
+//!   their columns as steps (`tile_steps.rs`).
 //! * Every other copy region gets an element kernel (one thread per element, consecutive
 //!   threads on the innermost loop), and padding gets a fill kernel.
 //! * Plans with padding, or with regions whose innermost runs are short, get one gather over
@@ -54,6 +56,12 @@ pub struct Tuning {
     /// Whether a tile of units also writes the partial cell that ends each source row (else a
     /// `runs` kernel of its own writes it).
     pub merge_tails: bool,
+    /// Whether tiles take several steps of one more loop where one step makes a small or
+    /// narrow tile (`tile_steps.rs`).
+    pub steps: bool,
+    /// The GPU's multiprocessors (its own count at run time; 132, the H100's and H200's,
+    /// by default): steps keep enough blocks to fill them.
+    pub multiprocessors: usize,
 }
 
 impl Default for Tuning {
@@ -63,6 +71,8 @@ impl Default for Tuning {
             write_bytes: 4,
             tile_elements: 4096,
             merge_tails: true,
+            steps: true,
+            multiprocessors: 132,
         }
     }
 }

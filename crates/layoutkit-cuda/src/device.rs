@@ -23,6 +23,8 @@ pub struct Cuda {
     name: String,
     /// `sm_XY`: what kernels are compiled for.
     arch: String,
+    /// Streaming multiprocessors (what the tile kernels' grids are sized for).
+    multiprocessors: usize,
     disk: KernelCache,
     kernels: RefCell<HashMap<String, (Arc<CudaModule>, CudaFunction)>>,
 }
@@ -82,11 +84,18 @@ impl Cuda {
         let (major, minor) = ctx
             .compute_capability()
             .map_err(|e| Error::driver("cuDeviceGetAttribute", e))?;
+        let multiprocessors = ctx
+            .attribute(
+                cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            )
+            .map_err(|e| Error::driver("cuDeviceGetAttribute", e))?
+            .max(1) as usize;
         let stream = ctx.default_stream();
         Ok(Cuda {
             ctx,
             stream,
             name,
+            multiprocessors,
             arch: format!("sm_{major}{minor}"),
             disk: KernelCache::from_env(),
             kernels: RefCell::new(HashMap::new()),
@@ -101,6 +110,13 @@ impl Cuda {
     /// Replaces the on-disk kernel cache (the default is [`KernelCache::from_env`]).
     pub fn set_kernel_cache(&mut self, cache: KernelCache) {
         self.disk = cache;
+    }
+
+    /// Plans the tile kernels of later conversions for `n` multiprocessors instead of the
+    /// GPU's own count (the tiles that take several steps keep 8 blocks per multiprocessor):
+    /// with 1, small tensors take the paths that large ones take on the whole GPU (tests).
+    pub fn set_multiprocessors(&mut self, n: usize) {
+        self.multiprocessors = n.max(1);
     }
 
     /// The GPU's name.
@@ -227,7 +243,11 @@ impl Cuda {
         plan: &ConversionPlan,
         cast: &CastSpec,
     ) -> Result<DeviceConversion, Error> {
-        let launches = generate_tuned(plan, cast, &tuning_from_env())?
+        let tuning = Tuning {
+            multiprocessors: self.multiprocessors,
+            ..tuning_from_env()
+        };
+        let launches = generate_tuned(plan, cast, &tuning)?
             .into_iter()
             .map(|l| {
                 let f = self.compiled(&l.source, l.name, Vec::new())?;
@@ -424,8 +444,9 @@ fn compile_cubin(source: &str, options: &[String]) -> Result<Vec<u8>, Error> {
 /// The kernel knobs: the defaults, or for measuring alternatives `LAYOUTKIT_CUDA_READ_BYTES`
 /// and `LAYOUTKIT_CUDA_WRITE_BYTES` (1, 2, 4, 8 or 16: the widest load and store of the tile
 /// kernels) and `LAYOUTKIT_CUDA_TILE_ELEMENTS` (elements per tile of units or of compound
-/// source rows; 0 for square tiles) and `LAYOUTKIT_CUDA_MERGE_TAILS` (0: the partial cells
-/// that end a tile's source rows in a kernel of their own).
+/// source rows; 0 for square tiles), `LAYOUTKIT_CUDA_MERGE_TAILS` (0: the partial cells
+/// that end a tile's source rows in a kernel of their own) and `LAYOUTKIT_CUDA_STEPS` (0: one
+/// step of every loop outside a tile per tile).
 fn tuning_from_env() -> Tuning {
     let var = |name: &str| {
         std::env::var(name)
@@ -445,6 +466,8 @@ fn tuning_from_env() -> Tuning {
             .filter(|v| *v <= 8192)
             .unwrap_or(d.tile_elements),
         merge_tails: var("LAYOUTKIT_CUDA_MERGE_TAILS").map_or(d.merge_tails, |v| v != 0),
+        steps: var("LAYOUTKIT_CUDA_STEPS").map_or(d.steps, |v| v != 0),
+        ..d
     }
 }
 

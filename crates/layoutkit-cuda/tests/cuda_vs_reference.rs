@@ -179,6 +179,40 @@ fn codegen_tiles_transpositions_and_loops_elsewhere() {
         "{large:?}"
     );
     assert!(filter("O=64,I=3,H=1,W=1").contains(&"convert"));
+    // Planned for one multiprocessor: a MACE width-major image of 3 channels (192 elements
+    // per outer step) takes several steps per tile; NHWC -> the height-major image of 256
+    // channels takes its columns as steps; NCHW -> NHWC of 64 channels on 8 x 8 planes keeps
+    // one step.
+    let steps = |from: &str, to: &str, dims: &str, cast: &CastSpec| {
+        let d = Dims::parse(dims).unwrap();
+        let plan = ConversionPlan::new(
+            &parse_format(from).unwrap().shaped(&d).unwrap(),
+            &parse_format(to).unwrap().shaped(&d).unwrap(),
+        )
+        .unwrap();
+        let one = codegen::Tuning {
+            multiprocessors: 1,
+            ..codegen::Tuning::default()
+        };
+        codegen::generate_tuned(&plan, cast, &one)
+            .unwrap()
+            .iter()
+            .any(|l| l.source.contains(", ts = (blk"))
+    };
+    let f16 = CastSpec::identity(DType::F16);
+    assert!(steps(
+        "NHWC",
+        "mace:in_out_width",
+        "N=7,H=13,W=64,C=3",
+        &f16
+    ));
+    assert!(steps(
+        "NHWC",
+        "mace:in_out_height",
+        "N=2,H=8,W=64,C=256",
+        &f16
+    ));
+    assert!(!steps("NCHW", "NHWC", "N=2,C=64,H=8,W=8", &f16));
     // Casts the backend does not fuse are refused, not miscomputed.
     let bad = CastSpec::new(DType::I32, DType::F16, None).unwrap();
     assert!(codegen::generate(&ConversionPlan::new(&nchw, &nhwc).unwrap(), &bad).is_err());
@@ -187,6 +221,9 @@ fn codegen_tiles_transpositions_and_loops_elsewhere() {
 #[test]
 fn random_layouts_and_casts_match_the_cpu_reference() {
     let Some(cuda) = device() else { return };
+    // Half the cases planned for one multiprocessor (see the benchmark conversions' test).
+    let mut few = Cuda::new(0).unwrap();
+    few.set_multiprocessors(1);
     let all = casts();
     let mut runner = TestRunner::new(Config {
         cases: 200,
@@ -219,7 +256,8 @@ fn random_layouts_and_casts_match_the_cpu_reference() {
                 let data = noise_bytes(src.bytes(cast.src).unwrap(), seed);
                 let mut want = vec![0u8; dst.bytes(cast.dst).unwrap()];
                 convert_reference(&src, &data, &dst, &mut want, &cast).unwrap();
-                let got = cuda.convert(&src, &data, &dst, &cast).unwrap();
+                let dev = if seed % 2 == 0 { &cuda } else { &few };
+                let got = dev.convert(&src, &data, &dst, &cast).unwrap();
                 prop_assert!(
                     first_difference(&got, &want).is_none(),
                     "{} -> {} {} {:?}: first difference at {:?}",
@@ -307,8 +345,49 @@ fn benchmark_conversions_with_tails_match_the_cpu_reference() {
         ("OIHW16i16o", "OIHW", "O=40,I=3,H=7,W=7"),
         ("OIHW", "OIHW16i16o", "O=32,I=250,H=3,W=3"),
     ];
+    // Planned for one multiprocessor, so that these small tensors take the paths of large
+    // ones (tiles of several steps keep 8 blocks per multiprocessor).
+    let mut few = Cuda::new(0).unwrap();
+    few.set_multiprocessors(1);
+    let steps = [
+        // Several steps of the outer loop per tile where one step's transposition is small:
+        // MACE width-major images of 3, 4, 16 and 24 channels (step counts that divide the
+        // outer loop and that do not), channel-major images of 16 and 24 channels on 14 x 14
+        // planes and of 10 (a partial last pixel), height-major images of 1 and 3 channels,
+        // filter images of 16 and 4 inputs, 16i16o blocks of 1 input, 7 x 7 planes of 250
+        // and 1000 channels into and out of 32-channel blocks (a flat read of the steps).
+        ("NHWC", "mace:in_out_width", "N=7,H=13,W=64,C=3"),
+        ("mace:in_out_width", "NHWC", "N=7,H=13,W=64,C=3"),
+        ("NHWC", "mace:in_out_width", "N=5,H=9,W=64,C=4"),
+        ("mace:in_out_width", "NHWC", "N=9,H=14,W=14,C=16"),
+        ("NHWC", "mace:in_out_width", "N=5,H=14,W=14,C=24"),
+        ("NHWC", "mace:in_out_channel", "N=11,H=14,W=14,C=16"),
+        ("mace:in_out_channel", "NHWC", "N=7,H=14,W=14,C=24"),
+        ("NHWC", "mace:in_out_channel", "N=5,H=6,W=5,C=10"),
+        ("NHWC", "mace:in_out_height", "N=13,H=64,W=64,C=1"),
+        ("mace:in_out_height", "NHWC", "N=9,H=16,W=64,C=3"),
+        ("OIHW", "mace:conv2d_filter", "O=40,I=16,H=3,W=3"),
+        ("mace:conv2d_filter", "OIHW", "O=30,I=4,H=3,W=3"),
+        ("OIHW16i16o", "OIHW", "O=100,I=1,H=3,W=3"),
+        ("NCHW", "NCHW32c", "N=5,C=250,H=7,W=7"),
+        ("NCHW32c", "NCHW", "N=3,C=1000,H=7,W=7"),
+        // Height-major images of 130-2048 channels: the columns as steps of a tile of
+        // channels (H = 14 and 6: lanes and padding; 37 columns: a partial last tile of
+        // columns; 130 and 250 channels: a partial last tile of channels); the other way,
+        // source rows of up to 64 cells by channels in multiples of 4.
+        ("NHWC", "mace:in_out_height", "N=2,H=14,W=14,C=250"),
+        ("NHWC", "mace:in_out_height", "N=2,H=8,W=64,C=256"),
+        ("NHWC", "mace:in_out_height", "N=2,H=14,W=14,C=1000"),
+        ("NHWC", "mace:in_out_height", "N=2,H=6,W=37,C=130"),
+        ("mace:in_out_height", "NHWC", "N=2,H=8,W=64,C=256"),
+        ("mace:in_out_height", "NHWC", "N=2,H=7,W=7,C=1000"),
+        ("mace:in_out_height", "NHWC", "N=2,H=14,W=14,C=2048"),
+        ("mace:in_out_height", "NHWC", "N=2,H=6,W=37,C=130"),
+    ];
+    let runs = cases.iter().map(|c| (c, &cuda));
+    let runs = runs.chain(steps.iter().map(|c| (c, &few)));
     let mut checked = 0;
-    for (from, to, dims) in cases {
+    for (&(from, to, dims), cuda) in runs {
         let dims = Dims::parse(dims).unwrap();
         let src = parse_format(from).unwrap().shaped(&dims).unwrap();
         let dst = parse_format(to).unwrap().shaped(&dims).unwrap();
@@ -319,7 +398,7 @@ fn benchmark_conversions_with_tails_match_the_cpu_reference() {
             let got = cuda.convert(&src, &data, &dst, &cast).unwrap();
             assert!(
                 first_difference(&got, &want).is_none(),
-                "{from} -> {to} {cast:?}: first difference at {:?}",
+                "{from} -> {to} {dims} {cast:?}: first difference at {:?}",
                 first_difference(&got, &want)
             );
             checked += 1;

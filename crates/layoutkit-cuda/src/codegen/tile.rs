@@ -19,6 +19,10 @@
 //! steps down its rows by a constant (the loops are unrolled); bounds are tested once per
 //! vector; the destination offset of each tile row (a sum of divisions when the source side is
 //! a compound index, as in `OIHW16i16o`) is computed once per block into a shared table.
+//!
+//! Where one step of the region makes a tile far smaller or narrower than that (a whole
+//! transposition of a few hundred elements, or compound rows of many channels), the tile takes
+//! several steps of one more loop (`tile_steps.rs`).
 
 use std::fmt::Write;
 
@@ -30,7 +34,13 @@ use super::{decode, elements, offset, prelude, storage, vector_type, Launch, Tun
 
 #[path = "tile_flat.rs"]
 mod flat;
-use flat::{FlatRead, FlatWrite, Shared};
+use flat::{read_cells, FlatRead, FlatWrite, Shared};
+#[path = "tile_order.rs"]
+mod order;
+use order::{write_order, WriteOrder};
+#[path = "tile_steps.rs"]
+mod steps;
+use steps::Steps;
 #[path = "tile_words.rs"]
 mod words;
 use words::WordTile;
@@ -88,22 +98,51 @@ fn tile_shape(
 ) -> (usize, usize) {
     let (ssize, dsize) = sizes;
     if tile_elements > 0 && (unit > 1 || compound) {
-        let most = 1024 / (unit * dsize);
-        let tb = b_cells.div_ceil(b_cells.div_ceil(most.max(1)));
-        let fit = (tile_elements / (tb * unit)).max(1);
-        let mut ta = 1;
-        while ta * 2 <= fit && ta < a_cells {
-            ta *= 2;
+        let shape = |most: usize, multiple: usize| {
+            let tb = b_cells.div_ceil(b_cells.div_ceil(most.max(1)));
+            let tb = tb.next_multiple_of(multiple).min(b_cells);
+            let fit = (tile_elements / (tb * unit)).max(1);
+            let mut ta = 1;
+            while ta * 2 <= fit && ta < a_cells {
+                ta *= 2;
+            }
+            (ta.min(a_cells), tb, fit)
+        };
+        let (ta, tb, _) = shape(1024 / (unit * dsize), 1);
+        // Compound rows of single elements: destination rows short enough that the source
+        // rows reach 128 bytes where the cells allow (MACE's height-major image -> NHWC:
+        // 250-2048 channels of 1 KiB rows left source rows of 16-32 bytes, f16 0.74-0.86 of
+        // the device copy), a multiple of 4 elements (whole write vectors); all the cells in
+        // one tile where they fit (a 7 x 7 image's 28).
+        let least = (128 / ssize).min(a_cells);
+        if unit == 1 && compound && ta < least {
+            let (ta, tb, fit) = shape(tile_elements / least, 4);
+            return (if a_cells <= fit { a_cells } else { ta }, tb);
         }
-        return (ta.min(a_cells), tb);
+        return (ta, tb);
     }
+    let area = (tile_target(unit, false, sizes, 0) / unit).max(1);
     let edge = tile_edge(ssize.max(dsize));
-    let elements = (edge * edge).max(THREADS * 16 / ssize.min(dsize));
-    let area = (elements / unit).max(1);
     let mut tb = b_cells.next_power_of_two().clamp(1, edge);
     let ta = (area / tb).min(a_cells.next_power_of_two()).max(1);
     tb = (area / ta).min(b_cells.next_power_of_two()).max(1);
     (ta.min(a_cells), tb.min(b_cells))
+}
+
+/// The elements of a full tile: `tile_elements` for tiles of units or compound source rows
+/// (when not 0), else about edge^2 elements, at least a 16-byte vector of the narrower type
+/// for every thread.
+fn tile_target(
+    unit: usize,
+    compound: bool,
+    (ssize, dsize): (usize, usize),
+    tile_elements: usize,
+) -> usize {
+    if tile_elements > 0 && (unit > 1 || compound) {
+        return tile_elements;
+    }
+    let edge = tile_edge(ssize.max(dsize));
+    (edge * edge).max(THREADS * 16 / ssize.min(dsize))
 }
 
 /// Padding cells after each shared row of `ta` cells. Plain transpositions: one element, so a
@@ -151,10 +190,11 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
     );
     // The source-contiguous loops innermost first; `full` whole cells along them, `a_cells`
     // with the partial tail cell.
-    let group: Vec<LoopDim> = a.iter().rev().copied().collect();
-    let full: usize = group.iter().map(|g| g.extent).product();
-    let a_cells = full + usize::from(job.a_tail > 0);
+    let mut group: Vec<LoopDim> = a.iter().rev().copied().collect();
     let b_cells = b.extent;
+    let index_bytes = if job.small { 4 } else { 8 };
+    let mut full: usize = group.iter().map(|g| g.extent).product();
+    let a_cells = full + usize::from(job.a_tail > 0);
     let (ta, tb) = tile_shape(
         a_cells,
         b_cells,
@@ -163,14 +203,13 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
         (ssize, dsize),
         job.tuning.tile_elements,
     );
-    let (mut ta, tb) = if job.b_pad > 0 {
+    let (mut ta, mut tb) = if job.b_pad > 0 {
         (ta, b_cells)
     } else {
         (ta, tb)
     };
     // Static shared memory is limited to 48 KiB: halve the rows until the tile and its row
     // table fit (only wide elements with a whole padded destination row in the tile come near).
-    let index_bytes = if job.small { 4 } else { 8 };
     let shared = |ta: usize| tb * (ta + row_padding(ta, unit)) * unit * ssize + ta * index_bytes;
     while ta > 1 && shared(ta) > SHARED_BYTES {
         ta /= 2;
@@ -179,35 +218,83 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
     let drow = tb * unit + job.b_pad;
     // The tile's source rows keep the read vector a power-of-two tile allows.
     let keep = widest(ssize, job.tuning.read_bytes, &[(ta * unit) as isize]);
-    let order = write_order(&group, ta, drow, keep, job);
+    let mut order = write_order(&group, ta, drow, keep, job);
     if let Some(WriteOrder { rows, .. }) = order {
         ta = rows;
     }
+    // Compound rows of many channels whose columns are one destination row apart: the
+    // columns become steps and the tile a block of channels by columns (`tile_steps.rs`),
+    // where the write order finds no two columns of whole channel extents (or padding
+    // follows the lanes) or its rows, channel extents of a multiple of 128 bytes apart, would
+    // meet in the same shared-memory banks.
+    let conflicts = |o: WriteOrder| (o.inner * unit * ssize).is_multiple_of(128);
+    let columns = Steps::columns(job, &group, b_cells, |ta, n| {
+        n * b_cells * (ta + row_padding(ta, unit)) * ssize + ta * index_bytes <= SHARED_BYTES
+    })
+    .filter(|_| order.is_none_or(conflicts));
+    if let Some((_, t)) = columns {
+        group.truncate(1);
+        full = group[0].extent;
+        (ta, tb, order) = (t, b_cells, None);
+    }
+    let a_cells = full + usize::from(job.a_tail > 0);
+    let drow = tb * unit + job.b_pad;
     let (na, nb) = (a_cells.div_ceil(ta), b_cells.div_ceil(tb));
-    let blocks = na * nb * elements(outer);
 
     // Vectors: every row start and every row length (whole tensor and tile) a multiple.
     let mut src_vals = vec![job.src_offset as isize, b.src_stride];
     src_vals.extend(outer.iter().map(|l| l.src_stride));
     src_vals.extend([(ta * unit) as isize, (full * unit) as isize]);
+    let mut dst_vals = vec![job.dst_offset as isize];
+    dst_vals.extend(outer.iter().map(|l| l.dst_stride));
+    if let Some((st, _)) = columns {
+        src_vals.push(st.lp.src_stride);
+        dst_vals.push(st.lp.dst_stride);
+    }
     let vr = widest(ssize, job.tuning.read_bytes, &src_vals);
     // Flat reads where the tile's source rows lie back to back (see `FlatRead`).
     let flat = FlatRead::of(job, (ta, tb), full, b.src_stride, (vr, ssize));
-    let mut dst_vals = vec![job.dst_offset as isize];
-    dst_vals.extend(outer.iter().map(|l| l.dst_stride));
     dst_vals.extend(group.iter().map(|g| g.dst_stride));
     dst_vals.extend([drow as isize, (b_cells * unit + job.b_pad) as isize]);
     let vw = widest(dsize, job.tuning.write_bytes, &dst_vals);
 
     // Flat writes where the tile's destination rows lie back to back (see `FlatWrite`).
     let whole_rows = unit == 1 && job.b_pad == 0 && job.a_tail == 0 && tb == b_cells;
-    let flat_write = if whole_rows && order.is_none() {
+    let flat_write = if whole_rows && order.is_none() && columns.is_none() {
         FlatWrite::of(&group, drow, vw, dsize, job.tuning.write_bytes)
     } else {
         None
     };
-
     let row = (ta + row_padding(ta, unit)) * unit;
+
+    // Several steps of the innermost outer loop where one tile holds a whole small
+    // transposition (`tile_steps.rs`); a flat read only where the steps' rows are back to back.
+    let target = tile_target(
+        unit,
+        group.len() > 1,
+        (ssize, dsize),
+        job.tuning.tile_elements,
+    );
+    let mut outer = outer.clone();
+    let steps = match columns {
+        Some((st, _)) => Some(st),
+        None if flat_write.is_none() => {
+            let fits = |n: usize| match flat {
+                Some(f) => f.shared_elements(n * tb) * ssize + ta * index_bytes <= SHARED_BYTES,
+                None => n * tb * row * ssize + ta * index_bytes <= SHARED_BYTES,
+            };
+            Steps::outer(job, &outer, (na, nb), (ta * tb * unit, target), drow, fits)
+                .filter(|st| flat.is_none() || st.lp.src_stride == (tb * full * unit) as isize)
+        }
+        None => None,
+    };
+    if columns.is_none() && steps.is_some() {
+        outer.pop();
+    }
+    let outer = &outer;
+    let ns = steps.map_or(1, |st| st.tiles());
+    let blocks = na * nb * ns * elements(outer);
+
     let mut k = prelude(c);
     let (name, fill_param) = if padded {
         ("tile", format!(", {d} fill"))
@@ -218,36 +305,76 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
         k,
         "extern \"C\" __global__ void {name}(const {s}* __restrict__ src, {d}* __restrict__ dst{fill_param}) {{"
     );
+    let srows = steps.map_or(1, |st| st.n) * tb;
     match flat {
         Some(f) => {
             let _ = writeln!(
                 k,
                 "  __shared__ __align__(16) {s} smf[{}];",
-                f.shared_elements(tb)
+                f.shared_elements(srows)
             );
         }
         None => {
-            let _ = writeln!(k, "  __shared__ __align__(16) {s} sm[{tb}][{row}];");
+            let _ = writeln!(k, "  __shared__ __align__(16) {s} sm[{srows}][{row}];");
         }
     }
     if flat_write.is_none() {
         let _ = writeln!(k, "  __shared__ {it} rowoff[{ta}];");
     }
     let _ = writeln!(k, "  const {it} blk = blockIdx.x;");
-    let _ = writeln!(
-        k,
-        "  const {it} tb = blk % {nb}{u}, ta = (blk / {nb}{u}) % {na}{u}, o = blk / {}{u};",
-        na * nb
-    );
+    match steps {
+        None => {
+            let _ = writeln!(
+                k,
+                "  const {it} tb = blk % {nb}{u}, ta = (blk / {nb}{u}) % {na}{u}, o = blk / {}{u};",
+                na * nb
+            );
+        }
+        Some(_) => {
+            let _ = writeln!(
+                k,
+                "  const {it} tb = blk % {nb}{u}, ta = (blk / {nb}{u}) % {na}{u}, ts = (blk / {}{u}) % {ns}{u}, o = blk / {}{u};",
+                na * nb,
+                na * nb * ns
+            );
+        }
+    }
     decode(&mut k, outer, "o", "  ", it, u);
+    let step_base = |src: bool| match steps {
+        Some(st) => {
+            let stride = if src {
+                st.lp.src_stride
+            } else {
+                st.lp.dst_stride
+            };
+            format!(" + ts * {}{u}", st.n as isize * stride)
+        }
+        None => String::new(),
+    };
     let _ = writeln!(
         k,
-        "  const {it} sbase = {}, dbase = {};",
+        "  const {it} sbase = {}{}, dbase = {}{};",
         offset(outer, job.src_offset, true, u),
-        offset(outer, job.dst_offset, false, u)
+        step_base(true),
+        offset(outer, job.dst_offset, false, u),
+        step_base(false)
     );
     let _ = writeln!(k, "  const {it} a0 = ta * {ta}{u}, b0 = tb * {tb}{u};");
     let _ = writeln!(k, "  const unsigned int tid = threadIdx.x;");
+    // The test that step `s` is inside the step loop (when the steps do not divide it), and
+    // the offset of step `s` on each side.
+    let (step_ok, step_src, step_dst) = match steps {
+        Some(st) => (
+            if st.ragged() {
+                format!("ts * {}{u} + s < {}{u} && ", st.n, st.lp.extent)
+            } else {
+                String::new()
+            },
+            format!(" + s * {}{u}", st.lp.src_stride),
+            format!(" + s * {}{u}", st.lp.dst_stride),
+        ),
+        None => Default::default(),
+    };
     // The destination offset of each tile row (cell `ia` of the compound source index).
     if flat_write.is_none() {
         let _ = writeln!(
@@ -257,43 +384,71 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
         let _ = writeln!(k, "    rowoff[r] = {};\n  }}", row_offset(&group, u));
     }
 
-    if let Some(f) = flat {
-        f.read(&mut k, (tb, b_cells), it, u);
-    } else {
-        // Read: source rows (one per b cell) of `ta * unit` elements, `vr` at a time.
-        let rv = (ta * unit).div_ceil(vr);
-        let svt = vector_type(vr * ssize);
-        let (col, step) = walk(rv, vr);
-        let _ = writeln!(
-            k,
-            "  #pragma unroll\n  for (unsigned int i = 0; i < {}u; ++i) {{",
-            (rv * tb).div_ceil(THREADS)
-        );
-        // One flat test per vector (nested branches measured slower: the loads of the unrolled
-        // steps are then not issued together).
-        let _ = writeln!(k, "    const unsigned int lb = {step}, j = {col};");
-        let _ = writeln!(k, "    const {it} ea = a0 * {unit}{u} + j;");
-        let row_ok = format!("{}b0 + lb < {b_cells}{u}", guard(rv * tb));
-        let _ = writeln!(
-            k,
-            "    if ({row_ok} && ea + {vr}u <= {}{u}) {{\n      union {{ {s} e[{vr}]; {svt} q; }} r;\n      r.q = *(const {svt}*)(src + sbase + ea + (b0 + lb) * {}{u});",
-            full * unit,
-            b.src_stride
-        );
-        if row.is_multiple_of(vr) && vr > 1 {
-            let _ = writeln!(k, "      *({svt}*)&sm[lb][j] = r.q;");
-        } else {
+    // A shared row `lb` of step `s` is row `lr`; without steps, `lb` itself.
+    let srow = if steps.is_some() { "lr" } else { "lb" };
+    let split = |step: &str| match steps {
+        Some(_) => format!("lr = {step}, s = lr / {tb}u, lb = lr % {tb}u"),
+        None => format!("lb = {step}"),
+    };
+    match (flat, steps) {
+        (Some(f), None) => f.read(&mut k, (tb, b_cells), it, u),
+        (Some(f), Some(st)) => {
+            // The steps' source rows are one run (checked above).
+            let run = tb * f.row;
+            let count = if st.ragged() {
+                format!(
+                    "({e}{u} - ts * {n}{u} < {n}{u} ? {e}{u} - ts * {n}{u} : {n}{u}) * {run}{u}",
+                    e = st.lp.extent,
+                    n = st.n
+                )
+            } else {
+                format!("{}{u}", st.n * run)
+            };
+            f.read_run(&mut k, "sbase".into(), count, it, u);
+        }
+        (None, _) => {
+            // Read: source rows (one per b cell and step) of `ta * unit` elements, `vr` at a
+            // time.
+            let rv = (ta * unit).div_ceil(vr);
+            let svt = vector_type(vr * ssize);
+            let (col, step) = walk(rv, vr);
             let _ = writeln!(
                 k,
-                "      #pragma unroll\n      for (int e = 0; e < {vr}; ++e) sm[lb][j + e] = r.e[e];"
+                "  #pragma unroll\n  for (unsigned int i = 0; i < {}u; ++i) {{",
+                (rv * srows).div_ceil(THREADS)
             );
+            // One flat test per vector (nested branches measured slower: the loads of the
+            // unrolled steps are then not issued together).
+            let _ = writeln!(k, "    const unsigned int {}, j = {col};", split(&step));
+            let _ = writeln!(k, "    const {it} ea = a0 * {unit}{u} + j;");
+            let row_ok = format!("{}{step_ok}b0 + lb < {b_cells}{u}", guard(rv * srows));
+            let _ = writeln!(
+                k,
+                "    if ({row_ok} && ea + {vr}u <= {}{u}) {{\n      union {{ {s} e[{vr}]; {svt} q; }} r;\n      r.q = *(const {svt}*)(src + sbase{step_src} + ea + (b0 + lb) * {}{u});",
+                full * unit,
+                b.src_stride
+            );
+            if row.is_multiple_of(vr) && vr > 1 {
+                let _ = writeln!(k, "      *({svt}*)&sm[{srow}][j] = r.q;");
+            } else {
+                let _ = writeln!(
+                    k,
+                    "      #pragma unroll\n      for (int e = 0; e < {vr}; ++e) sm[{srow}][j + e] = r.e[e];"
+                );
+            }
+            k.push_str("    }\n  }\n");
         }
-        k.push_str("    }\n  }\n");
     }
     if job.a_tail > 0 {
+        let head = match steps {
+            Some(_) => format!(
+                "for (unsigned int lr = tid; lr < {srows}u; lr += {THREADS}u) {{\n      const unsigned int s = lr / {tb}u, lb = lr % {tb}u;"
+            ),
+            None => format!("for (unsigned int lb = tid; lb < {tb}u; lb += {THREADS}u) {{"),
+        };
         let _ = writeln!(
             k,
-            "  if (a0 + {ta}{u} > {full}{u}) {{\n    const unsigned int col = ({full}{u} - a0) * {unit}u;\n    for (unsigned int lb = tid; lb < {tb}u; lb += {THREADS}u) {{\n      if (b0 + lb < {b_cells}{u}) {{\n        const {s}* p = src + sbase + {}{u} + (b0 + lb) * {}{u};\n        #pragma unroll\n        for (int e = 0; e < {unit}; ++e) sm[lb][col + e] = e < {} ? p[e] : fill;\n      }}\n    }}\n  }}",
+            "  if (a0 + {ta}{u} > {full}{u}) {{\n    const unsigned int col = ({full}{u} - a0) * {unit}u;\n    {head}\n      if ({step_ok}b0 + lb < {b_cells}{u}) {{\n        const {s}* p = src + sbase{step_src} + {}{u} + (b0 + lb) * {}{u};\n        #pragma unroll\n        for (int e = 0; e < {unit}; ++e) sm[{srow}][col + e] = e < {} ? p[e] : fill;\n      }}\n    }}\n  }}",
             full * unit,
             b.src_stride,
             job.a_tail
@@ -301,46 +456,73 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
     }
     k.push_str("  __syncthreads();\n");
 
+    let on_steps = steps.is_some();
     let cell = match flat {
-        Some(f) => Shared::Flat { row: f.row },
-        None => Shared::Rows { row },
+        Some(f) => Shared::Flat {
+            row: f.row,
+            steps: on_steps,
+        },
+        None => Shared::Rows {
+            row,
+            steps: on_steps,
+        },
     };
     if let Some(f) = flat_write {
         f.write(&mut k, d, (ta, a_cells), cell.at(unit), it, u);
     } else {
-        // Write: destination rows (one per a cell) of `drow` elements, `vw` at a time.
+        // Write: destination rows (one per a cell and step) of `drow` elements, `vw` at a
+        // time; with steps, steps fastest where a cell's rows of consecutive steps follow
+        // each other in the destination.
         let wv = drow / vw;
+        let wrows = steps.map_or(1, |st| st.n) * ta;
         let dvt = vector_type(vw * dsize);
         let (col, step) = walk(wv, vw);
         let _ = writeln!(
             k,
             "  #pragma unroll\n  for (unsigned int i = 0; i < {}u; ++i) {{",
-            (wv * ta).div_ceil(THREADS)
+            (wv * wrows).div_ceil(THREADS)
         );
-        match order {
-            Some(WriteOrder {
-                inner, outer: m, ..
-            }) => {
+        let (lw, tail) = match steps {
+            Some(st) if st.dst_fast => (
+                format!("lq = {step}, s = lq % {n}u, lw = lq / {n}u", n = st.n),
+                format!(", sr = s * {tb}u"),
+            ),
+            Some(_) => (
+                format!("lq = {step}, s = lq / {ta}u, lw = lq % {ta}u"),
+                format!(", sr = s * {tb}u"),
+            ),
+            None => (format!("lw = {step}"), String::new()),
+        };
+        match (order, steps) {
+            (
+                Some(WriteOrder {
+                    inner, outer: m, ..
+                }),
+                _,
+            ) => {
                 let _ = writeln!(
                     k,
-                    "    const unsigned int lw = {step}, la = (lw % {m}u) * {inner}u + lw / {m}u, j = {col};"
+                    "    const unsigned int {lw}, la = (lw % {m}u) * {inner}u + lw / {m}u{tail}, j = {col};"
                 );
             }
-            None => {
+            (None, Some(_)) => {
+                let _ = writeln!(k, "    const unsigned int {lw}, la = lw{tail}, j = {col};");
+            }
+            (None, None) => {
                 let _ = writeln!(k, "    const unsigned int la = {step}, j = {col};");
             }
         }
         let _ = writeln!(
             k,
-            "    if ({}a0 + la < {a_cells}{u} && b0 * {unit}{u} + j + {vw}u <= {}{u}) {{",
-            guard(wv * ta),
+            "    if ({}{step_ok}a0 + la < {a_cells}{u} && b0 * {unit}{u} + j + {vw}u <= {}{u}) {{",
+            guard(wv * wrows),
             b_cells * unit + job.b_pad
         );
         let _ = writeln!(k, "      union {{ {d} e[{vw}]; {dvt} q; }} w;");
         read_cells(&mut k, s, unit, vw, ssize, cell, tb * unit, job.b_pad > 0);
         let _ = writeln!(
             k,
-            "      *({dvt}*)(dst + dbase + rowoff[la] + b0 * {unit}{u} + j) = w.q;\n    }}\n  }}"
+            "      *({dvt}*)(dst + dbase{step_dst} + rowoff[la] + b0 * {unit}{u} + j) = w.q;\n    }}\n  }}"
         );
     }
     k.push_str("}\n");
@@ -350,49 +532,6 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
         grid: (blocks.max(1) as u32, 1, 1),
         block: (THREADS as u32, 1, 1),
     }
-}
-
-/// The order in which a tile's destination rows are written when it is not the source's: the
-/// tile of `rows` compound source cells is `outer` steps of the second source loop by `inner`
-/// (the first loop's whole extent), and the rows are written second loop fastest.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct WriteOrder {
-    rows: usize,
-    inner: usize,
-    outer: usize,
-}
-
-/// Where a tile's compound source rows (`group`, innermost first) lie far apart in the
-/// destination along the first loop but one destination row apart along the second (NHWC ->
-/// MACE's height-major image: the channels `W * 4` elements apart, the columns 4, each
-/// destination row a pixel's 4 lanes of 2-4 bytes), writing the rows in source order scatters
-/// each warp's stores over as many places as it writes rows; written second loop fastest they
-/// form runs of `outer` rows. For that the tile (`ta` rows, at most) is cut to whole extents of
-/// the first loop, where two or more fit, keeping its source rows (`rows * unit` elements) a
-/// multiple of `keep` elements, the read vector (with 1023 rows of 3 channels the reads fell to
-/// single elements: MACE height-major images of 3 channels ran 0.57-0.74 of the copy against
-/// 0.93-1.0); None elsewhere (and with padding or a tail cell).
-fn write_order(
-    group: &[LoopDim],
-    ta: usize,
-    drow: usize,
-    keep: usize,
-    job: &TileJob,
-) -> Option<WriteOrder> {
-    let (first, second) = (group.first()?, group.get(1)?);
-    let inner = first.extent;
-    let scattered = second.dst_stride == drow as isize && first.dst_stride != drow as isize;
-    if job.b_pad > 0 || job.a_tail > 0 || inner == 0 || !scattered {
-        return None;
-    }
-    let outer = (2..=(ta / inner).min(second.extent))
-        .rev()
-        .find(|o| (o * inner * job.unit).is_multiple_of(keep.max(1)))?;
-    Some(WriteOrder {
-        rows: outer * inner,
-        inner,
-        outer,
-    })
 }
 
 /// How thread `tid` walks a phase of rows of `per_row` vectors of `elems` elements: (its
@@ -438,58 +577,6 @@ fn row_offset(group: &[LoopDim], u: &str) -> String {
         w *= g.extent;
     }
     terms.join(" + ")
-}
-
-/// Code filling `w.e[0..vw]` with the cast elements `j..j + vw` of destination row `la`:
-/// element `jj` is lane `jj % unit` of cell `jj / unit`, at
-/// `sm[jj / unit][la * unit + jj % unit]`, or the fill value from `data` on when `padded`.
-/// Whole cells (or whole parts of one) are contiguous in shared memory and are read as vectors.
-#[allow(clippy::too_many_arguments)]
-fn read_cells(
-    k: &mut String,
-    s: &str,
-    unit: usize,
-    vw: usize,
-    ssize: usize,
-    shared: Shared,
-    data: usize,
-    padded: bool,
-) {
-    let n = vw.min(unit);
-    let pieces = unit > 1 && n > 1 && (unit.is_multiple_of(vw) || vw.is_multiple_of(unit));
-    let bytes = n * ssize;
-    // Pieces are read as vectors from the padded rows only (the flat copy's shift leaves
-    // them unaligned).
-    let aligned = match shared {
-        Shared::Rows { row } => (row * ssize).is_multiple_of(bytes),
-        Shared::Flat { .. } => false,
-    };
-    if !padded && pieces && matches!(bytes, 2 | 4 | 8 | 16) && aligned {
-        let vt = vector_type(bytes);
-        let _ = writeln!(
-            k,
-            "      #pragma unroll\n      for (int p = 0; p < {}; ++p) {{",
-            vw / n
-        );
-        let _ = writeln!(k, "        const unsigned int jj = j + p * {n}u;");
-        let _ = writeln!(k, "        union {{ {s} e[{n}]; {vt} q; }} x;");
-        let _ = writeln!(k, "        x.q = *(const {vt}*)&{};", shared.at(unit));
-        let _ = writeln!(
-            k,
-            "        #pragma unroll\n        for (int m = 0; m < {n}; ++m) w.e[p * {n} + m] = cast(x.e[m]);\n      }}"
-        );
-    } else {
-        let value = format!("cast({})", shared.at(unit));
-        let value = if padded {
-            format!("jj < {data}u ? {value} : fill")
-        } else {
-            value
-        };
-        let _ = writeln!(
-            k,
-            "      #pragma unroll\n      for (int e = 0; e < {vw}; ++e) {{\n        const unsigned int jj = j + e;\n        w.e[e] = {value};\n      }}"
-        );
-    }
 }
 
 #[cfg(test)]

@@ -11,21 +11,30 @@ use super::{widest, TileJob, SHARED_BYTES, THREADS};
 
 /// Where the tile's shared copy of its source rows lies: padded rows of `row` elements
 /// (`sm[cell][...]`), or the flat copy of [`FlatRead`], source rows of `row` elements back to
-/// back from element `shift` of `smf`.
+/// back from element `shift` of `smf`; with `steps`, the rows of each step after the last
+/// step's (`sr`, the step's first row).
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Shared {
-    Rows { row: usize },
-    Flat { row: usize },
+    Rows { row: usize, steps: bool },
+    Flat { row: usize, steps: bool },
 }
 
 impl Shared {
     /// The shared element holding lane `jj % unit` of cell `jj / unit` of destination row `la`
-    /// (CUDA variables `jj`, `la`, and `shift` for the flat copy).
+    /// (CUDA variables `jj`, `la`, `sr` with steps, and `shift` for the flat copy).
     pub(super) fn at(self, unit: usize) -> String {
         match self {
-            Shared::Rows { .. } => format!("sm[jj / {unit}u][la * {unit}u + jj % {unit}u]"),
-            Shared::Flat { row } => {
+            Shared::Rows { steps: false, .. } => {
+                format!("sm[jj / {unit}u][la * {unit}u + jj % {unit}u]")
+            }
+            Shared::Rows { steps: true, .. } => {
+                format!("sm[sr + jj / {unit}u][la * {unit}u + jj % {unit}u]")
+            }
+            Shared::Flat { row, steps: false } => {
                 format!("smf[shift + jj / {unit}u * {row}u + la * {unit}u + jj % {unit}u]")
+            }
+            Shared::Flat { row, steps: true } => {
+                format!("smf[shift + (sr + jj / {unit}u) * {row}u + la * {unit}u + jj % {unit}u]")
             }
         }
     }
@@ -87,9 +96,15 @@ impl FlatRead {
 
     /// The read phase: whole vectors, then the elements before and after them.
     pub(super) fn read(self, k: &mut String, (tb, b_cells): (usize, usize), it: &str, u: &str) {
-        let (row, vr) = (self.row, self.vr);
+        let (start, count) = run_of(u, ("sbase", "b0"), (b_cells, tb, self.row));
+        self.read_run(k, start, count, it, u);
+    }
+
+    /// The read phase of the run of `count` elements (a CUDA expression) from `start`.
+    pub(super) fn read_run(self, k: &mut String, start: String, count: String, it: &str, u: &str) {
+        let vr = self.vr;
         let vt = vector_type(vr * self.ssize);
-        READ_RUN.bounds(k, (it, u), ("sbase", "b0"), (b_cells, tb, row), vr);
+        READ_RUN.bounds(k, (it, u), (start, count), vr);
         let _ = writeln!(
             k,
             "  for (unsigned int v = tid; v < nv; v += {THREADS}u)\n    *({vt}*)&smf[shift + head + v * {vr}u] = *(const {vt}*)(src + gs + head + v * {vr}u);"
@@ -148,7 +163,8 @@ impl FlatWrite {
     ) {
         let (drow, vw) = (self.drow, self.vw);
         let vt = vector_type(vw * self.dsize);
-        WRITE_RUN.bounds(k, (it, u), ("dbase", "a0"), (a_cells, ta, drow), vw);
+        let run = run_of(u, ("dbase", "a0"), (a_cells, ta, drow));
+        WRITE_RUN.bounds(k, (it, u), run, vw);
         let _ = writeln!(
             k,
             "  for (unsigned int v = tid; v < nw; v += {THREADS}u) {{\n    union {{ {d} e[{vw}]; {vt} q; }} w;\n    #pragma unroll\n    for (int e = 0; e < {vw}; ++e) {{\n      const unsigned int f = whead + v * {vw}u + e, la = f / {drow}u, jj = f % {drow}u;\n      w.e[e] = cast({at});\n    }}\n    *({vt}*)(dst + ds + whead + v * {vw}u) = w.q;\n  }}"
@@ -191,15 +207,29 @@ const WRITE_RUN: RunVars = RunVars {
     tail: "wtail0",
 };
 
+/// The first element and the element count of the run of a tile's rows from `first` (rows
+/// of `row` elements from `base`; at most `tile` rows, fewer where `extent - first` are left).
+fn run_of(
+    u: &str,
+    (base, first): (&str, &str),
+    (extent, tile, row): (usize, usize, usize),
+) -> (String, String) {
+    (
+        format!("{base} + {first} * {row}{u}"),
+        format!(
+            "({extent}{u} - {first} < {tile}{u} ? {extent}{u} - {first} : {tile}{u}) * {row}{u}"
+        ),
+    )
+}
+
 impl RunVars {
-    /// The run of the tile's rows from `first` (rows of `row` elements from `base`; at most
-    /// `tile` rows, fewer where `extent - first` are left), and its vectors of `v` elements.
+    /// The run of `count` elements from `begin` (CUDA expressions), and its vectors of `v`
+    /// elements.
     fn bounds(
         &self,
         k: &mut String,
         (it, u): (&str, &str),
-        (base, first): (&str, &str),
-        (extent, tile, row): (usize, usize, usize),
+        (begin, n): (String, String),
         v: usize,
     ) {
         let RunVars {
@@ -212,7 +242,7 @@ impl RunVars {
         } = self;
         let _ = writeln!(
             k,
-            "  const {it} {start} = {base} + {first} * {row}{u};\n  const unsigned int {count} = (unsigned int)(({extent}{u} - {first} < {tile}{u} ? {extent}{u} - {first} : {tile}{u}) * {row}{u});"
+            "  const {it} {start} = {begin};\n  const unsigned int {count} = (unsigned int)({n});"
         );
         let _ = writeln!(
             k,
@@ -233,5 +263,57 @@ impl RunVars {
         format!(
             "  for (unsigned int e = tid; e < {head} + ({count} - {tail}); e += {THREADS}u) {{\n    const unsigned int f = e < {head} ? e : {tail} + (e - {head})"
         )
+    }
+}
+
+/// Code filling `w.e[0..vw]` with the cast elements `j..j + vw` of destination row `la`:
+/// element `jj` is lane `jj % unit` of cell `jj / unit`, at
+/// `sm[jj / unit][la * unit + jj % unit]`, or the fill value from `data` on when `padded`.
+/// Whole cells (or whole parts of one) are contiguous in shared memory and are read as vectors.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn read_cells(
+    k: &mut String,
+    s: &str,
+    unit: usize,
+    vw: usize,
+    ssize: usize,
+    shared: Shared,
+    data: usize,
+    padded: bool,
+) {
+    let n = vw.min(unit);
+    let pieces = unit > 1 && n > 1 && (unit.is_multiple_of(vw) || vw.is_multiple_of(unit));
+    let bytes = n * ssize;
+    // Pieces are read as vectors from the padded rows only (the flat copy's shift leaves
+    // them unaligned).
+    let aligned = match shared {
+        Shared::Rows { row, .. } => (row * ssize).is_multiple_of(bytes),
+        Shared::Flat { .. } => false,
+    };
+    if !padded && pieces && matches!(bytes, 2 | 4 | 8 | 16) && aligned {
+        let vt = vector_type(bytes);
+        let _ = writeln!(
+            k,
+            "      #pragma unroll\n      for (int p = 0; p < {}; ++p) {{",
+            vw / n
+        );
+        let _ = writeln!(k, "        const unsigned int jj = j + p * {n}u;");
+        let _ = writeln!(k, "        union {{ {s} e[{n}]; {vt} q; }} x;");
+        let _ = writeln!(k, "        x.q = *(const {vt}*)&{};", shared.at(unit));
+        let _ = writeln!(
+            k,
+            "        #pragma unroll\n        for (int m = 0; m < {n}; ++m) w.e[p * {n} + m] = cast(x.e[m]);\n      }}"
+        );
+    } else {
+        let value = format!("cast({})", shared.at(unit));
+        let value = if padded {
+            format!("jj < {data}u ? {value} : fill")
+        } else {
+            value
+        };
+        let _ = writeln!(
+            k,
+            "      #pragma unroll\n      for (int e = 0; e < {vw}; ++e) {{\n        const unsigned int jj = j + e;\n        w.e[e] = {value};\n      }}"
+        );
     }
 }

@@ -79,9 +79,12 @@ fn scattered_compound_rows_are_written_in_destination_order() {
             outer: 4
         })
     );
+    // 24 channels: 42 columns of whole channel extents (1008 rows) per tile. (With 250, the
+    // columns are steps of a tile of channels: `many_channels_take_columns_as_steps`.)
+    let image = job(vec![l(64, 24, 4), l(24, 1, 256)], l(4, 1536, 1));
     let src = tile_kernel(&image).source;
-    assert!(src.contains("la = (lw % 4u) * 250u + lw / 4u"), "{src}");
-    assert!(src.contains("a0 = ta * 1000u"), "{src}");
+    assert!(src.contains("la = (lw % 42u) * 24u + lw / 42u"), "{src}");
+    assert!(src.contains("a0 = ta * 1008u"), "{src}");
     // 3 channels: 340 columns (1020 rows, a multiple of the 4-element read vector), not
     // 341 (1023 rows: single-element reads).
     let rgb = job(vec![l(1024, 3, 4), l(3, 1, 4096)], l(4, 3072, 1));
