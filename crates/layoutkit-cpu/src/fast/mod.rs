@@ -71,6 +71,10 @@ pub fn convert_fast(
 /// stores (shorter ones keep the copy's ordinary stores: their lines are mostly partial).
 const STREAM_RUN_MIN_BYTES: usize = 256;
 
+/// The shortest contiguous run of a streamed cast cast in pieces and streamed out
+/// ([`casts::stream_cast_run`]).
+const STREAM_CAST_MIN_BYTES: usize = 1024;
+
 /// Conversions that read and write fewer bytes run on one thread whatever the thread count.
 const PARALLEL_MIN_BYTES: usize = 2 << 20;
 
@@ -216,6 +220,12 @@ impl Job<'_> {
                     // on 1 x 1 planes, runs of 1000 bytes: 55% of the copy, the copy calls
                     // 65% of the samples).
                     transpose::stream_copy(d, s);
+                } else if self.stream && d.len() >= STREAM_CAST_MIN_BYTES {
+                    // Casts too: through a piece in cache, streamed out in whole lines.
+                    let buf = scratch
+                        .stream_buf
+                        .get_or_insert_with(|| AlignedBuf::zeroed(SCRATCH_BYTES));
+                    casts::stream_cast_run((s, d), n, &self.cast, self.run, buf);
                 } else {
                     (self.run)(s, d, n, &self.cast);
                 }

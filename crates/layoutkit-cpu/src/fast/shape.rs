@@ -52,40 +52,17 @@ pub(super) fn tile_shape(
 }
 
 /// The longest destination rows of single elements that whole-row tiles take (see
-/// `tiles.rs`'s `WHOLE_ROWS_MIN_BYTES`): 1 KiB (tiles of 64 pixels or more), or 8 KiB (8 pixels or more)
-/// on Intel CPUs. Measured on a Xeon (family 6 model 207), f32 `NCHW -> NHWC` with C = 1000
-/// (4000-byte rows, not whole lines), one thread, alternated three times: 14 x 14 56% -> 103%
-/// of the copy, 56 x 56 26% -> 45%, 112 x 112 29% -> 43%, 7 x 7 81% -> 87%, `NCHW -> kHWC8`
-/// 14 x 14 68% -> 97%; cut into 2 KiB segments, each row's lines at the segments' ends were
-/// written by two tiles with ordinary stores. (The 1 KiB limit dates from an earlier
-/// engine, where 16-pixel tiles of f32 NHWC with C = 1000 measured slower.) Measured on
-/// Intel only: other CPUs keep 1 KiB until measured (on a Zen 5 these transposes are bound by
-/// reading many source rows at once, `bench/results/sweep.md`).
+/// `tiles.rs`'s `WHOLE_ROWS_MIN_BYTES`): 8 KiB (tiles of 8 pixels or more). Measured on a Xeon
+/// (family 6 model 207), f32 `NCHW -> NHWC` with C = 1000 (4000-byte rows, not whole lines),
+/// one thread, alternated three times: 14 x 14 56% -> 103% of the copy, 56 x 56 26% -> 45%,
+/// 112 x 112 29% -> 43%, 7 x 7 81% -> 87%, `NCHW -> kHWC8` 14 x 14 68% -> 97%; on a Zen 4 (AMD
+/// family 25 model 17), the same rows alternated three times: 14 x 14 65% -> 92%, 56 x 56 51%
+/// -> 82%, 112 x 112 50% -> 82%, 7 x 7 53% -> 61%, `NCHW -> kHWC8` 77% -> 87%. Cut into 2 KiB
+/// segments (the limit was 1 KiB, from an earlier engine where 16-pixel tiles of f32 NHWC
+/// with C = 1000 measured slower), each row's lines at the segments' ends were written by two
+/// tiles with ordinary stores. Not measured on a Zen 5 (`bench/results/sweep.md`).
 pub(super) fn whole_rows_max() -> usize {
-    static MAX: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *MAX.get_or_init(|| {
-        if intel_cpu() {
-            super::SCRATCH_BYTES / 8
-        } else {
-            super::SCRATCH_BYTES / 64
-        }
-    })
-}
-
-/// Whether the CPU's vendor is Intel (cpuid leaf 0's "GenuineIntel").
-fn intel_cpu() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // cpuid leaf 0 exists on every x86-64 CPU.
-        let r = std::arch::x86_64::__cpuid(0);
-        let mut v = [0u8; 12];
-        v[..4].copy_from_slice(&r.ebx.to_le_bytes());
-        v[4..8].copy_from_slice(&r.edx.to_le_bytes());
-        v[8..].copy_from_slice(&r.ecx.to_le_bytes());
-        &v == b"GenuineIntel"
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    false
+    super::SCRATCH_BYTES / 8
 }
 
 #[cfg(test)]
