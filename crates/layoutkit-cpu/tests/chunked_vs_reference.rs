@@ -96,16 +96,22 @@ fn dims_of(kind: &str, (a, b): (usize, usize), (h, w): (usize, usize)) -> String
 }
 
 /// Shapes large enough for many chunks, a shorter last chunk and (with output channels that
-/// end inside a block) regions outside the common loop, on several threads.
+/// end inside a block) regions outside the common loop, on several threads. (Not under
+/// qemu's aarch64: the test command runs it there without `LAYOUTKIT_CPU_STREAM=always`, so
+/// these shapes would not chunk, and emulated it takes minutes.)
 #[test]
+#[cfg_attr(
+    target_arch = "aarch64",
+    ignore = "chunks only with LAYOUTKIT_CPU_STREAM=always"
+)]
 fn interleaved_regions_on_larger_shapes_equal_the_reference() {
     let shapes = [
-        ("filter", (1000, 24), (3, 3)),
-        ("filter", (203, 250), (3, 3)),
-        ("filter", (64, 1000), (1, 1)),
+        ("filter", (203, 24), (3, 3)),
+        ("filter", (35, 250), (3, 3)),
+        ("filter", (40, 1000), (1, 1)),
         ("filter", (77, 19), (5, 5)),
         ("image", (9, 250), (7, 7)),
-        ("image", (2, 37), (33, 31)),
+        ("image", (2, 37), (13, 11)),
     ];
     for (from, to, kind) in PAIRS {
         for &(k, channels, spatial) in &shapes {
@@ -122,22 +128,22 @@ fn interleaved_regions_on_larger_shapes_equal_the_reference() {
     }
 }
 
-/// Destinations of several MiB, chunked whatever `LAYOUTKIT_CPU_STREAM` says: f32 and f16,
-/// one and two threads, buffers on and off a line.
+/// Destinations of several MiB, chunked whatever `LAYOUTKIT_CPU_STREAM` says: f32, one and
+/// two threads, buffers on and off a line.
 #[test]
 fn interleaved_regions_beyond_the_caches_equal_the_reference() {
     let cases = [
         ("OIHW16i16o", "OIHW", "O=8003,I=24,H=3,W=3"),
-        ("OIHW", "OIHW16i16o", "O=8003,I=24,H=3,W=3"),
         ("mace:in_out_channel", "NHWC", "N=130,C=250,H=7,W=7"),
     ];
     for (from, to, dims) in cases {
-        for cast in [
-            CastSpec::identity(DType::F32),
-            CastSpec::identity(DType::F16),
-        ] {
-            check(from, to, dims, &cast, &[(1, (0, 0)), (2, (20, 6))]);
-        }
+        check(
+            from,
+            to,
+            dims,
+            &CastSpec::identity(DType::F32),
+            &[(1, (0, 0)), (2, (20, 6))],
+        );
     }
 }
 
