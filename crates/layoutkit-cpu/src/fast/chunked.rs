@@ -2,9 +2,8 @@
 //!
 //! A plan cuts a conversion into disjoint regions (boxes of elements), and the engine runs each
 //! region's work items in turn. Where two regions share their outermost loop and, within one
-//! step of it, write into the same stretch of the destination (or read the same stretch of the
-//! source), running them one after the other makes two passes over the whole tensor, each
-//! touching every line of that stretch: `OIHW16i16o -> OIHW` with 24 input channels has a
+//! step of it, write into the same stretch of the destination, running them one after the
+//! other makes two passes over the whole tensor, each touching every line of that stretch: `OIHW16i16o -> OIHW` with 24 input channels has a
 //! region of the first 16 (one lane block per 16 output channels) and one of the other 8, whose
 //! 288- and 144-byte pieces of each output channel's 432-byte f16 row share lines; each pass
 //! writes partial lines past the cache, and the 37 MB filter ran at 20% of the copy (Zen 4, one
@@ -18,7 +17,9 @@
 //! range that the regions cover whole, the chunk is written into a scratch buffer first (with
 //! plain stores, in cache) and copied out in whole lines, streamed past the cache where the
 //! job streams; otherwise the regions write in place, the chunk's lines still in cache between
-//! them.
+//! them. Taken only where the destination streams (the engine's own test: larger than the L2
+//! caches of the threads writing it); regions that share only source lines are not chunked
+//! (measured on a Zen 4, `bench/results/sweep.md`: one such row gained, others lost).
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
