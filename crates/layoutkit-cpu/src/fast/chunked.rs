@@ -22,7 +22,6 @@
 //! (measured on a Zen 4, `bench/results/sweep.md`: one such row gained, others lost).
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use layoutkit_core::plan::{LoopDim, Region};
 
@@ -186,8 +185,8 @@ impl Chunks {
         }
     }
 
-    /// Runs every chunk and the other items, the template's items being `template`: on the calling thread, or
-    /// taken in order by `threads` workers where `parallel`.
+    /// Runs every chunk and the other items, the template's items being `template`: on the
+    /// calling thread, or taken in order by `threads` workers where `parallel`.
     pub(super) fn run(
         &self,
         job: &Job,
@@ -195,24 +194,8 @@ impl Chunks {
         threads: usize,
         parallel: bool,
     ) {
-        let tasks = self.tasks();
-        if !parallel {
-            (0..tasks).for_each(|t| self.task(job, template, t));
-            return;
-        }
-        let next = AtomicUsize::new(0);
-        let work = || loop {
-            let t = next.fetch_add(1, Ordering::Relaxed);
-            if t >= tasks {
-                break;
-            }
-            self.task(job, template, t);
-        };
-        rayon::scope(|scope| {
-            for _ in 1..threads.min(tasks) {
-                scope.spawn(|_| work());
-            }
-            work();
+        super::run_in_order(self.tasks(), threads, parallel, |t| {
+            self.task(job, template, t)
         });
     }
 

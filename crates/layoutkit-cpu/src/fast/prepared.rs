@@ -7,8 +7,6 @@
 //! a few tens of KiB, itself a microsecond or two, paid on every call: f16 `NHWC ->
 //! mace:in_out_channel` of 64 KiB spent a fifth of its time there (`perf`, one thread).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use layoutkit_core::cast::Scalar;
 use layoutkit_core::plan::{ConversionPlan, Region, Strategy};
 use layoutkit_core::tiling;
@@ -159,29 +157,8 @@ fn run_work(
         return Ok(());
     }
     let (items, tables) = (&w.items, &w.tables);
-    if !w.parallel {
-        items
-            .iter()
-            .zip(tables)
-            .for_each(|(it, t)| job.execute(it, t.as_ref(), (0, 0)));
-        return Ok(());
-    }
-    // Each worker takes the next item in order until none is left: items run roughly in
-    // memory order on all workers at once, and unequal items still balance. (A rayon
-    // `par_iter` over the same items measured a third slower on the 2-core machine.) The
-    // workers are tasks on rayon's pool, whose threads outlive the call: starting threads per
-    // call cost tens of microseconds, milliseconds on a loaded machine.
-    let next = AtomicUsize::new(0);
-    let work = || loop {
-        let i = next.fetch_add(1, Ordering::Relaxed);
-        let Some(it) = items.get(i) else { break };
-        job.execute(it, tables[i].as_ref(), (0, 0));
-    };
-    rayon::scope(|scope| {
-        for _ in 1..threads.min(items.len()) {
-            scope.spawn(|_| work());
-        }
-        work();
+    super::run_in_order(items.len(), threads, w.parallel, |i| {
+        job.execute(&items[i], tables[i].as_ref(), (0, 0))
     });
     Ok(())
 }
