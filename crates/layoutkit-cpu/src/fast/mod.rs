@@ -19,6 +19,7 @@ mod half_runs;
 mod interleave;
 mod items;
 mod lane_blocks;
+mod next_tile;
 #[cfg(target_arch = "x86_64")]
 mod permute_blocks;
 mod planes_records;

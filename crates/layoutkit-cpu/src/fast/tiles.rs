@@ -6,6 +6,7 @@ use layoutkit_core::plan::LoopDim;
 
 use super::copy_few;
 use super::items::MAX_TILE_A;
+use super::next_tile::NextTile;
 use super::shape::tile_shape;
 use super::tile_tables::{aligned_head, dst_offsets, gcd, nb_total, PeriodicKey, PeriodicRows};
 use super::{transpose, AlignedBuf, Job, Scratch, IDENTITY_TILE_BYTES, SCRATCH_BYTES, TILE_BYTES};
@@ -157,7 +158,21 @@ impl Job<'_> {
                 let s_first = so as isize + b0 as isize * b.src_stride + (a0 * unit) as isize;
                 let d_first = d0 as isize + b0 as isize * b.dst_stride;
                 if let [l] = a_loops {
-                    // One loop: rows a fixed distance apart.
+                    // One loop: rows a fixed distance apart. A tile of a band read whole
+                    // from many far rows asks for the next tile's lines first (see
+                    // `next_tile.rs`).
+                    if nb == b.extent && pad == 0 && b.src_stride > 0 && transpose::prefetches() {
+                        let next = NextTile::after(
+                            (so as isize + b0 as isize * b.src_stride) as usize * ss,
+                            b.src_stride as usize * ss,
+                            nb,
+                            (a0, na, ta, ea),
+                            unit * ss,
+                        );
+                        if let Some(next) = next {
+                            next.prefetch(self.src.as_ptr());
+                        }
+                    }
                     let d_first = d_first + a0 as isize * l.dst_stride;
                     let tile = StridedTile {
                         s_first,
