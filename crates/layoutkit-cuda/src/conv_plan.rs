@@ -101,6 +101,13 @@ pub fn hopper_tile(kernel: &ConvKernel) -> Result<HopperTile, Error> {
         tile = pointwise_tile(kernel, &tile).unwrap_or(tile);
     }
     let tile = tile.with_rows_of(kernel);
+    // NC/32HW32 outputs are written in whole 32-channel groups of a tile.
+    if !tile.bn.is_multiple_of(32) && kernel.out_layout == crate::conv::ConvLayout::Nc32hw32 {
+        return Err(Error::Unsupported(format!(
+            "a Hopper tile of {} columns does not write NC/32HW32 (a multiple of 32 does)",
+            tile.bn
+        )));
+    }
     if !tile.loads_fit() {
         return Err(Error::Unsupported(format!(
             "the {}-row Hopper tile runs in the TMA kernel only, which does not take this problem",

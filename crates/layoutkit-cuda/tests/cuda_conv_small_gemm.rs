@@ -104,3 +104,66 @@ fn pointwise_layers_of_eight_steps_take_persistent_192_rows() {
         (t.bm, t.bn, t.tma, t.persistent) == (192, 128, true, true)
     });
 }
+
+#[test]
+fn tma_tiles_of_16_column_multiples_match_the_reference() {
+    let Some(cuda) = device() else { return };
+    let probe = kernel_for(
+        (1, 64, 16, 16, 64, 3, 1, 1, 1, 1),
+        ConvLayout::Nhwc,
+        DType::F16,
+        DType::F16,
+        false,
+    );
+    if planned(&cuda, &probe).is_none_or(|t| !t.tma) {
+        return;
+    }
+    let problems: [(Problem, DType, DType, ConvLayout); 4] = [
+        // 1x1, O = 512: five column tiles of 112, the last one partial.
+        (
+            (4, 256, 7, 7, 512, 1, 1, 0, 1, 1),
+            DType::F16,
+            DType::F16,
+            ConvLayout::Nhwc,
+        ),
+        (
+            (4, 256, 7, 7, 512, 1, 1, 0, 1, 1),
+            DType::BF16,
+            DType::F32,
+            ConvLayout::Nhwc,
+        ),
+        // 3x3 with padding, O = 200, an NCHW output.
+        (
+            (2, 128, 9, 9, 200, 3, 1, 1, 1, 1),
+            DType::F16,
+            DType::F16,
+            ConvLayout::Nchw,
+        ),
+        (
+            (3, 192, 11, 13, 176, 3, 2, 1, 1, 1),
+            DType::F16,
+            DType::F32,
+            ConvLayout::Nhwc,
+        ),
+    ];
+    let mut checked = 0;
+    for (i, (problem, input, out, out_layout)) in problems.into_iter().enumerate() {
+        let kernel = ConvKernel {
+            out_layout,
+            ..kernel_for(problem, ConvLayout::Nhwc, input, out, i % 2 == 0)
+        };
+        let mut paths = Vec::new();
+        for (bm, bn, stages) in [(64, 112, 4), (128, 112, 4), (64, 80, 6), (64, 176, 4)] {
+            let t = HopperTile::new(bm, bn, stages)
+                .and_then(|t| t.with_tma(true))
+                .expect("a TMA tile");
+            paths.push(ConvPath::Hopper(t));
+            paths.push(ConvPath::Hopper(t.with_splits(2).unwrap()));
+            if let Some(p) = t.with_persistent(&kernel) {
+                paths.push(ConvPath::Hopper(p));
+            }
+        }
+        checked += check(&cuda, &kernel, 71 + i as u64, &paths, "16-column TMA tiles");
+    }
+    eprintln!("{checked} convolutions checked");
+}
