@@ -186,8 +186,11 @@ mod tests {
             let t = hopper_tile(&kernel(n, 64, 56, o, 1)).unwrap();
             assert!(t.tma && t.persistent, "{n} {o}: {t:?}");
         }
-        // Two to four steps keep the rule of more tiles than blocks (l3 1x1 256->1024 @14 at
-        // batch 32: 264 tiles of 192 x 128 on 132 blocks).
+        // The 192-row tile keeps them (l1 1x1 64->256 @56 at batch 8: 262 tiles on 132
+        // blocks), and so do two to four steps (l3 1x1 256->1024 @14 at batch 32: 264 tiles
+        // of 192 x 128).
+        let t = hopper_tile(&kernel(8, 64, 56, 256, 1)).unwrap();
+        assert_eq!(shape(&t), (192, 128, true, true));
         let t = hopper_tile(&kernel(32, 256, 14, 1024, 1)).unwrap();
         assert_eq!(shape(&t), (192, 128, true, true));
     }

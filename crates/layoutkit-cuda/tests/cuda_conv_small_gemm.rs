@@ -1,7 +1,8 @@
 //! The tile rules for small GEMMs (few output tiles for the GPU's SMs, `conv::tile_rule`,
 //! `conv::persistent`) on the problems they were made for, at the batch sizes where they
 //! apply: the plan `conv_path` gives is asserted, then run against the CPU reference
-//! convolution (f16 with f16 and f32 outputs, bf16). The rules:
+//! convolution (f16 with f16 and f32 outputs, bf16); and the TMA kernel's tiles of 16-column
+//! multiples. The rules:
 //!
 //! * the fallback tile unsplit where its blocks fill half the SMs or more (MobileNetV2's `pw
 //!   1x1 960->160 @7` at batch 32: 64 x 64, no split of K);
@@ -9,8 +10,10 @@
 //!   kernel (ResNet-50's `l4 3x3 512->512 @7` at batch 32);
 //! * the 64-row tile fitted to a narrow O where it fills the SMs in one wave (`pw 1x1 576->96
 //!   @14` at batch 32: 64 x 96);
-//! * one-step layers in the `cp.async` kernel where persistent blocks would get fewer than 2.5
-//!   tiles each (`pw 1x1 64->384 @14` at batch 32);
+//! * the one-wave tile as narrow as O divided among its column tiles (`pw 1x1 960->160 @7` at
+//!   batch 64: 64 x 80);
+//! * one-step layers in the `cp.async` kernel where persistent blocks of 128 rows or fewer
+//!   would get fewer than 2.5 tiles each (`pw 1x1 64->384 @14` at batch 32);
 //! * persistent 192 x 128 blocks for pointwise layers of 5-8 K steps in several waves
 //!   (ResNet-50's `l3 1x1 512->256 @28` at batch 32).
 //!
@@ -88,6 +91,13 @@ fn short_splits_give_way_to_the_one_wave_tile() {
 fn the_tile_fitted_to_a_narrow_o_takes_one_wave() {
     rule_case((32, 576, 14, 14, 96, 1, 1, 0, 1, 1), &TYPES, |t| {
         (t.bm, t.bn, t.splits, t.tma) == (64, 96, 1, true)
+    });
+}
+
+#[test]
+fn the_one_wave_tile_is_as_narrow_as_o_allows() {
+    rule_case((64, 960, 7, 7, 160, 1, 1, 0, 1, 1), &TYPES, |t| {
+        (t.bm, t.bn, t.splits, t.tma) == (64, 80, 1, true)
     });
 }
 

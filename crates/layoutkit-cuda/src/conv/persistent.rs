@@ -180,8 +180,8 @@ pub fn wide_step_persistent(
     (x * y > SMS).then_some(t)
 }
 
-/// The fewest output tiles per persistent block for a layer of one K step
-/// ([`persistent_plan`]): a block's tile is then one copy and its multiplies, so what the
+/// The fewest output tiles per persistent block for a layer of one K step in tiles of 128
+/// rows or fewer ([`persistent_plan`]): a block's tile is then one copy and its multiplies, so what the
 /// persistent block saves (the next tile's copy overlapping this one's epilogue) comes once
 /// per tile, while its costs (the staged output's shared memory, the TMA kernel's barriers
 /// and producer set-up, against the two-stage `cp.async` kernel) come once per block.
@@ -189,21 +189,24 @@ pub fn wide_step_persistent(
 /// 1x1 64->384 @14` at batch 32 and 64, about 2.2 tiles per block, ran 1.16x and 1.18x in the
 /// `cp.async` kernel (64 x 64 and 128 x 64, two stages) against persistent TMA blocks;
 /// ResNet-50's `l1 1x1` layers on 56 x 56 planes at batch 32 and 64 (3-12 tiles per block)
-/// were measured faster persistent (H100, `bench/results/conv.md`).
+/// were measured faster persistent (H100, `bench/results/conv.md`). The 192-row tile keeps
+/// its persistent blocks at any count: on the same H200 `l1 1x1 64->256 @56` at batch 8 (262
+/// tiles of 192 x 128 on 132 blocks) ran 0.89x in the `cp.async` kernel's 128 x 128.
 pub const MIN_ONE_STEP_TILES_PER_BLOCK: f64 = 2.5;
 
 /// `tile` (the TMA tile [`super::hopper_plan_with`] chose for `kernel`) with persistent
 /// blocks where the rule takes them: [`few_step_persistent`] holds, the tile's columns are a
 /// multiple of 64 (not one fitted to a narrow O) and there are more output tiles than the GPU
 /// holds blocks of it at once (else no block would get a second tile), for a layer of one K
-/// step at least [`MIN_ONE_STEP_TILES_PER_BLOCK`] times as many; and
+/// step in tiles of 128 rows or fewer at least [`MIN_ONE_STEP_TILES_PER_BLOCK`] times as
+/// many; and
 /// [`HopperTile::with_persistent`] takes it. `choice` overrides the rule: `Some(false)` never,
 /// `Some(true)` wherever it takes the tile.
 pub fn persistent_plan(kernel: &ConvKernel, tile: HopperTile, choice: Option<bool>) -> HopperTile {
     let (x, y) = tile.tiles(&kernel.shape);
     let steps = super::HopperK::of(kernel).steps(kernel);
     let slots = SMS * tile.resident();
-    let enough = if steps == 1 {
+    let enough = if steps == 1 && tile.bm <= 128 {
         (x * y) as f64 >= MIN_ONE_STEP_TILES_PER_BLOCK * slots as f64
     } else {
         x * y > slots

@@ -228,13 +228,18 @@ fn ninety_six_columns(o: usize) -> bool {
 /// layers of several waves too, and lost 0.98x.)
 ///
 /// Where O is over 128 and 96-column tiles are as many as 128-column ones (O = 129-192,
-/// 257-288), the tile is 64 x 96: the same blocks with fewer columns of zeros (O = 160: 192
-/// columns computed against 256). Measured on an H100 (every layer of three networks at batch
-/// 1, 8, 32 and 64, two alternations, GPU time; `bench/results/conv.md`): MobileNetV2's `pw
-/// 1x1 576->160 @7` and `960->160 @7` at batch 64 1.15x and 1.22x.
+/// 257-288), the tile is as many columns as O divided among that many tiles, rounded up to 16
+/// (`wgmma` takes any multiple of 8; the TMA kernel's tiles multiples of 16): the same blocks
+/// with fewer columns of zeros (O = 160: two tiles of 80, 160 columns computed against 192 with
+/// 96 and 256 with 128; O = 192 and 288: 96). Measured on an H100 (every layer of three
+/// networks at batch 1, 8, 32 and 64, two alternations, GPU time; `bench/results/conv.md`):
+/// MobileNetV2's `pw 1x1 576->160 @7` and `960->160 @7` at batch 64, 64 x 96 1.15x and 1.22x
+/// the 64 x 128 tile; on an H200 (`raw/2026-12-02-h200-conv-small-gemm/`, tiles forced) 64 x
+/// 80 1.06x and 1.07x 64 x 96 on the same layers.
 fn one_wave_tile(o: usize) -> (usize, usize, usize, usize) {
-    if o > 128 && o.div_ceil(96) == o.div_ceil(128) {
-        (64, 96, 4, 1)
+    let tiles = o.div_ceil(128);
+    if o > 128 && o.div_ceil(96) == tiles {
+        (64, o.div_ceil(tiles).next_multiple_of(16), 4, 1)
     } else {
         (64, 128, 4, 1)
     }
@@ -347,21 +352,26 @@ mod tests {
     }
 
     #[test]
-    fn the_one_wave_tile_is_96_columns_wide_where_that_takes_no_more_tiles() {
+    fn the_one_wave_tile_is_as_narrow_as_o_allows_where_that_takes_no_more_tiles() {
         for (o, bn) in [
-            (160, 96),
+            (160, 80),
             (192, 96),
-            (136, 96),
+            (136, 80),
+            (144, 80),
+            (176, 96),
             (288, 96),
+            (272, 96),
             (128, 128),
             (256, 128),
+            (320, 128),
         ] {
             assert_eq!(one_wave_tile(o).1, bn, "O = {o}");
+            assert!(HopperTile::new(64, bn, 4).is_some(), "O = {o}");
         }
-        // MobileNetV2's pw 1x1 960->160 @7 at batch 64: 49 x 2 blocks of 64 x 96, one wave.
+        // MobileNetV2's pw 1x1 960->160 @7 at batch 64: 49 x 2 blocks of 64 x 80, one wave.
         let kk = crate::conv::test_kernel(64, 960, 7, 160, 1, DType::F16);
         let p = hopper_plan_with(&kk, true);
-        assert_eq!((p.bm, p.bn, p.stages, p.splits), (64, 96, 4, 1));
+        assert_eq!((p.bm, p.bn, p.stages, p.splits), (64, 80, 4, 1));
     }
 
     #[test]
