@@ -48,7 +48,7 @@ pub(crate) fn tile_from_env() -> Result<Option<HopperTile>, Error> {
     tile.map(Some).ok_or_else(|| {
         Error::Unsupported(format!(
             "LAYOUTKIT_CONV_TILE={v}: the Hopper tiles are 64, 128 or 256 rows by 32 to 256 \
-             columns (a multiple of 32) with 2-8 stages that fit in 227 KiB, and 1 (default \
+             columns (a multiple of 32, or of 16 for the TMA kernel) with 2-8 stages that fit in 227 KiB, and 1 (default \
              with 3 stages or more) or 0 groups of multiplies in flight"
         ))
     })

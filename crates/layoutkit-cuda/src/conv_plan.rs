@@ -5,6 +5,7 @@
 
 use crate::conv::persistent::{
     few_step_persistent, persistent_from_env, persistent_plan, tap_step_persistent,
+    wide_step_persistent,
 };
 use crate::conv::pointwise::pointwise_tile;
 use crate::conv::tma::row_bytes;
@@ -25,7 +26,9 @@ pub const MIN_FULLER_WAVE_STEPS: usize = 3;
 /// [`crate::conv::tma_applies`] with stage rows of 128 bytes ([`row_bytes`]; narrower rows
 /// with `LAYOUTKIT_CONV_TMA=1` only) and K has at least [`MIN_TMA_STEPS`] steps (fewer where
 /// [`persistent_plan`] then gives the tile persistent blocks), its tile from
-/// [`hopper_plan_with`] with persistent blocks where [`persistent_plan`] says so; layers of
+/// [`hopper_plan_with`] with persistent blocks where [`persistent_plan`] says so (and
+/// persistent 192 x 128 blocks for pointwise layers of 5-8 steps where
+/// [`wide_step_persistent`] says so); layers of
 /// one K step per filter tap take [`tap_step_persistent`]'s tall persistent tile; else the
 /// `cp.async` kernel's tile from [`hopper_plan_with`]. Then, where the TMA kernel applies (and
 /// K has [`MIN_FULLER_WAVE_STEPS`] steps or more for a `cp.async` tile), a TMA tile that fills
@@ -39,7 +42,7 @@ pub const MIN_FULLER_WAVE_STEPS: usize = 3;
 /// ([`crate::conv::hopper_plan_tuned`]); `LAYOUTKIT_CONV_TMA=1` takes the TMA kernel wherever
 /// it applies, `=0` never; `LAYOUTKIT_CONV_PERSISTENT=0/1` persistent blocks never / wherever
 /// they fit. Any of them leaves out the pointwise tile, and any but `LAYOUTKIT_CONV_TMA=1` the
-/// tall and the fuller-wave tiles too.
+/// tall, the fuller-wave and the wide-step persistent tiles too.
 ///
 /// Errors: an override out of its range, or a forced tile the kernel that takes the problem
 /// cannot load.
@@ -83,6 +86,9 @@ pub fn hopper_tile(kernel: &ConvKernel) -> Result<HopperTile, Error> {
         tile = tile.with_tma(true).unwrap_or(tile);
         tile = fuller(&tile).unwrap_or(tile);
         tile = persistent_plan(kernel, tile, persistent_from_env());
+        if rule {
+            tile = wide_step_persistent(kernel, &tile, steps).unwrap_or(tile);
+        }
         if !tile.persistent && steps < MIN_TMA_STEPS && tma_env.is_none() {
             tile = plan(false)?;
             tile = fuller(&tile).unwrap_or(tile);
@@ -95,6 +101,13 @@ pub fn hopper_tile(kernel: &ConvKernel) -> Result<HopperTile, Error> {
         tile = pointwise_tile(kernel, &tile).unwrap_or(tile);
     }
     let tile = tile.with_rows_of(kernel);
+    // NC/32HW32 outputs are written in whole 32-channel groups of a tile.
+    if !tile.bn.is_multiple_of(32) && kernel.out_layout == crate::conv::ConvLayout::Nc32hw32 {
+        return Err(Error::Unsupported(format!(
+            "a Hopper tile of {} columns does not write NC/32HW32 (a multiple of 32 does)",
+            tile.bn
+        )));
+    }
     if !tile.loads_fit() {
         return Err(Error::Unsupported(format!(
             "the {}-row Hopper tile runs in the TMA kernel only, which does not take this problem",
@@ -157,5 +170,48 @@ mod tests {
         // One or two K steps in the cp.async kernel: no TMA tile (C = 96 at batch 64, O = 576).
         let t = hopper_tile(&kernel(64, 96, 14, 576, 1)).unwrap();
         assert!(!t.tma, "{t:?}");
+    }
+
+    #[test]
+    fn one_step_layers_take_persistent_blocks_only_with_four_tiles_per_block() {
+        // MobileNetV2's pw 1x1 64->384 @14 at batch 32 and 64: about 2.2 tiles per persistent
+        // block; the two-stage cp.async kernel.
+        for n in [32, 64] {
+            let t = hopper_tile(&kernel(n, 64, 14, 384, 1)).unwrap();
+            assert!(!t.tma && !t.persistent && t.stages == 2, "{n}: {t:?}");
+        }
+        // ResNet-50's l1 1x1 64->64 and 64->256 @56 at batch 32 and 64 (3-12 tiles per
+        // block): persistent, as before.
+        for (n, o) in [(32, 64), (64, 64), (32, 256), (64, 256)] {
+            let t = hopper_tile(&kernel(n, 64, 56, o, 1)).unwrap();
+            assert!(t.tma && t.persistent, "{n} {o}: {t:?}");
+        }
+        // The 192-row tile keeps them (l1 1x1 64->256 @56 at batch 8: 262 tiles on 132
+        // blocks), and so do two to four steps (l3 1x1 256->1024 @14 at batch 32: 264 tiles
+        // of 192 x 128).
+        let t = hopper_tile(&kernel(8, 64, 56, 256, 1)).unwrap();
+        assert_eq!(shape(&t), (192, 128, true, true));
+        let t = hopper_tile(&kernel(32, 256, 14, 1024, 1)).unwrap();
+        assert_eq!(shape(&t), (192, 128, true, true));
+    }
+
+    #[test]
+    fn pointwise_layers_of_five_to_eight_steps_in_several_waves_take_persistent_192_rows() {
+        // ResNet-50's l3 1x1 512->256 @28 at batch 32 (192 x 128 in two waves) and 64
+        // (256 x 128 in three).
+        for n in [32, 64] {
+            let t = hopper_tile(&kernel(n, 512, 28, 256, 1)).unwrap();
+            assert_eq!(shape(&t), (192, 128, true, true), "{n}");
+        }
+        // One wave of 256 x 128 (l4 1x1 512->2048 @7 at batch 32), already persistent (its
+        // 64 x 256 at batch 64), 16 steps (l3 1x1 1024->256 @14), a 3x3 filter: unchanged.
+        let t = hopper_tile(&kernel(32, 512, 7, 2048, 1)).unwrap();
+        assert_eq!(shape(&t), (256, 128, true, false));
+        let t = hopper_tile(&kernel(64, 512, 7, 2048, 1)).unwrap();
+        assert_eq!(shape(&t), (64, 256, true, true));
+        let t = hopper_tile(&kernel(64, 1024, 14, 256, 1)).unwrap();
+        assert!(!t.persistent, "{t:?}");
+        let t = hopper_tile(&kernel(64, 128, 28, 128, 3)).unwrap();
+        assert_eq!(t.bm, 192, "{t:?}");
     }
 }

@@ -80,8 +80,9 @@ pub struct HopperTile {
 
 impl HopperTile {
     /// The tile `bm x bn` with `stages` stages (2 to 8): one or two warpgroups of 64 or 128
-    /// rows or three of 64 (192, TMA only: [`HopperTile::loads_fit`]), `bn` a multiple of 32
-    /// up to 256 (`wgmma`'s N); one group of multiplies in flight with three stages or more,
+    /// rows or three of 64 (192, TMA only: [`HopperTile::loads_fit`]), `bn` from 32 to 256
+    /// (`wgmma`'s N), a multiple of 16 (of 32 unless loaded by TMA into an NHWC or NCHW
+    /// output: [`HopperTile::loads_fit`], [`crate::conv_plan::hopper_tile`]); one group of multiplies in flight with three stages or more,
     /// none with two (a step is then loaded while the one before it is multiplied); None for
     /// other shapes.
     pub fn new(bm: usize, bn: usize, stages: usize) -> Option<HopperTile> {
@@ -109,7 +110,7 @@ impl HopperTile {
             k_bytes: 128,
             group_channels: 0,
         };
-        let ok = bn.is_multiple_of(32) && (32..=256).contains(&bn) && (2..=8).contains(&stages);
+        let ok = bn.is_multiple_of(16) && (32..=256).contains(&bn) && (2..=8).contains(&stages);
         (ok && t.shared_bytes() <= SMEM_PER_SM).then_some(t)
     }
 

@@ -134,20 +134,85 @@ pub fn tap_step_persistent(kernel: &ConvKernel, steps: usize) -> Option<HopperTi
 /// `l2 3x3` at batch 64, fill 0.99) ran 1.02-1.03x.
 const TALL_MIN_FILL: f64 = 0.9;
 
+/// The most K steps of a pointwise layer whose wide tile gives way to persistent 192 x 128
+/// blocks ([`wide_step_persistent`]).
+pub const MAX_WIDE_PERSISTENT_STEPS: usize = 8;
+
+/// Persistent 192 x 128 TMA blocks (four stages) for a 1x1 layer of more than
+/// [`MAX_PERSISTENT_STEPS`] and at most [`MAX_WIDE_PERSISTENT_STEPS`] K steps (f16 or bf16,
+/// C a multiple of 64, an NHWC output) whose planned `tile` is a TMA tile of 192 or more rows,
+/// unsplit and not persistent, in more than one wave of blocks; None otherwise and where the
+/// 192-row tiles would not outnumber the SMs. With 5-8 steps a tile's epilogue and the next
+/// block's start are still a large part of its time, which a persistent block overlaps with
+/// the next tile's loads; the 192-row tile keeps more of the SM's tensor cores busy than
+/// narrower ones and fits its staged output beside four stages.
+///
+/// Measured on an H200 (`raw/2026-12-02-h200-conv-small-gemm/`, tiles forced, GPU time):
+/// ResNet-50's `l3 1x1 512->256 @28` (8 steps) at batch 32 1.09x the rule's 192 x 128 (262
+/// tiles, one per block) and at batch 64 1.07x its 256 x 128 (392 tiles); 128 x 128 and 64 x
+/// 256 persistent 1.00-1.03x. Where the wide tile runs in one wave (`l4 1x1 512->2048 @7` at
+/// batch 32: 112 tiles of 256 x 128) 192 x 128 persistent ran 0.70x, hence the wave condition.
+pub fn wide_step_persistent(
+    kernel: &ConvKernel,
+    tile: &HopperTile,
+    steps: usize,
+) -> Option<HopperTile> {
+    let s = &kernel.shape;
+    let (x, y) = tile.tiles(s);
+    let wanted = matches!(kernel.input, DType::F16 | DType::BF16)
+        && kernel.out_layout == ConvLayout::Nhwc
+        && s.kh * s.kw == 1
+        && (MAX_PERSISTENT_STEPS + 1..=MAX_WIDE_PERSISTENT_STEPS).contains(&steps)
+        && s.c.is_multiple_of(super::tma::step_channels(kernel.input))
+        && tile.tma
+        && !tile.nchw
+        && !tile.persistent
+        && tile.splits == 1
+        && tile.bm >= 192
+        && x * y > SMS * tile.resident();
+    if !wanted {
+        return None;
+    }
+    let t = HopperTile::new(192, 128, 4)?
+        .with_tma(true)?
+        .with_persistent(kernel)?;
+    let (x, y) = t.tiles(s);
+    (x * y > SMS).then_some(t)
+}
+
+/// The fewest output tiles per persistent block for a layer of one K step in tiles of 128
+/// rows or fewer ([`persistent_plan`]): a block's tile is then one copy and its multiplies, so what the
+/// persistent block saves (the next tile's copy overlapping this one's epilogue) comes once
+/// per tile, while its costs (the staged output's shared memory, the TMA kernel's barriers
+/// and producer set-up, against the two-stage `cp.async` kernel) come once per block.
+/// Measured on an H200 (`raw/2026-12-02-h200-conv-small-gemm/`, GPU time): MobileNetV2's `pw
+/// 1x1 64->384 @14` at batch 32 and 64, about 2.2 tiles per block, ran 1.16x and 1.18x in the
+/// `cp.async` kernel (64 x 64 and 128 x 64, two stages) against persistent TMA blocks;
+/// ResNet-50's `l1 1x1` layers on 56 x 56 planes at batch 32 and 64 (3-12 tiles per block)
+/// were measured faster persistent (H100, `bench/results/conv.md`). The 192-row tile keeps
+/// its persistent blocks at any count: on the same H200 `l1 1x1 64->256 @56` at batch 8 (262
+/// tiles of 192 x 128 on 132 blocks) ran 0.89x in the `cp.async` kernel's 128 x 128.
+pub const MIN_ONE_STEP_TILES_PER_BLOCK: f64 = 2.5;
+
 /// `tile` (the TMA tile [`super::hopper_plan_with`] chose for `kernel`) with persistent
 /// blocks where the rule takes them: [`few_step_persistent`] holds, the tile's columns are a
 /// multiple of 64 (not one fitted to a narrow O) and there are more output tiles than the GPU
-/// holds blocks of it at once (else no block would get a second tile); and
+/// holds blocks of it at once (else no block would get a second tile), for a layer of one K
+/// step in tiles of 128 rows or fewer at least [`MIN_ONE_STEP_TILES_PER_BLOCK`] times as
+/// many; and
 /// [`HopperTile::with_persistent`] takes it. `choice` overrides the rule: `Some(false)` never,
 /// `Some(true)` wherever it takes the tile.
 pub fn persistent_plan(kernel: &ConvKernel, tile: HopperTile, choice: Option<bool>) -> HopperTile {
     let (x, y) = tile.tiles(&kernel.shape);
     let steps = super::HopperK::of(kernel).steps(kernel);
-    let wanted = choice.unwrap_or(
-        few_step_persistent(kernel, steps)
-            && tile.bn.is_multiple_of(64)
-            && x * y > SMS * tile.resident(),
-    );
+    let slots = SMS * tile.resident();
+    let enough = if steps == 1 && tile.bm <= 128 {
+        (x * y) as f64 >= MIN_ONE_STEP_TILES_PER_BLOCK * slots as f64
+    } else {
+        x * y > slots
+    };
+    let wanted = choice
+        .unwrap_or(few_step_persistent(kernel, steps) && tile.bn.is_multiple_of(64) && enough);
     if !wanted {
         return tile;
     }

@@ -26,6 +26,23 @@ const MIN_STEPS_PER_WIDE_SPLIT: usize = 8;
 /// the 64 x 64 tile unsplit; splits of 14 and more steps (the 512-channel 3x3 layers) won.
 const MIN_STEPS_PER_SPLIT_OVER_UNSPLIT: usize = 12;
 
+/// [`MIN_STEPS_PER_SPLIT_OVER_UNSPLIT`] for the TMA kernel, whose narrower candidates include
+/// the one-wave tile (`one_wave_tile`: one block of 64 x 128 per SM, each reading its pixel
+/// tile once for 128 output channels). Measured on an H200
+/// (`raw/2026-12-02-h200-conv-small-gemm/`, tiles forced, GPU time): ResNet-50's `l4 3x3
+/// 512->512` at batch 32 (72 steps; both 7 x 7 outputs, `@7` and `3x3/2 @14`), 256 x 128 in
+/// 4 splits of 18 steps ran 0.94x the one-wave 64 x 128 tile unsplit.
+const MIN_STEPS_PER_SPLIT_OVER_UNSPLIT_TMA: usize = 24;
+
+/// The share of the SMs under which the unsplit blocks of the tile with the most blocks (the
+/// rule's fallback, where no candidate fills the GPU) are split among K: above it, the SMs
+/// the split would add do not pay for the second launch, the workspace's traffic and each
+/// split's own pipeline fill. Measured on an H200 (`raw/2026-12-02-h200-conv-small-gemm/`,
+/// GPU time): MobileNetV2's `pw 1x1 960->160 @7` at batch 32 (75 blocks of 64 x 64, 57% of
+/// the SMs, 15 K steps) ran 1.19x unsplit what it ran in 3 splits of 5 steps; at batch 1 and 8
+/// (3 and 21 blocks) the splits stay.
+pub const MAX_SPLIT_SM_SHARE: f64 = 0.5;
+
 /// The most K steps for which the 128 x 256 tile is left out of [`hopper_plan`]'s candidates.
 /// A 128 x 256 block holds a whole SM, so with a step or three its loads, its multiplies and
 /// its epilogue run one after the other with no other block's work to overlap them; two
@@ -38,9 +55,12 @@ pub const MAX_STEPS_WITHOUT_THE_WIDEST: usize = 3;
 /// The tile and the splits of K the Hopper kernel runs `kernel` with. In the order of
 /// [`hopper_tile`]'s candidates, the first tile whose blocks fill at least 70% of the GPU's
 /// block slots, or that fills them with K split among 3 or more blocks ([`splits_for`]) of at
-/// least 8 K steps each (12 where a later, narrower candidate fills them unsplit), the TMA
-/// kernel's 64 x 128 or 64 x 96 by its own test (`one_wave_tile`); else the tile with the
-/// most blocks, with the splits [`splits_for`] gives it. (The tile a layer runs then gives
+/// least 8 K steps each (12 where a later, narrower candidate fills them unsplit, 24 in the
+/// TMA kernel), the TMA kernel's 64 x 128 or 64 x 96 by its own test (`one_wave_tile`) and
+/// its 64-row tile fitted to a narrow O by the same test (`narrow_one_wave`); else the tile
+/// with the most blocks, with the splits [`splits_for`] gives it where its unsplit blocks
+/// fill less than half the SMs ([`MAX_SPLIT_SM_SHARE`]), unsplit otherwise. (The tile a
+/// layer runs then gives
 /// way to one that fills the last wave of blocks where this one does not:
 /// [`super::wave_fill::fuller_wave_tile`], in `crate::conv_plan`.) Candidates of the `cp.async`
 /// kernel for a layer of one K step have two stages (`one_step_stages`).
@@ -71,12 +91,12 @@ pub const MIN_TMA_STEPS: usize = 4;
 ///
 /// Contract: with `tma`, [`super::tma_applies`] holds for `kernel`.
 pub fn hopper_plan_with(kernel: &ConvKernel, tma: bool) -> HopperTile {
-    plan_with_thresholds(
-        kernel,
-        tma,
-        MIN_STEPS_PER_WIDE_SPLIT,
-        MIN_STEPS_PER_SPLIT_OVER_UNSPLIT,
-    )
+    let over_unsplit = if tma {
+        MIN_STEPS_PER_SPLIT_OVER_UNSPLIT_TMA
+    } else {
+        MIN_STEPS_PER_SPLIT_OVER_UNSPLIT
+    };
+    plan_with_thresholds(kernel, tma, MIN_STEPS_PER_WIDE_SPLIT, over_unsplit)
 }
 
 /// [`hopper_plan_with`] with `wide_split_steps` in place of both fewest K steps per split of a
@@ -114,6 +134,9 @@ fn plan_with_thresholds(
             if (t.bm, t.bn, t.stages) == (one_wave.0, one_wave.1, one_wave.2) {
                 return fills_one_wave(t, s).then_some(*t);
             }
+            if tma && narrow_one_wave(t, s) && fills_one_wave(t, s) {
+                return Some(*t);
+            }
             if t.fill(s) >= MIN_FILL {
                 return Some(split(t));
             }
@@ -128,7 +151,15 @@ fn plan_with_thresholds(
             };
             (w.splits > 1 && steps / w.splits >= need && w.fill(s) >= MIN_FILL).then_some(w)
         })
-        .unwrap_or_else(|| split(&most_blocks(&candidates, s)))
+        .unwrap_or_else(|| {
+            let t = most_blocks(&candidates, s);
+            let (x, y) = t.tiles(s);
+            if ((x * y) as f64) < MAX_SPLIT_SM_SHARE * super::SMS as f64 {
+                split(&t)
+            } else {
+                t
+            }
+        })
 }
 
 /// The candidate tiles for `s`, widest first, none wider than O (wider tiles compute zeros):
@@ -197,13 +228,18 @@ fn ninety_six_columns(o: usize) -> bool {
 /// layers of several waves too, and lost 0.98x.)
 ///
 /// Where O is over 128 and 96-column tiles are as many as 128-column ones (O = 129-192,
-/// 257-288), the tile is 64 x 96: the same blocks with fewer columns of zeros (O = 160: 192
-/// columns computed against 256). Measured on an H100 (every layer of three networks at batch
-/// 1, 8, 32 and 64, two alternations, GPU time; `bench/results/conv.md`): MobileNetV2's `pw
-/// 1x1 576->160 @7` and `960->160 @7` at batch 64 1.15x and 1.22x.
+/// 257-288), the tile is as many columns as O divided among that many tiles, rounded up to 16
+/// (`wgmma` takes any multiple of 8; the TMA kernel's tiles multiples of 16): the same blocks
+/// with fewer columns of zeros (O = 160: two tiles of 80, 160 columns computed against 192 with
+/// 96 and 256 with 128; O = 192 and 288: 96). Measured on an H100 (every layer of three
+/// networks at batch 1, 8, 32 and 64, two alternations, GPU time; `bench/results/conv.md`):
+/// MobileNetV2's `pw 1x1 576->160 @7` and `960->160 @7` at batch 64, 64 x 96 1.15x and 1.22x
+/// the 64 x 128 tile; on an H200 (`raw/2026-12-02-h200-conv-small-gemm/`, tiles forced) 64 x
+/// 80 1.06x and 1.07x 64 x 96 on the same layers.
 fn one_wave_tile(o: usize) -> (usize, usize, usize, usize) {
-    if o > 128 && o.div_ceil(96) == o.div_ceil(128) {
-        (64, 96, 4, 1)
+    let tiles = o.div_ceil(128);
+    if o > 128 && o.div_ceil(96) == tiles {
+        (64, o.div_ceil(tiles).next_multiple_of(16), 4, 1)
     } else {
         (64, 128, 4, 1)
     }
@@ -222,6 +258,18 @@ fn one_step_stages(t: HopperTile, tma: bool, steps: usize) -> HopperTile {
         return t;
     }
     HopperTile::new(t.bm, t.bn, 2).unwrap_or(t)
+}
+
+/// Whether `t` is the 64-row candidate fitted to a narrow O (`candidate_tiles`), which the TMA
+/// kernel takes where its blocks fill the SMs in one wave of one block each
+/// ([`fills_one_wave`]), as it takes the one-wave tile: the block-slot fill counts two such
+/// blocks per SM and so passes it over for a tile that fills the slots with more, narrower
+/// blocks, which read each pixel tile's input once per column tile and compute zeros past
+/// O. Measured on an H200 (`raw/2026-12-02-h200-conv-small-gemm/`, GPU time): MobileNetV2's
+/// `pw 1x1 576->96 @14` at batch 32, 98 blocks of 64 x 96 (9 K steps) ran 1.24x the rule's
+/// 196 blocks of 64 x 64 (two per SM).
+fn narrow_one_wave(t: &HopperTile, s: &ConvShape) -> bool {
+    t.bm == 64 && !s.o.is_multiple_of(64) && s.o < 256 && t.bn == s.o.next_multiple_of(32)
 }
 
 /// Whether `t`'s blocks, unsplit, fill at least [`MIN_FILL`] of the SMs and no more than one
@@ -264,7 +312,7 @@ mod tests {
     use layoutkit_core::DType;
 
     #[test]
-    fn a_split_shorter_than_twelve_steps_gives_way_to_a_narrower_tile_that_fills_unsplit() {
+    fn a_split_shorter_than_24_steps_gives_way_to_a_narrower_tile_that_fills_unsplit() {
         let plan = |n, c, hw, o, k| {
             let kk = crate::conv::test_kernel(n, c, hw, o, k, DType::F16);
             assert!(crate::conv::tma_applies(&kk));
@@ -278,14 +326,12 @@ mod tests {
         // VGG-16's conv4_1 at batch 2: 36 steps, 4 splits of 9; unsplit narrower tiles fill
         // (the one-wave 64 x 128: 98 blocks).
         assert_eq!(plan(2, 256, 28, 512, 3), (64, 128, 1, 36));
-        // Splits of 12 steps or more stay (VGG-16's conv4_2 at batch 2: 72 steps), and so do
-        // 8-step splits where no narrower tile fills unsplit (l4 3x3 at batch 8, 8 splits of
-        // 9 steps).
-        let (_, _, splits, steps) = plan(2, 512, 28, 512, 3);
-        assert!(
-            splits > 1 && steps / splits >= 12,
-            "{splits} splits of {steps} steps"
-        );
+        // ResNet-50's l4 3x3 512->512 @7 at batch 32 (and VGG-16's conv4_2 at batch 2, the
+        // same GEMM): 72 steps, 256 x 128 would take 4 splits of 18; the one-wave 64 x 128.
+        assert_eq!(plan(32, 512, 7, 512, 3), (64, 128, 1, 72));
+        assert_eq!(plan(2, 512, 28, 512, 3), (64, 128, 1, 72));
+        // 8-step splits stay where no narrower tile fills unsplit (l4 3x3 at batch 8, 8
+        // splits of 9 steps).
         assert_eq!(plan(8, 512, 7, 512, 3), (128, 128, 8, 72));
     }
 
@@ -306,21 +352,64 @@ mod tests {
     }
 
     #[test]
-    fn the_one_wave_tile_is_96_columns_wide_where_that_takes_no_more_tiles() {
+    fn the_one_wave_tile_is_as_narrow_as_o_allows_where_that_takes_no_more_tiles() {
         for (o, bn) in [
-            (160, 96),
+            (160, 80),
             (192, 96),
-            (136, 96),
+            (136, 80),
+            (144, 80),
+            (176, 96),
             (288, 96),
+            (272, 96),
             (128, 128),
             (256, 128),
+            (320, 128),
         ] {
             assert_eq!(one_wave_tile(o).1, bn, "O = {o}");
+            assert!(HopperTile::new(64, bn, 4).is_some(), "O = {o}");
         }
-        // MobileNetV2's pw 1x1 960->160 @7 at batch 64: 49 x 2 blocks of 64 x 96, one wave.
+        // MobileNetV2's pw 1x1 960->160 @7 at batch 64: 49 x 2 blocks of 64 x 80, one wave.
         let kk = crate::conv::test_kernel(64, 960, 7, 160, 1, DType::F16);
         let p = hopper_plan_with(&kk, true);
-        assert_eq!((p.bm, p.bn, p.stages, p.splits), (64, 96, 4, 1));
+        assert_eq!((p.bm, p.bn, p.stages, p.splits), (64, 80, 4, 1));
+    }
+
+    #[test]
+    fn the_fallback_tile_is_split_only_where_its_blocks_fill_under_half_the_sms() {
+        // MobileNetV2's pw 1x1 960->160 @7: no candidate fills the GPU; the tile with the most
+        // blocks is 64 x 64 (3 column tiles). Batch 32: 25 x 3 = 75 blocks, 57% of 132 SMs,
+        // unsplit. Batch 8 (7 x 3 = 21) and 1 (3) keep the splits.
+        let plan = |n| {
+            let kk = crate::conv::test_kernel(n, 960, 7, 160, 1, DType::F16);
+            let p = hopper_plan_with(&kk, true);
+            (p.bm, p.bn, p.splits)
+        };
+        assert_eq!(plan(32), (64, 64, 1));
+        assert_eq!(plan(8), (64, 64, 3));
+        assert_eq!(plan(1), (64, 64, 3));
+        // l4 3x3 at batch 1: 8 tiles of 64 x 64, 18 splits of 4 steps.
+        let kk = crate::conv::test_kernel(1, 512, 7, 512, 3, DType::F16);
+        assert_eq!(hopper_plan_with(&kk, true).splits, 18);
+    }
+
+    #[test]
+    fn the_tma_kernel_takes_the_tile_fitted_to_a_narrow_o_where_it_is_one_wave() {
+        // MobileNetV2's pw 1x1 576->96 @14 at batch 32: 98 blocks of 64 x 96 (one per SM, 74%
+        // of the SMs) in place of 196 of 64 x 64.
+        let kk = crate::conv::test_kernel(32, 576, 14, 96, 1, DType::F16);
+        let t = hopper_plan_with(&kk, true);
+        assert_eq!((t.bm, t.bn, t.splits), (64, 96, 1));
+        assert!(narrow_one_wave(&t, &kk.shape) && fills_one_wave(&t, &kk.shape));
+        // Not for the cp.async kernel.
+        assert_eq!(hopper_plan_with(&kk, false).bn, 64);
+        // At batch 64 (196 blocks of 64 x 96) the block-slot fill takes it, as before.
+        let kk = crate::conv::test_kernel(64, 576, 14, 96, 1, DType::F16);
+        let t = hopper_plan_with(&kk, true);
+        assert_eq!((t.bm, t.bn), (64, 96));
+        assert!(!fills_one_wave(&t, &kk.shape));
+        // Batch 16: 49 blocks, under 70% of the SMs: 64 x 64 as before.
+        let kk = crate::conv::test_kernel(16, 576, 14, 96, 1, DType::F16);
+        assert_eq!(hopper_plan_with(&kk, true).bn, 64);
     }
 
     #[test]

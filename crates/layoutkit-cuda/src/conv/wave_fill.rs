@@ -16,10 +16,14 @@ use super::{ConvKernel, ConvLayout};
 impl HopperTile {
     /// Whether the kernel's loads cover the tile: by TMA any tile; by every thread (8 chunks
     /// of a row per 8 threads) only where the rows of A and B are whole passes of the threads
-    /// (not for the three warpgroups of a 192-row tile).
+    /// (not for the three warpgroups of a 192-row tile) and `bn` is a multiple of 32 (the
+    /// `cp.async` kernel's column blocks; the TMA kernel takes multiples of 16, e.g. 112).
     pub fn loads_fit(&self) -> bool {
         let step = self.threads() / 8;
-        self.tma || (self.bm.is_multiple_of(step) && self.bn.is_multiple_of(step))
+        self.tma
+            || (self.bm.is_multiple_of(step)
+                && self.bn.is_multiple_of(step)
+                && self.bn.is_multiple_of(32))
     }
 }
 
@@ -94,6 +98,16 @@ mod tests {
 
     fn kernel(n: usize, c: usize, hw: usize, o: usize, k: usize) -> ConvKernel {
         crate::conv::test_kernel(n, c, hw, o, k, DType::F16)
+    }
+
+    #[test]
+    fn tiles_of_16_column_multiples_load_by_tma_only() {
+        let t = HopperTile::new(64, 112, 4).expect("64 x 112");
+        assert!(!t.loads_fit());
+        assert!(t.with_tma(true).expect("by TMA").loads_fit());
+        assert!(HopperTile::new(128, 208, 4).is_some());
+        assert!(HopperTile::new(64, 104, 4).is_none());
+        assert!(HopperTile::new(64, 16, 4).is_none());
     }
 
     #[test]
