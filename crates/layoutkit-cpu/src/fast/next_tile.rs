@@ -12,7 +12,11 @@
 //! and this one alternated twice (`bench/results/sweep.md`, 2026-12-02): NHWC -> NCHW
 //! N=21/42,C=2048,H=14,W=14 f32 32% -> 49% of the copy, f16 33% -> 50%; kHWC8 -> NCHW the
 //! same shapes f32 33% -> 48%, f16 32% -> 56%; NCHW -> NHWC C=250 at 64 x 64 f32 29% -> 45%,
-//! f16 30% -> 45%, i8 35% -> 45%; the 24 other rows whose tiles read 32 rows or more within
+//! f16 30% -> 45%, i8 35% -> 45%; with rows from 1 KiB apart (first 4 KiB), the same way:
+//! NHWC -> NCHW C=1000 14 x 14 f32 57% -> 65%, f16 55% -> 63%, i8 C=2048 33% -> 52%, kHWC8 ->
+//! NCHW C=1000 f32 56% -> 66%, f16 56% -> 62%, the rows of 256 channels unchanged (their
+//! bands are short enough for the band's own prefetch of the next band, which this does not
+//! double); the 24 other rows whose tiles read 32 rows or more within
 //! 5 points either way. Asked for in every tile of 32 or more rows, it was slower wherever the
 //! tiles had fewer than 196 rows (49-row tiles of 7 x 7 planes 87% -> 72%, 32- and 64-row
 //! tiles of the casts and NCHW32c 10-35% slower: there the hardware and the kernels' own
@@ -24,8 +28,8 @@
 /// The fewest source rows a tile must read for [`NextTile`] to apply.
 pub(super) const MIN_ROWS: usize = 128;
 
-/// Source rows at least this far apart (bytes): each in pages of its own.
-const MIN_ROW_BYTES: usize = 4096;
+/// Source rows at least this far apart (bytes).
+const MIN_ROW_BYTES: usize = 1024;
 
 /// The next tile of a band of whole-row tiles: `rows` source rows `row_bytes` apart, each
 /// read `bytes` from `first` (the first row's start, in bytes from the source's start).
@@ -119,7 +123,7 @@ mod tests {
             NextTile::after(0, 8192, MIN_ROWS - 1, (0, 83, 83, 2048), 4),
             None
         );
-        assert_eq!(NextTile::after(0, 4095, 196, (0, 83, 83, 2048), 4), None);
+        assert_eq!(NextTile::after(0, 1023, 196, (0, 83, 83, 2048), 4), None);
     }
 
     #[test]

@@ -159,9 +159,14 @@ impl Job<'_> {
                 let d_first = d0 as isize + b0 as isize * b.dst_stride;
                 if let [l] = a_loops {
                     // One loop: rows a fixed distance apart. A tile of a band read whole
-                    // from many far rows asks for the next tile's lines first (see
-                    // `next_tile.rs`).
-                    if nb == b.extent && pad == 0 && b.src_stride > 0 && transpose::prefetches() {
+                    // from many far rows asks for the next tile's lines first, unless the
+                    // band's tiles already ask for the next band (see `next_tile.rs`).
+                    if nb == b.extent
+                        && pad == 0
+                        && band_lines == 0
+                        && b.src_stride > 0
+                        && transpose::prefetches()
+                    {
                         let next = NextTile::after(
                             (so as isize + b0 as isize * b.src_stride) as usize * ss,
                             b.src_stride as usize * ss,
