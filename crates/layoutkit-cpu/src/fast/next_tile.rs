@@ -28,7 +28,9 @@
 /// The fewest source rows a tile must read for [`NextTile`] to apply.
 pub(super) const MIN_ROWS: usize = 128;
 
-/// Source rows at least this far apart (bytes).
+/// Source rows at least this far apart (bytes). Closer rows that a band reads whole are asked
+/// for by the band's tiles as the next band (`tiles.rs`) where the band is short enough; the
+/// caller leaves those bands out.
 const MIN_ROW_BYTES: usize = 1024;
 
 /// The next tile of a band of whole-row tiles: `rows` source rows `row_bytes` apart, each
@@ -43,10 +45,10 @@ pub(super) struct NextTile {
 
 impl NextTile {
     /// The tile after the one at column `a0` (units), `na` wide, of a band whose tiles are
-    /// `ta` units wide over `ea` units, `unit_bytes` each, the band's `rows` source rows starting at byte
-    /// `band_first` and `row_bytes` apart; `None` where there is no next tile in the band or
-    /// the tile is not one this applies to (fewer than [`MIN_ROWS`] rows, rows closer than a
-    /// page).
+    /// `ta` units wide over `ea` units, `unit_bytes` each, the band's `rows` source rows
+    /// starting at byte `band_first` and `row_bytes` apart; `None` where there is no next tile
+    /// in the band or the tile is not one this applies to (fewer than [`MIN_ROWS`] rows, rows
+    /// closer than [`MIN_ROW_BYTES`]).
     pub(super) fn after(
         band_first: usize,
         row_bytes: usize,
