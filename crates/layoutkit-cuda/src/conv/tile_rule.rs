@@ -59,7 +59,7 @@ pub const MAX_STEPS_WITHOUT_THE_WIDEST: usize = 3;
 /// TMA kernel), the TMA kernel's 64 x 128 or 64 x 96 by its own test (`one_wave_tile`) and
 /// its 64-row tile fitted to a narrow O by the same test (`narrow_one_wave`); else the tile
 /// with the most blocks, with the splits [`splits_for`] gives it where its unsplit blocks
-/// fill less than half the SMs ([`MAX_SPLIT_SM_SHARE`]), unsplit otherwise. (The tile a
+/// fill less than half the SMs (`MAX_SPLIT_SM_SHARE`), unsplit otherwise. (The tile a
 /// layer runs then gives
 /// way to one that fills the last wave of blocks where this one does not:
 /// [`super::wave_fill::fuller_wave_tile`], in `crate::conv_plan`.) Candidates of the `cp.async`
