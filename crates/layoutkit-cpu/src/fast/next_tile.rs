@@ -69,9 +69,7 @@ impl NextTile {
     }
 
     /// The 64-byte lines the tile reads, as addresses relative to the source's start
-    /// (row by row, each row's lines in order). Asked for on x86-64 only (other targets have no
-    /// stable prefetch instruction in Rust).
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    /// (row by row, each row's lines in order).
     pub(super) fn lines(self) -> impl Iterator<Item = usize> {
         (0..self.rows).flat_map(move |r| {
             let start = self.first + r * self.row_bytes;
@@ -80,19 +78,22 @@ impl NextTile {
         })
     }
 
-    /// Asks for the tile's lines into L2 (`prefetcht1`) from the source at `src`.
+    /// Asks for the lines of the tile [`NextTile::after`] gives, if any, into L2 from the
+    /// source at `src`.
     #[inline]
-    pub(super) fn prefetch(self, src: *const u8) {
-        #[cfg(target_arch = "x86_64")]
-        for line in self.lines() {
-            // SAFETY: a prefetch is a hint that never faults; SSE is part of x86-64.
-            unsafe {
-                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T1};
-                _mm_prefetch::<_MM_HINT_T1>(src.wrapping_add(line) as *const i8);
+    pub(super) fn ask_for(
+        src: *const u8,
+        band_first: usize,
+        row_bytes: usize,
+        rows: usize,
+        cols: (usize, usize, usize, usize),
+        unit_bytes: usize,
+    ) {
+        if let Some(next) = NextTile::after(band_first, row_bytes, rows, cols, unit_bytes) {
+            for line in next.lines() {
+                super::transpose::prefetch_l2(src.wrapping_add(line));
             }
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = src;
     }
 }
 

@@ -1,7 +1,10 @@
 //! The shape of a tile: how many units along the source rows and along the destination rows,
 //! from the rows' distances (measured choices, see [`tile_shape`]).
 
+use layoutkit_core::plan::LoopDim;
+
 use super::items::MAX_TILE_A;
+use super::{IDENTITY_TILE_BYTES, SCRATCH_BYTES, TILE_BYTES};
 
 /// The tile shape `(a, b)` in units of `unit_bytes` (the wider of the source and destination
 /// unit; `dst_unit_bytes` the destination's): `a` along the source rows (contiguous in the
@@ -52,7 +55,7 @@ pub(super) fn tile_shape(
 }
 
 /// The longest destination rows of single elements that whole-row tiles take (see
-/// `tiles.rs`'s `WHOLE_ROWS_MIN_BYTES`): 8 KiB (tiles of 8 pixels or more). Measured on a Xeon
+/// [`WHOLE_ROWS_MIN_BYTES`]): 8 KiB (tiles of 8 pixels or more). Measured on a Xeon
 /// (family 6 model 207), f32 `NCHW -> NHWC` with C = 1000 (4000-byte rows, not whole lines),
 /// one thread, alternated three times: 14 x 14 56% -> 103% of the copy, 56 x 56 26% -> 45%,
 /// 112 x 112 29% -> 43%, 7 x 7 81% -> 87%, `NCHW -> kHWC8` 14 x 14 68% -> 97%; on a Zen 4 (AMD
@@ -63,6 +66,72 @@ pub(super) fn tile_shape(
 /// tiles with ordinary stores. Not measured on a Zen 5 (`bench/results/sweep.md`).
 pub(super) fn whole_rows_max() -> usize {
     super::SCRATCH_BYTES / 8
+}
+
+/// The shortest destination rows of single elements that whole-row tiles go through the
+/// scratch tile for (shorter rows are the few-channel kernels' or the packed stores'); the
+/// longest is [`whole_rows_max`]'s.
+pub(super) const WHOLE_ROWS_MIN_BYTES: usize = 64;
+
+impl super::Job<'_> {
+    /// The tile shape `(ta, tb)` of a tile item (its kernel loops `a_loops` and `b`, `unit`
+    /// elements per step, `pad` fill rows): [`tile_shape`]'s, or the few-rows kernels', or
+    /// whole destination rows (see below).
+    pub(super) fn item_tile_shape(
+        &self,
+        a_loops: &[LoopDim],
+        b: LoopDim,
+        unit: usize,
+        pad: usize,
+    ) -> (usize, usize) {
+        let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
+        let inner_a = a_loops[a_loops.len() - 1];
+        let (mut ta, mut tb) = tile_shape(
+            ss.max(ds) * unit,
+            ds * unit,
+            b.src_stride.unsigned_abs() * ss,
+            inner_a.dst_stride.unsigned_abs() * ds,
+            b.extent,
+            // Casting tiles without a fused kernel go through two scratch buffers.
+            if self.cast.is_identity() || (self.fused.is_some() && unit == 1) {
+                IDENTITY_TILE_BYTES
+            } else {
+                TILE_BYTES
+            },
+            unit == 1 && self.fused.is_some_and(|f| f.line_tiles()),
+        );
+        let few_rows = self.few_rows_shape(a_loops, b, unit, pad);
+        if let Some((a, b)) = few_rows {
+            (ta, tb) = (a, b);
+        }
+        // Destination rows (pixels of many channels) back to back but not whole lines, such
+        // as NHWC's with C = 250 f32 (1000 bytes) or C = 24 f32 (96 bytes; measured, one
+        // thread, same run: 72-80% of the copy -> 142-147%; 48-byte rows got slower, 75 ->
+        // 46%, and stay with the kernels' stores): tiles of whole rows, so each tile's
+        // destination is one range, transposed in the scratch tile and streamed out whole
+        // (`tile_strided`); cut into segments, the rows' lines were written partly by two
+        // tiles with ordinary stores, each line read before it was written. Only where the
+        // job streams (see `tile_strided`).
+        let d_row_bytes = inner_a.dst_stride.unsigned_abs() * ds;
+        if self.cast.is_identity()
+            && self.stream
+            && unit == 1
+            && pad == 0
+            && a_loops.len() == 1
+            && inner_a.dst_stride as usize == b.extent
+            && !d_row_bytes.is_multiple_of(64)
+            && (WHOLE_ROWS_MIN_BYTES..=super::shape::whole_rows_max()).contains(&d_row_bytes)
+        {
+            tb = b.extent;
+            ta = (SCRATCH_BYTES / d_row_bytes).clamp(1, MAX_TILE_A);
+        }
+        if pad > 0 && few_rows.is_none() {
+            // The whole padded run in one tile: its last `pad` rows read the fill line.
+            tb = b.extent;
+            ta = (TILE_BYTES / ((tb + pad) * ss)).clamp(1, MAX_TILE_A);
+        }
+        (ta, tb)
+    }
 }
 
 #[cfg(test)]

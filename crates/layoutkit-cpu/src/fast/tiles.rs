@@ -7,12 +7,12 @@ use layoutkit_core::plan::LoopDim;
 use super::copy_few;
 use super::items::MAX_TILE_A;
 use super::next_tile::NextTile;
-use super::shape::tile_shape;
+use super::shape::WHOLE_ROWS_MIN_BYTES;
 use super::tile_tables::{aligned_head, dst_offsets, gcd, nb_total, PeriodicKey, PeriodicRows};
-use super::{transpose, AlignedBuf, Job, Scratch, IDENTITY_TILE_BYTES, SCRATCH_BYTES, TILE_BYTES};
+use super::{transpose, AlignedBuf, Job, Scratch, SCRATCH_BYTES};
 
 impl Job<'_> {
-    /// The `(a, b)` plane of a tile item in tiles of about [`tile_shape`]: `a` is the
+    /// The `(a, b)` plane of a tile item in tiles of about [`super::shape::tile_shape`]: `a` is the
     /// flattened index of `a_loops` (contiguous in the source, `unit` elements per step), `b`
     /// is contiguous in the destination. `b` tiles are outermost, so the source is read as a
     /// few long row streams and each destination row gets a whole segment per tile.
@@ -138,6 +138,17 @@ impl Job<'_> {
             } else {
                 (std::ptr::null(), 0)
             };
+            // A band read whole from many far rows: each tile asks for the next one's lines
+            // first, unless the band's tiles ask for the next band (see `next_tile.rs`).
+            let far_band = (nb == b.extent
+                && pad == 0
+                && band_lines == 0
+                && b.src_stride > 0
+                && transpose::prefetches())
+            .then(|| {
+                let first = (so as isize + b0 as isize * b.src_stride) as usize * ss;
+                (first, b.src_stride as usize * ss)
+            });
             let mut a0 = 0;
             let mut k = 0;
             while a0 < ea {
@@ -158,25 +169,16 @@ impl Job<'_> {
                 let s_first = so as isize + b0 as isize * b.src_stride + (a0 * unit) as isize;
                 let d_first = d0 as isize + b0 as isize * b.dst_stride;
                 if let [l] = a_loops {
-                    // One loop: rows a fixed distance apart. A tile of a band read whole
-                    // from many far rows asks for the next tile's lines first, unless the
-                    // band's tiles already ask for the next band (see `next_tile.rs`).
-                    if nb == b.extent
-                        && pad == 0
-                        && band_lines == 0
-                        && b.src_stride > 0
-                        && transpose::prefetches()
-                    {
-                        let next = NextTile::after(
-                            (so as isize + b0 as isize * b.src_stride) as usize * ss,
-                            b.src_stride as usize * ss,
+                    // One loop: rows a fixed distance apart.
+                    if let Some((first, row)) = far_band {
+                        NextTile::ask_for(
+                            self.src.as_ptr(),
+                            first,
+                            row,
                             nb,
                             (a0, na, ta, ea),
                             unit * ss,
                         );
-                        if let Some(next) = next {
-                            next.prefetch(self.src.as_ptr());
-                        }
                     }
                     let d_first = d_first + a0 as isize * l.dst_stride;
                     let tile = StridedTile {
@@ -226,65 +228,6 @@ impl Job<'_> {
         if periodic.is_some() {
             scratch.periodic = periodic;
         }
-    }
-
-    /// The tile shape `(ta, tb)` of a tile item (its kernel loops `a_loops` and `b`, `unit`
-    /// elements per step, `pad` fill rows): [`tile_shape`]'s, or the few-rows kernels', or
-    /// whole destination rows (see below).
-    fn item_tile_shape(
-        &self,
-        a_loops: &[LoopDim],
-        b: LoopDim,
-        unit: usize,
-        pad: usize,
-    ) -> (usize, usize) {
-        let (ss, ds) = (self.cast.src.size_bytes(), self.cast.dst.size_bytes());
-        let inner_a = a_loops[a_loops.len() - 1];
-        let (mut ta, mut tb) = tile_shape(
-            ss.max(ds) * unit,
-            ds * unit,
-            b.src_stride.unsigned_abs() * ss,
-            inner_a.dst_stride.unsigned_abs() * ds,
-            b.extent,
-            // Casting tiles without a fused kernel go through two scratch buffers.
-            if self.cast.is_identity() || (self.fused.is_some() && unit == 1) {
-                IDENTITY_TILE_BYTES
-            } else {
-                TILE_BYTES
-            },
-            unit == 1 && self.fused.is_some_and(|f| f.line_tiles()),
-        );
-        let few_rows = self.few_rows_shape(a_loops, b, unit, pad);
-        if let Some((a, b)) = few_rows {
-            (ta, tb) = (a, b);
-        }
-        // Destination rows (pixels of many channels) back to back but not whole lines, such
-        // as NHWC's with C = 250 f32 (1000 bytes) or C = 24 f32 (96 bytes; measured, one
-        // thread, same run: 72-80% of the copy -> 142-147%; 48-byte rows got slower, 75 ->
-        // 46%, and stay with the kernels' stores): tiles of whole rows, so each tile's
-        // destination is one range, transposed in the scratch tile and streamed out whole
-        // (`tile_strided`); cut into segments, the rows' lines were written partly by two
-        // tiles with ordinary stores, each line read before it was written. Only where the
-        // job streams (see `tile_strided`).
-        let d_row_bytes = inner_a.dst_stride.unsigned_abs() * ds;
-        if self.cast.is_identity()
-            && self.stream
-            && unit == 1
-            && pad == 0
-            && a_loops.len() == 1
-            && inner_a.dst_stride as usize == b.extent
-            && !d_row_bytes.is_multiple_of(64)
-            && (WHOLE_ROWS_MIN_BYTES..=super::shape::whole_rows_max()).contains(&d_row_bytes)
-        {
-            tb = b.extent;
-            ta = (SCRATCH_BYTES / d_row_bytes).clamp(1, MAX_TILE_A);
-        }
-        if pad > 0 && few_rows.is_none() {
-            // The whole padded run in one tile: its last `pad` rows read the fill line.
-            tb = b.extent;
-            ta = (TILE_BYTES / ((tb + pad) * ss)).clamp(1, MAX_TILE_A);
-        }
-        (ta, tb)
     }
 
     /// The partial cell after the last along `a` of source rows `b0..b0 + nb` (just read by
@@ -578,11 +521,6 @@ impl Job<'_> {
         };
     }
 }
-
-/// The shortest destination rows of single elements that whole-row tiles go through the
-/// scratch tile for (shorter rows are the few-channel kernels' or the packed stores'); the
-/// longest is [`super::shape::whole_rows_max`]'s.
-const WHOLE_ROWS_MIN_BYTES: usize = 64;
 
 /// The largest band of source rows whose tiles ask for the next band (a quarter of the L2
 /// cache of the machine measured: the band being read and the next stay in it).

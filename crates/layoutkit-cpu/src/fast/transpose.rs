@@ -338,6 +338,18 @@ pub(crate) fn prefetch(p: *const u8) {
     let _ = p;
 }
 
+/// Asks for the cache line at `p` into L2 (`prefetcht1`; a hint, as [`prefetch`]).
+#[inline(always)]
+pub(crate) fn prefetch_l2(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch has no architectural effect; SSE is part of x86-64.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(p as *const i8)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// Orders this thread's streaming stores before whatever follows (the engine calls it at the
 /// end of every work item, before the item counts as done).
 pub(crate) fn store_fence() {
