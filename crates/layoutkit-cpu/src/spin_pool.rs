@@ -25,8 +25,9 @@ use std::time::{Duration, Instant};
 type Work = *const (dyn Fn(usize) + Sync);
 
 struct Shared {
-    /// Call number (high 32 bits) and next item to take (low 32 bits): one word, so a worker
-    /// that takes an item by compare-and-swap takes it from the call it read the work of.
+    /// Call number (high 32 bits: even for a call, odd while the next one is set up) and next
+    /// item to take (low 32 bits): one word, so a worker that takes an item by
+    /// compare-and-swap takes it from the call it read the work of.
     counter: AtomicU64,
     /// The call's item count and work, written before its number is published.
     items: AtomicUsize,
@@ -131,12 +132,18 @@ impl SpinPool {
         // SAFETY: the lifetime is erased; the pointer is read only while this call's items
         // are not all done, and this function returns only after they are.
         let ptr: Work = unsafe { std::mem::transmute::<&(dyn Fn(usize) + Sync), Work>(work) };
+        // Calls are even numbers. The odd number before this call's, with no item left to
+        // take, goes up first: a worker still in the previous call's `take_items` may have read
+        // the counter before this and the item count after the new one is written below, and
+        // would otherwise take an item of the previous call by compare-and-swap (the counter
+        // unchanged) and run this call's work on it, which this call then runs again.
+        let call = (s.counter.load(Relaxed) >> 32) + 2;
+        s.counter.store(((call - 1) << 32) | 0xffff_ffff, SeqCst);
         // SAFETY: no worker reads `work` now: every item of the previous call is done, and
         // workers read it only after taking an item of the current call.
         unsafe { *s.work.get() = Some(ptr) };
         s.items.store(items, Relaxed);
         s.done.store(0, Relaxed);
-        let call = (s.counter.load(Relaxed) >> 32) + 1;
         s.counter.store(call << 32, SeqCst);
         if s.sleepers.load(SeqCst) > 0 {
             let _g = s.lock.lock().unwrap_or_else(|e| e.into_inner());
@@ -197,7 +204,7 @@ fn worker(s: &Shared) {
         let mut n = 0u32;
         let call = loop {
             let c = s.counter.load(Acquire) >> 32;
-            if c != seen {
+            if c != seen && c % 2 == 0 {
                 break c;
             }
             n = n.wrapping_add(1);
@@ -205,7 +212,7 @@ fn worker(s: &Shared) {
                 let g = s.lock.lock().unwrap_or_else(|e| e.into_inner());
                 s.sleepers.fetch_add(1, SeqCst);
                 let mut g = g;
-                while s.counter.load(SeqCst) >> 32 == seen {
+                while matches!(s.counter.load(SeqCst) >> 32, c if c == seen || c % 2 == 1) {
                     g = s.wake.wait(g).unwrap_or_else(|e| e.into_inner());
                 }
                 s.sleepers.fetch_sub(1, SeqCst);
