@@ -204,7 +204,7 @@ fn worker(s: &Shared) {
         let mut n = 0u32;
         let call = loop {
             let c = s.counter.load(Acquire) >> 32;
-            if c != seen && c % 2 == 0 {
+            if c != seen && c.is_multiple_of(2) {
                 break c;
             }
             n = n.wrapping_add(1);
@@ -212,7 +212,8 @@ fn worker(s: &Shared) {
                 let g = s.lock.lock().unwrap_or_else(|e| e.into_inner());
                 s.sleepers.fetch_add(1, SeqCst);
                 let mut g = g;
-                while matches!(s.counter.load(SeqCst) >> 32, c if c == seen || c % 2 == 1) {
+                while matches!(s.counter.load(SeqCst) >> 32, c if c == seen || !c.is_multiple_of(2))
+                {
                     g = s.wake.wait(g).unwrap_or_else(|e| e.into_inner());
                 }
                 s.sleepers.fetch_sub(1, SeqCst);
