@@ -6,7 +6,9 @@
 //!   elements staged through shared memory, so both the reads and the writes are coalesced,
 //!   with 16-byte or paired accesses where alignment allows. Into 1-byte elements (int8, and
 //!   float -> int8 casts) the tile is transposed in registers a 4-byte word at a time, padding
-//!   after its rows included, where rows start on whole vectors (`tile_words.rs`). Small
+//!   after its rows included, where rows start on whole vectors (`tile_words.rs`). Where one
+//!   side of the transposition is 2-4 cells (a pixel's 3 channels), each thread moves its
+//!   pixels in registers (`tile_thin.rs`). Small
 //!   transpositions take several outer steps per tile, and compound rows of many channels
 //!   their columns as steps (`tile_steps.rs`).
 //! * Every other copy region gets an element kernel (one thread per element, consecutive
@@ -59,6 +61,9 @@ pub struct Tuning {
     /// Whether tiles take several steps of one more loop where one step makes a small or
     /// narrow tile (`tile_steps.rs`).
     pub steps: bool,
+    /// Whether transpositions with a short side of 2-4 cells move their cells in registers
+    /// (`tile_thin.rs`).
+    pub thin: bool,
     /// The GPU's multiprocessors (its own count at run time; 132, the H100's and H200's,
     /// by default): steps keep enough blocks to fill them.
     pub multiprocessors: usize,
@@ -72,6 +77,7 @@ impl Default for Tuning {
             tile_elements: 4096,
             merge_tails: true,
             steps: true,
+            thin: true,
             multiprocessors: 132,
         }
     }
@@ -154,8 +160,10 @@ pub fn generate_tuned(
             small,
             tuning: *tuning,
         };
-        // Padded rows of 1-byte elements are written by the word tile in every cast (f32 ->
-        // i8 `NCHW -> NCHW32c` with 16 or 24 channels went to the gather otherwise).
+        // Padded rows are written by the tile in every cast: rows of up to 256 elements with
+        // their padding by any tile (the casts into 2-byte elements of `NCHW -> NCHW32c`
+        // went to the gather, f32 -> f16 0.52-0.80 of the device copy on an H200), longer
+        // rows of 1-byte elements by the word tile.
         let words = pc.pad > 0
             && axes
                 .as_ref()
@@ -168,7 +176,7 @@ pub fn generate_tuned(
             Some(axes)
                 if (pc.pad == 0
                     || words
-                    || (identity && unit == 1 && inner.extent + pc.pad <= 256))
+                    || (unit == 1 && inner.extent + pc.pad <= 256))
                     && (tile_cells(&axes) * unit >= MIN_TILE_ELEMENTS
                         || r.elements() < MANY_TILES_ELEMENTS) =>
             {

@@ -445,8 +445,9 @@ fn compile_cubin(source: &str, options: &[String]) -> Result<Vec<u8>, Error> {
 /// and `LAYOUTKIT_CUDA_WRITE_BYTES` (1, 2, 4, 8 or 16: the widest load and store of the tile
 /// kernels) and `LAYOUTKIT_CUDA_TILE_ELEMENTS` (elements per tile of units or of compound
 /// source rows; 0 for square tiles), `LAYOUTKIT_CUDA_MERGE_TAILS` (0: the partial cells
-/// that end a tile's source rows in a kernel of their own) and `LAYOUTKIT_CUDA_STEPS` (0: one
-/// step of every loop outside a tile per tile).
+/// that end a tile's source rows in a kernel of their own), `LAYOUTKIT_CUDA_STEPS` (0: one
+/// step of every loop outside a tile per tile) and `LAYOUTKIT_CUDA_THIN` (0: transpositions
+/// with a short side in the element tile).
 fn tuning_from_env() -> Tuning {
     let var = |name: &str| {
         std::env::var(name)
@@ -467,6 +468,7 @@ fn tuning_from_env() -> Tuning {
             .unwrap_or(d.tile_elements),
         merge_tails: var("LAYOUTKIT_CUDA_MERGE_TAILS").map_or(d.merge_tails, |v| v != 0),
         steps: var("LAYOUTKIT_CUDA_STEPS").map_or(d.steps, |v| v != 0),
+        thin: var("LAYOUTKIT_CUDA_THIN").map_or(d.thin, |v| v != 0),
         ..d
     }
 }

@@ -344,6 +344,23 @@ fn benchmark_conversions_with_tails_match_the_cpu_reference() {
         ("OIHW16i16o", "OIHW", "O=32,I=32,H=3,W=3"),
         ("OIHW16i16o", "OIHW", "O=40,I=3,H=7,W=7"),
         ("OIHW", "OIHW16i16o", "O=32,I=250,H=3,W=3"),
+        // A short side of 2-4 cells moved in registers (thin tiles): 3, 4 and 2 channels
+        // both ways and into padded 32- and 8-channel blocks, planes of a whole block of
+        // pixels, of a partial one (45 x 47) and of two and a part (96 x 97).
+        ("NCHW", "NHWC", "N=2,C=3,H=45,W=47"),
+        ("NHWC", "NCHW", "N=2,C=3,H=45,W=47"),
+        ("NCHW", "NCHW32c", "N=2,C=3,H=45,W=47"),
+        ("NCHW", "NHWC", "N=2,C=4,H=64,W=64"),
+        ("NHWC", "NCHW", "N=2,C=4,H=64,W=64"),
+        ("NCHW", "NCHW32c", "N=2,C=4,H=64,W=64"),
+        ("NCHW", "kHWC8", "N=2,C=4,H=64,W=64"),
+        ("NCHW", "NHWC", "N=3,C=2,H=96,W=97"),
+        ("NHWC", "NCHW", "N=3,C=2,H=96,W=97"),
+        ("NCHW", "NCHW32c", "N=3,C=2,H=96,W=97"),
+        // Padded rows with every cast in the element tile: 250 channels (a partial last
+        // block of 26), 16 channels.
+        ("NCHW", "NCHW32c", "N=2,C=250,H=7,W=7"),
+        ("NCHW", "NCHW32c", "N=3,C=16,H=14,W=14"),
     ];
     // Planned for one multiprocessor, so that these small tensors take the paths of large
     // ones (tiles of several steps keep 8 blocks per multiprocessor).

@@ -41,6 +41,9 @@ use order::{write_order, WriteOrder};
 #[path = "tile_steps.rs"]
 mod steps;
 use steps::Steps;
+#[path = "tile_thin.rs"]
+mod thin;
+use thin::ThinTile;
 #[path = "tile_words.rs"]
 mod words;
 use words::WordTile;
@@ -58,8 +61,8 @@ pub(super) struct TileJob<'a> {
     pub dst_offset: usize,
     pub axes: TileAxes,
     pub unit: usize,
-    /// Fill elements after each destination row (needs `unit == 1`, an identity cast, and the
-    /// whole of `b` in one tile).
+    /// Fill elements after each destination row (needs `unit == 1` and the whole of `b` in one
+    /// tile; any cast).
     pub b_pad: usize,
     /// Elements (1..unit) of one more, partial cell after the last cell along `a`, read from
     /// the source right after it; the rest of that cell is fill (needs an identity cast and a
@@ -180,13 +183,16 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
     let (ssize, dsize) = (c.src.size_bytes(), c.dst.size_bytes());
     let unit = job.unit;
     let TileAxes { outer, a, b } = &job.axes;
+    if let Some(t) = ThinTile::of(job, a, b) {
+        return t.kernel(job);
+    }
     if let Some(w) = WordTile::of(job, a, b) {
         return w.kernel(job, &a[0], b);
     }
     let padded = job.b_pad > 0 || job.a_tail > 0;
     assert!(
-        !padded || c.src == c.dst,
-        "padding in tiles needs an identity cast"
+        job.a_tail == 0 || c.src == c.dst,
+        "a tail cell in tiles needs an identity cast"
     );
     // The source-contiguous loops innermost first; `full` whole cells along them, `a_cells`
     // with the partial tail cell.

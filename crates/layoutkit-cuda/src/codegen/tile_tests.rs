@@ -182,7 +182,7 @@ fn tile_shapes_fit() {
 #[test]
 fn flat_reads_where_rows_are_back_to_back_and_narrow() {
     use layoutkit_core::DType;
-    let job = |cast: &CastSpec, a: LoopDim, b: LoopDim, outer: LoopDim| {
+    let thin_job = |cast: &CastSpec, a: LoopDim, b: LoopDim, outer: LoopDim, thin: bool| {
         let job = TileJob {
             src_offset: 0,
             dst_offset: 0,
@@ -196,10 +196,14 @@ fn flat_reads_where_rows_are_back_to_back_and_narrow() {
             a_tail: 0,
             cast,
             small: true,
-            tuning: Tuning::default(),
+            tuning: Tuning {
+                thin,
+                ..Tuning::default()
+            },
         };
         tile_kernel(&job).source
     };
+    let job = |cast, a, b, outer| thin_job(cast, a, b, outer, true);
     let i8 = CastSpec::identity(DType::I8);
     let f32 = CastSpec::identity(DType::F32);
     // i8 NCHW -> NHWC, C = 250, 7 x 7: the tile is the whole image, 250 rows of 49 bytes.
@@ -214,8 +218,9 @@ fn flat_reads_where_rows_are_back_to_back_and_narrow() {
         "{plane}"
     );
     assert!(!plane.contains(" sm["), "{plane}");
-    // i8 NHWC -> NCHW, C = 3: source rows of 3 bytes.
-    let rgb = job(&i8, l(3, 1, 4096), l(4096, 3, 1), l(4, 12288, 12288));
+    // i8 NHWC -> NCHW, C = 3: source rows of 3 bytes (with thin tiles off: `tile_thin.rs`
+    // takes them).
+    let rgb = thin_job(&i8, l(3, 1, 4096), l(4096, 3, 1), l(4, 12288, 12288), false);
     assert!(rgb.contains("smf["), "{rgb}");
     // f32 rows of 64 elements take the widest reads (8 bytes) already.
     let wide = job(&f32, l(64, 1, 256), l(256, 64, 1), l(4, 16384, 16384));
