@@ -179,7 +179,10 @@ impl ThinTile {
             THREADS * stride
         );
         let _ = writeln!(k, "  const {it} blk = blockIdx.x;");
-        let _ = writeln!(k, "  const {it} tl = blk % {tiles}{u}, o = blk / {tiles}{u};");
+        let _ = writeln!(
+            k,
+            "  const {it} tl = blk % {tiles}{u}, o = blk / {tiles}{u};"
+        );
         decode(&mut k, outer, "o", "  ", it, u);
         let _ = writeln!(
             k,
@@ -195,7 +198,11 @@ impl ThinTile {
             k,
             "  const unsigned int np = ({long}{u} - l0 < {per_block}{u} ? {long}{u} - l0 : {per_block}{u}), n = np * {row}u;"
         );
-        let _ = writeln!(k, "  union {{ {ct} e[{chunk}]; {svt} q[{}]; }} x;", chunk / sw);
+        let _ = writeln!(
+            k,
+            "  union {{ {ct} e[{chunk}]; {svt} q[{}]; }} x;",
+            chunk / sw
+        );
         // The chunks' side: contiguous elements from `base`, `cw` at a time, element `f` of
         // it in shared memory at `(f / chunk) * stride + f % chunk`.
         let at = |f: &str| format!("({f} / {chunk}u) * {stride}u + {f} % {chunk}u");
@@ -344,20 +351,41 @@ mod tests {
         let i8 = CastSpec::identity(DType::I8);
         let j = job(&i8, 3, 4096, 0, false);
         let t = thin(&j).expect("thin tile");
-        assert_eq!((t.short_b, t.v, t.lv, t.cw, t.stride), (true, 16, 16, 16, 48));
+        assert_eq!(
+            (t.short_b, t.v, t.lv, t.cw, t.stride),
+            (true, 16, 16, 16, 48)
+        );
         let k = tile_kernel(&j);
         assert_eq!(k.grid.0, 5);
-        assert!(k.source.contains("r.q = *(const uint4*)(src + sbase + c * 4096u + p0 + q * 16u)"), "{}", k.source);
-        assert!(k.source.contains("y.q = *(const uint4*)&sh[(f / 48u) * 48u + f % 48u]"), "{}", k.source);
+        assert!(
+            k.source
+                .contains("r.q = *(const uint4*)(src + sbase + c * 4096u + p0 + q * 16u)"),
+            "{}",
+            k.source
+        );
+        assert!(
+            k.source
+                .contains("y.q = *(const uint4*)&sh[(f / 48u) * 48u + f % 48u]"),
+            "{}",
+            k.source
+        );
         let j = job(&i8, 4, 4096, 0, true);
         let t = thin(&j).expect("thin tile");
         assert_eq!((t.short_b, t.v, t.stride), (false, 16, 80));
-        assert!(tile_kernel(&j).source.contains("*(uint4*)(dst + dbase + c * 4096u + p0 + q * 16u) = y.q"));
+        assert!(tile_kernel(&j)
+            .source
+            .contains("*(uint4*)(dst + dbase + c * 4096u + p0 + q * 16u) = y.q"));
         let f32_f16 = CastSpec::new(DType::F32, DType::F16, None).unwrap();
         let j = job(&f32_f16, 4, 50176, 28, false);
         let k = tile_kernel(&j);
         assert_eq!(k.name, "tile");
-        assert!(k.source.contains("y.e[e] = c0 + e < 4u ? sh[((h + e) / 16u) * 24u + (h + e) % 16u] : fill"), "{}", k.source);
+        assert!(
+            k.source.contains(
+                "y.e[e] = c0 + e < 4u ? sh[((h + e) / 16u) * 24u + (h + e) % 16u] : fill"
+            ),
+            "{}",
+            k.source
+        );
         for (c, hw) in [(1, 4096), (5, 4096), (3, 1000)] {
             assert!(thin(&job(&i8, c, hw, 0, false)).is_none(), "{c} {hw}");
             assert!(thin(&job(&i8, c, hw, 0, true)).is_none(), "{c} {hw}");
@@ -390,8 +418,13 @@ mod tests {
                         let Some(t) = thin(&j) else { continue };
                         let chunk_size = if back { ssize } else { dsize };
                         let chunk = t.v * c;
-                        assert!(chunk * chunk_size.max(if back { dsize } else { ssize }) <= CHUNK_BYTES);
-                        assert!(t.v.is_multiple_of(t.lv) && chunk.is_multiple_of(t.sw), "{t:?}");
+                        assert!(
+                            chunk * chunk_size.max(if back { dsize } else { ssize }) <= CHUNK_BYTES
+                        );
+                        assert!(
+                            t.v.is_multiple_of(t.lv) && chunk.is_multiple_of(t.sw),
+                            "{t:?}"
+                        );
                         assert!((t.stride / t.sw) % 2 == 1 && t.stride >= chunk, "{t:?}");
                         assert!(t.row.is_multiple_of(t.cw) || pad == 0, "{t:?}");
                         assert!(pad > 0 || t.sw.is_multiple_of(t.cw), "{t:?}");
