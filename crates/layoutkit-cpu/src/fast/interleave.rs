@@ -473,13 +473,7 @@ impl super::Job<'_> {
                     e,
                 )
             };
-            for (k, part) in c.chunks_exact(row_bytes).enumerate() {
-                // SAFETY: destination row `k` of the tile, inside the buffer (asserted), this
-                // item's, not overlapping the others (d_row >= nb * unit).
-                let out =
-                    unsafe { std::slice::from_raw_parts_mut(dst.add(k * d_row * ds), row_bytes) };
-                self.out_copy(out, part);
-            }
+            self.split_rows_out(&c[..rows * row_bytes], dst, row_bytes, d_row * ds);
             return true;
         }
         // Splitting: the pixels back to back (in place, or gathered into `a`), cast into
@@ -505,19 +499,37 @@ impl super::Job<'_> {
             // SAFETY: `cast` holds the tile's pixels; `c` holds `rows` rows of `pixels`
             // elements.
             unsafe { deinterleave(cast.as_ptr(), c.as_mut_ptr(), row_bytes, pixels, rows, e) };
-            for (k, part) in c.chunks_exact(row_bytes).enumerate() {
-                // SAFETY: destination row `k` of the tile, inside the buffer (asserted), this
-                // item's, not overlapping the others (d_row >= nb * unit).
-                let out =
-                    unsafe { std::slice::from_raw_parts_mut(dst.add(k * d_row * ds), row_bytes) };
-                self.out_copy(out, part);
-            }
+            self.split_rows_out(&c[..rows * row_bytes], dst, row_bytes, d_row * ds);
         } else {
             // SAFETY: the destination rows are inside the buffer (asserted), belong to this
             // item and do not overlap.
             unsafe { deinterleave(cast.as_ptr(), dst, d_row * ds, pixels, rows, e) };
         }
         true
+    }
+}
+
+impl super::Job<'_> {
+    /// Copies the split rows `rows` (back to back, `row_bytes` each) of a tile to its
+    /// destination rows `d_row_bytes` apart from `dst` (streamed where the job streams): in
+    /// one piece where the destination rows are back to back too (a MACE height-major image
+    /// of one channel: each block's four lanes are four image rows of W pixels), so the
+    /// streaming copy's fixed costs are paid once per tile, not once per row.
+    fn split_rows_out(&self, rows: &[u8], dst: *mut u8, row_bytes: usize, d_row_bytes: usize) {
+        if d_row_bytes == row_bytes {
+            // SAFETY: the tile's destination rows are inside the buffer (asserted by the
+            // caller), back to back from `dst`, and this item's.
+            let out = unsafe { std::slice::from_raw_parts_mut(dst, rows.len()) };
+            self.out_copy(out, rows);
+            return;
+        }
+        for (k, part) in rows.chunks_exact(row_bytes).enumerate() {
+            // SAFETY: destination row `k` of the tile, inside the buffer (asserted by the
+            // caller), this item's, not overlapping the others (d_row >= nb * unit).
+            let out =
+                unsafe { std::slice::from_raw_parts_mut(dst.add(k * d_row_bytes), row_bytes) };
+            self.out_copy(out, part);
+        }
     }
 }
 
