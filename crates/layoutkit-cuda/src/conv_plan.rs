@@ -3,6 +3,7 @@
 //! them, and the environment variables that override them for A/B runs. A function of the
 //! problem alone (no device), so the choice can be shown and tested anywhere.
 
+use crate::conv::cluster::cluster_from_env;
 use crate::conv::persistent::{
     few_step_persistent, persistent_from_env, persistent_plan, tap_step_persistent,
     wide_step_persistent,
@@ -101,6 +102,10 @@ pub fn hopper_tile(kernel: &ConvKernel) -> Result<HopperTile, Error> {
         tile = pointwise_tile(kernel, &tile).unwrap_or(tile);
     }
     let tile = tile.with_rows_of(kernel);
+    let tile = match cluster_from_env() {
+        Some(blocks) => tile.with_cluster(blocks).unwrap_or(tile),
+        None => tile,
+    };
     // NC/32HW32 outputs are written in whole 32-channel groups of a tile.
     if !tile.bn.is_multiple_of(32) && kernel.out_layout == crate::conv::ConvLayout::Nc32hw32 {
         return Err(Error::Unsupported(format!(

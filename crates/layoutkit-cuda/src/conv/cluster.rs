@@ -1,0 +1,187 @@
+//! Thread-block clusters for the TMA kernel ([`super::tma`]): two blocks side by side along
+//! the pixels (consecutive in x, the same channel tile and K range) share their filter tile.
+//! Each block's producer loads its own activation tile and half of the filter tile's rows,
+//! multicast into the shared memory of both blocks, so the filter is read from L2 once per
+//! cluster instead of once per block; with that, more and smaller tiles (64 x 112 on a
+//! 2048->512 1x1 layer at batch 32: 125 tiles for 132 SMs) cost no more L2 traffic than
+//! fewer larger ones.
+//!
+//! The barriers, per stage (a K step in flight):
+//!
+//! * `full`: each block's producer announces all of the stage's bytes (its activation rows
+//!   and the whole filter tile, both halves) on its own barrier; its own copies and the
+//!   peer's multicast half complete it. A peer's copy may land before the announcement (the
+//!   transaction count goes below zero for a while; the phase cannot complete before the
+//!   producer's arrival).
+//! * `empty`: every consumer warp of both blocks arrives on it (on its own block's barrier and,
+//!   through `mapa`, on the peer's), so a producer refills a stage, in both blocks, only once
+//!   both have read it.
+//! * The blocks meet at a cluster barrier after initialising their barriers (a peer's copies
+//!   must not reach a barrier not yet set up), and each producer waits, after its last copy,
+//!   for both blocks to release its last stages: a block's shared memory stays alive until
+//!   the peer's last arrivals on it have landed.
+//!
+//! A grid of an odd count of pixel tiles gets one block more, past the pixels: it loads its
+//! half of the filter tile for its peer, reads zeros for its activations and writes nothing
+//! (the epilogue's bounds). The launch sets the cluster's dimension
+//! (`cuLaunchKernelEx`, [`crate::Cuda::conv2d_on_stream`]).
+
+use std::fmt::Write;
+
+use super::HopperTile;
+
+/// Blocks per cluster where the tile runs in clusters.
+pub const CLUSTER_BLOCKS: usize = 2;
+
+impl HopperTile {
+    /// This tile run in clusters of `blocks` blocks (1: none, or [`CLUSTER_BLOCKS`]) sharing
+    /// the filter tile; None where the tile does not load by TMA from NHWC activations in
+    /// stages of its own (NCHW, footprints, super-groups) or is persistent, and where half
+    /// of its columns is not a multiple of 8 rows (the swizzle's period, so that each half
+    /// lands where the whole tile's swizzle puts it).
+    pub fn with_cluster(self, blocks: usize) -> Option<HopperTile> {
+        if blocks == 1 {
+            return Some(HopperTile { cluster: 1, ..self });
+        }
+        let ok = blocks == CLUSTER_BLOCKS
+            && self.tma
+            && !self.nchw
+            && !self.persistent
+            && self.footprint_rows == 0
+            && self.group_channels == 0
+            && (self.bn / blocks).is_multiple_of(8);
+        ok.then_some(HopperTile {
+            cluster: blocks,
+            ..self
+        })
+    }
+
+    /// Rows of the filter tile each block of a cluster loads (all of them without one): the
+    /// box of the filter's tensor map.
+    pub fn filter_box_rows(&self) -> usize {
+        self.bn / self.cluster
+    }
+}
+
+/// The clusters `LAYOUTKIT_CONV_CLUSTER` asks for: `1` none, `2` clusters of two wherever
+/// [`HopperTile::with_cluster`] takes the tile (for A/B runs), anything else (or unset) the
+/// rule's.
+pub fn cluster_from_env() -> Option<usize> {
+    match std::env::var("LAYOUTKIT_CONV_CLUSTER").as_deref() {
+        Ok("1") => Some(1),
+        Ok("2") => Some(CLUSTER_BLOCKS),
+        _ => None,
+    }
+}
+
+/// Device functions of the cluster kernel: the block's rank in its cluster, the cluster
+/// barrier, an arrival on the peer's copy of a barrier, a producer's wait with cluster
+/// scope, and the filter copy multicast to the blocks of `mask`.
+pub(super) fn cluster_helpers(k: &mut String) {
+    k.push_str(
+        "__device__ __forceinline__ unsigned cluster_rank() {\n\
+  unsigned r; asm volatile(\"mov.u32 %0, %%cluster_ctarank;\" : \"=r\"(r)); return r;\n}\n\
+__device__ __forceinline__ void cluster_sync() {\n\
+  asm volatile(\"barrier.cluster.arrive.release.aligned;\\n\\tbarrier.cluster.wait.acquire.aligned;\" ::: \"memory\");\n}\n\
+__device__ __forceinline__ void mbar_arrive_peer(unsigned long long* b, unsigned rank) {\n\
+  asm volatile(\"{ .reg .b32 ra; mapa.shared::cluster.u32 ra, %0, %1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }\" :: \"r\"(saddr(b)), \"r\"(rank) : \"memory\");\n}\n\
+__device__ __forceinline__ void mbar_wait_cluster(unsigned long long* b, unsigned parity) {\n\
+  const unsigned a = saddr(b); unsigned done;\n\
+  do {\n\
+    asm volatile(\"{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }\" : \"=r\"(done) : \"r\"(a), \"r\"(parity) : \"memory\");\n\
+  } while (!done);\n}\n\
+__device__ __forceinline__ void tma_tile_multicast(void* dst, const TMap* m, int c, int x, int y, int z, unsigned long long* b, unsigned short mask) {\n\
+  asm volatile(\"cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, %3, %4, %5}], [%6], %7;\"\n\
+    :: \"r\"(saddr(dst)), \"l\"((unsigned long long)m), \"r\"(c), \"r\"(x), \"r\"(y), \"r\"(z), \"r\"(saddr(b)), \"h\"(mask) : \"memory\");\n}\n",
+    );
+}
+
+/// The producer's copy of the filter for a stage at `sb` (the filter tile's place in the
+/// stage): the whole tile from the block, or in a cluster this block's half, multicast.
+pub(super) fn filter_copy(tile: &HopperTile, sb: &str, kc: &str) -> String {
+    if tile.cluster == 1 {
+        return format!("tma_tile({sb}, &tw, {kc}, sx, r, n0, full + st)");
+    }
+    let rows = tile.filter_box_rows();
+    let mask = (1u32 << tile.cluster) - 1;
+    format!(
+        "tma_tile_multicast({sb} + crank * {}, &tw, {kc}, sx, r, n0 + crank * {rows}, full + st, (unsigned short){mask})",
+        rows * tile.k_bytes
+    )
+}
+
+/// A consumer warp's release of stage `st` (lane 0): on its block's barrier, and in a
+/// cluster on the peer's too.
+pub(super) fn release(tile: &HopperTile, st: &str) -> String {
+    if tile.cluster == 1 {
+        return format!("mbar_arrive(empty + {st});");
+    }
+    format!("{{ mbar_arrive(empty + {st}); mbar_arrive_peer(empty + {st}, crank ^ 1); }}")
+}
+
+/// The producer's last statements in a cluster: wait until both blocks have released its
+/// last stages (the peer's last arrivals on this block's barriers have landed, and the
+/// peer has its last multicast copies), so this block's shared memory outlives them.
+pub(super) fn producer_tail(k: &mut String, tile: &HopperTile) {
+    if tile.cluster == 1 {
+        return;
+    }
+    let stages = tile.stages;
+    let _ = writeln!(
+        k,
+        "      for (int u = nsteps > {stages} ? nsteps - {stages} : 0; u < nsteps; ++u) mbar_wait_cluster(empty + u % {stages}, (u / {stages}) & 1);"
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tma(bm: usize, bn: usize) -> HopperTile {
+        HopperTile::new(bm, bn, 4)
+            .and_then(|t| t.with_tma(true))
+            .unwrap()
+    }
+
+    #[test]
+    fn clusters_take_tma_tiles_whose_half_is_whole_swizzle_periods() {
+        // Every TMA tile's columns are a multiple of 16: halves of whole periods.
+        for bn in [48, 80, 112, 128, 176, 256] {
+            let t = tma(64, bn).with_cluster(2).unwrap();
+            assert_eq!((t.cluster, t.filter_box_rows()), (2, bn / 2));
+        }
+        // Not loaded by TMA, or persistent.
+        let plain = HopperTile::new(64, 128, 4).unwrap();
+        assert_eq!(plain.with_cluster(2), None);
+        assert_eq!(plain.with_cluster(1), Some(plain));
+        assert_eq!(tma(64, 128).with_cluster(3), None);
+    }
+
+    #[test]
+    fn the_cluster_kernel_multicasts_half_the_filter_and_counts_both_blocks_releases() {
+        let k = crate::conv::test_kernel(32, 2048, 7, 512, 1, layoutkit_core::DType::F16);
+        let single = tma(64, 112);
+        let pair = single.with_cluster(2).unwrap();
+        let one = super::super::tma::tma_source(&k, &single);
+        let two = super::super::tma::tma_source(&k, &pair);
+        for s in ["cluster_sync()", "tma_tile_multicast(", "mbar_arrive_peer("] {
+            assert!(!one.contains(s) && two.contains(s), "{s}");
+        }
+        // Four consumer warps in each of the two blocks release every stage; each block
+        // loads 56 of the 112 filter rows (7168 bytes) at its rank's place.
+        assert!(one.contains("mbar_init(empty + i, 4)"));
+        assert!(two.contains("mbar_init(empty + i, 8)"));
+        assert!(two.contains("crank * 7168") && two.contains("n0 + crank * 56"));
+        // Every block's full barrier still expects the whole stage: 64 + 112 rows.
+        assert!(two.contains(&format!("mbar_expect(full + st, {})", 176 * 128)));
+    }
+
+    #[test]
+    fn a_cluster_grid_rounds_the_pixel_tiles_up_to_whole_clusters() {
+        // 1568 pixels (batch 32 at 7 x 7) in tiles of 64: 25, one cluster of two past them.
+        let k = crate::conv::test_kernel(32, 2048, 7, 512, 1, layoutkit_core::DType::F16);
+        let t = tma(64, 112);
+        assert_eq!(t.grid(&k.shape), (25, 5, 1));
+        assert_eq!(t.with_cluster(2).unwrap().grid(&k.shape), (26, 5, 1));
+    }
+}
