@@ -159,3 +159,25 @@ fn cluster_tiles_match_the_reference_on_random_problems() {
     }
     eprintln!("{checked} random convolutions checked in clusters");
 }
+
+#[test]
+fn the_planned_cluster_tile_of_l4_1x1_2048_to_512_matches_the_reference() {
+    let Some(cuda) = device() else { return };
+    if !hopper(&cuda) {
+        return;
+    }
+    let kernel = kernel_for(
+        (32, 2048, 7, 7, 512, 1, 1, 0, 1, 1),
+        ConvLayout::Nhwc,
+        DType::F16,
+        DType::F16,
+        true,
+    );
+    let path = cuda.conv_path(&kernel).unwrap();
+    let ConvPath::Hopper(t) = path else {
+        panic!("planned {path:?}")
+    };
+    assert_eq!((t.bm, t.bn, t.cluster, t.splits), (64, 112, 2, 1), "{t:?}");
+    let checked = check(&cuda, &kernel, 7, &[path], "planned cluster tile");
+    eprintln!("{checked} convolutions checked");
+}

@@ -63,6 +63,63 @@ impl HopperTile {
     }
 }
 
+/// The fewest K steps for which [`cluster_plan`] trades a one-wave tile for narrower ones in
+/// clusters: each block then reads its filter tile once per step, the traffic the clusters
+/// halve (ResNet-50's `l4 1x1 2048->512 @7`: 32 steps).
+pub const CLUSTER_MIN_STEPS: usize = 16;
+
+/// The share of the SMs under which a one-wave tile's blocks leave enough idle for
+/// [`cluster_plan`] to look for narrower tiles.
+pub const CLUSTER_MAX_SM_SHARE: f64 = 0.85;
+
+/// The tile in clusters of two for `kernel` in place of `tile`, or None to keep it: where
+/// `tile` is a one-tile TMA block, unsplit, of f16 or bf16 inputs, over at least
+/// [`CLUSTER_MIN_STEPS`] K steps, whose blocks fill less than [`CLUSTER_MAX_SM_SHARE`] of the
+/// SMs in one wave, the tile of the same rows and the fewest columns (multiples of 16, down
+/// to half of `tile`'s) whose blocks in clusters (the pixel tiles rounded up to whole
+/// clusters) still fit one block per SM, where that fills more SMs.
+///
+/// ResNet-50's `l4 1x1 2048->512 @7`: 100 blocks of 64 x 128 (batch 32) or 128 x 128 (64) on
+/// 132 SMs become 130 of 64 x 112 or 128 x 112 in clusters (cuDNN's 64 x 112 runs in clusters
+/// too).
+pub fn cluster_plan(
+    kernel: &super::ConvKernel,
+    tile: &HopperTile,
+    steps: usize,
+) -> Option<HopperTile> {
+    use layoutkit_core::DType;
+    let s = &kernel.shape;
+    let eligible = tile.tma
+        && tile.cluster == 1
+        && tile.splits == 1
+        && matches!(kernel.input, DType::F16 | DType::BF16)
+        && steps >= CLUSTER_MIN_STEPS
+        && tile.with_cluster(CLUSTER_BLOCKS).is_some();
+    if !eligible {
+        return None;
+    }
+    let sms = super::SMS;
+    let blocks = |t: &HopperTile| {
+        let (x, y, z) = t.grid(s);
+        (x * y * z) as usize
+    };
+    let now = blocks(tile);
+    if now > sms || now as f64 >= CLUSTER_MAX_SM_SHARE * sms as f64 {
+        return None;
+    }
+    (tile.bn / 2..tile.bn)
+        .rev()
+        .filter(|bn| bn.is_multiple_of(16))
+        .filter_map(|bn| {
+            HopperTile::new(tile.bm, bn, tile.stages)
+                .and_then(|t| t.with_tma(true))
+                .and_then(|t| t.with_k_bytes(tile.k_bytes))
+                .and_then(|t| t.with_cluster(CLUSTER_BLOCKS))
+        })
+        .find(|t| blocks(t) <= sms)
+        .filter(|t| blocks(t) > now)
+}
+
 /// The clusters `LAYOUTKIT_CONV_CLUSTER` asks for: `1` none, `2` clusters of two wherever
 /// [`HopperTile::with_cluster`] takes the tile (for A/B runs), anything else (or unset) the
 /// rule's.
@@ -174,6 +231,29 @@ mod tests {
         assert!(two.contains("crank * 7168") && two.contains("n0 + crank * 56"));
         // Every block's full barrier still expects the whole stage: 64 + 112 rows.
         assert!(two.contains(&format!("mbar_expect(full + st, {})", 176 * 128)));
+    }
+
+    #[test]
+    fn one_wave_layers_of_many_steps_take_narrower_tiles_in_clusters() {
+        use crate::conv::test_kernel;
+        use layoutkit_core::DType::F16;
+        // l4 1x1 2048->512 @7 (32 steps): 64 x 128 at batch 32, 128 x 128 at 64 -> 112
+        // columns in clusters, 130 blocks.
+        for (n, bm) in [(32, 64), (64, 128)] {
+            let k = test_kernel(n, 2048, 7, 512, 1, F16);
+            let t = cluster_plan(&k, &tma(bm, 128), 32).unwrap();
+            assert_eq!((t.bm, t.bn, t.cluster, t.stages), (bm, 112, 2, 4));
+            assert_eq!(t.grid(&k.shape), (26, 5, 1));
+        }
+        let k = test_kernel(32, 2048, 7, 512, 1, F16);
+        // Few steps, a split, or blocks that fill the SMs: unchanged.
+        assert_eq!(cluster_plan(&k, &tma(64, 128), 8), None);
+        assert_eq!(
+            cluster_plan(&k, &tma(64, 128).with_splits(2).unwrap(), 32),
+            None
+        );
+        let full = test_kernel(64, 2048, 7, 512, 1, F16);
+        assert_eq!(cluster_plan(&full, &tma(64, 128), 32), None);
     }
 
     #[test]
