@@ -398,7 +398,15 @@ impl Cuda {
                 // `conv.kernel` in clusters of `t.cluster` blocks along x (the grid's x a
                 // multiple of it); the parameters point at locals alive through the call; the
                 // buffers are the caller's contract, as below.
-                unsafe { launch_in_clusters(conv, t.cluster, stream, &mut params) }?;
+                unsafe {
+                    crate::conv::cluster::launch_in_clusters(
+                        &conv.function,
+                        conv.config,
+                        t.cluster,
+                        stream,
+                        &mut params,
+                    )
+                }?;
                 return self.finish_split(conv, &borrowed, part, y, bias);
             }
         }
@@ -440,60 +448,6 @@ impl Cuda {
             unsafe { r.launch(*cfg) }.map_err(|e| Error::driver("cuLaunchKernel", e))?;
         }
         Ok(())
-    }
-}
-
-/// Launches `conv`'s function on `stream` with its grid, block and shared memory, in clusters
-/// of `blocks` blocks along x (`cuLaunchKernelEx` with the cluster dimension attribute).
-///
-/// # Safety
-/// `params` point at the kernel's parameters, in order, valid through the call; the
-/// function is a kernel written for clusters of `blocks` along x, whose grid's x is a
-/// multiple of `blocks`; `stream` is a live stream of the current context.
-unsafe fn launch_in_clusters(
-    conv: &DeviceConv,
-    blocks: usize,
-    stream: CUstream,
-    params: &mut [*mut std::ffi::c_void],
-) -> Result<(), Error> {
-    use cudarc::driver::sys;
-    let mut value: sys::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
-    value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 {
-        x: blocks as u32,
-        y: 1,
-        z: 1,
-    };
-    let mut attr = sys::CUlaunchAttribute {
-        id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
-        pad: [0; 4],
-        value,
-    };
-    let c = conv.config;
-    let cfg = sys::CUlaunchConfig {
-        gridDimX: c.grid_dim.0,
-        gridDimY: c.grid_dim.1,
-        gridDimZ: c.grid_dim.2,
-        blockDimX: c.block_dim.0,
-        blockDimY: c.block_dim.1,
-        blockDimZ: c.block_dim.2,
-        sharedMemBytes: c.shared_mem_bytes,
-        hStream: stream,
-        attrs: &mut attr,
-        numAttrs: 1,
-    };
-    // SAFETY: `cfg` and `attr` live through the call; the rest is the caller's contract.
-    let r = unsafe {
-        sys::cuLaunchKernelEx(
-            &cfg,
-            conv.function.cu_function(),
-            params.as_mut_ptr(),
-            std::ptr::null_mut(),
-        )
-    };
-    if r == sys::CUresult::CUDA_SUCCESS {
-        Ok(())
-    } else {
-        Err(Error::driver("cuLaunchKernelEx", r))
     }
 }
 

@@ -190,6 +190,61 @@ pub(super) fn producer_tail(k: &mut String, tile: &HopperTile) {
     );
 }
 
+/// Launches `function` on `stream` with the grid, block and shared memory of `config`, in clusters
+/// of `blocks` blocks along x (`cuLaunchKernelEx` with the cluster dimension attribute).
+///
+/// # Safety
+/// `params` point at the kernel's parameters, in order, valid through the call; the
+/// function is a kernel written for clusters of `blocks` along x, whose grid's x is a
+/// multiple of `blocks`; `stream` is a live stream of the current context.
+pub(crate) unsafe fn launch_in_clusters(
+    function: &cudarc::driver::CudaFunction,
+    config: cudarc::driver::LaunchConfig,
+    blocks: usize,
+    stream: cudarc::driver::sys::CUstream,
+    params: &mut [*mut std::ffi::c_void],
+) -> Result<(), crate::Error> {
+    use cudarc::driver::sys;
+    let mut value: sys::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
+    value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 {
+        x: blocks as u32,
+        y: 1,
+        z: 1,
+    };
+    let mut attr = sys::CUlaunchAttribute {
+        id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+        pad: [0; 4],
+        value,
+    };
+    let c = config;
+    let cfg = sys::CUlaunchConfig {
+        gridDimX: c.grid_dim.0,
+        gridDimY: c.grid_dim.1,
+        gridDimZ: c.grid_dim.2,
+        blockDimX: c.block_dim.0,
+        blockDimY: c.block_dim.1,
+        blockDimZ: c.block_dim.2,
+        sharedMemBytes: c.shared_mem_bytes,
+        hStream: stream,
+        attrs: &mut attr,
+        numAttrs: 1,
+    };
+    // SAFETY: `cfg` and `attr` live through the call; the rest is the caller's contract.
+    let r = unsafe {
+        sys::cuLaunchKernelEx(
+            &cfg,
+            function.cu_function(),
+            params.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+    };
+    if r == sys::CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(crate::Error::driver("cuLaunchKernelEx", r))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
