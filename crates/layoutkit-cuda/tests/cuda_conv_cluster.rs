@@ -8,6 +8,7 @@
 //! sm_90).
 
 use layoutkit_core::DType;
+use layoutkit_cuda::conv::cluster::cluster_plan;
 use layoutkit_cuda::conv::{tma_applies, ConvKernel, ConvLayout, HopperTile};
 use layoutkit_cuda::ConvPath;
 
@@ -161,7 +162,7 @@ fn cluster_tiles_match_the_reference_on_random_problems() {
 }
 
 #[test]
-fn the_planned_cluster_tile_of_l4_1x1_2048_to_512_matches_the_reference() {
+fn the_cluster_plan_tile_of_l4_1x1_2048_to_512_matches_the_reference() {
     let Some(cuda) = device() else { return };
     if !hopper(&cuda) {
         return;
@@ -174,10 +175,18 @@ fn the_planned_cluster_tile_of_l4_1x1_2048_to_512_matches_the_reference() {
         true,
     );
     let path = cuda.conv_path(&kernel).unwrap();
-    let ConvPath::Hopper(t) = path else {
+    let ConvPath::Hopper(planned) = path else {
         panic!("planned {path:?}")
     };
+    let steps = layoutkit_cuda::conv::HopperK::of(&kernel).steps(&kernel);
+    let t = cluster_plan(&kernel, &planned, steps).expect("a tile in clusters");
     assert_eq!((t.bm, t.bn, t.cluster, t.splits), (64, 112, 2, 1), "{t:?}");
-    let checked = check(&cuda, &kernel, 7, &[path], "planned cluster tile");
+    let checked = check(
+        &cuda,
+        &kernel,
+        7,
+        &[ConvPath::Hopper(t)],
+        "cluster_plan's tile",
+    );
     eprintln!("{checked} convolutions checked");
 }

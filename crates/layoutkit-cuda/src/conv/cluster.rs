@@ -25,6 +25,13 @@
 //! half of the filter tile for its peer, reads zeros for its activations and writes nothing
 //! (the epilogue's bounds). The launch sets the cluster's dimension
 //! (`cuLaunchKernelEx`, [`crate::Cuda::conv2d_on_stream`]).
+//!
+//! Correct (checked against the reference on an H200) but slow: 0.31-0.47x the same layers
+//! without clusters, about 1 us per K step whatever the tile, so it is taken only where
+//! `LAYOUTKIT_CONV_CLUSTER` asks for it ([`cluster_from_env`]). The arrivals on the peer's
+//! barriers use release semantics at cluster scope and the producer's waits acquire at
+//! cluster scope, a fence per K step per warp that the CTA-scope forms may avoid (not
+//! measured yet).
 
 use std::fmt::Write;
 
@@ -81,7 +88,8 @@ pub const CLUSTER_MAX_SM_SHARE: f64 = 0.85;
 ///
 /// ResNet-50's `l4 1x1 2048->512 @7`: 100 blocks of 64 x 128 (batch 32) or 128 x 128 (64) on
 /// 132 SMs become 130 of 64 x 112 or 128 x 112 in clusters (cuDNN's 64 x 112 runs in clusters
-/// too).
+/// too). Taken only with `LAYOUTKIT_CONV_CLUSTER=plan` ([`cluster_from_env`]): measured
+/// 0.31x and 0.40x the tiles it replaces there.
 pub fn cluster_plan(
     kernel: &super::ConvKernel,
     tile: &HopperTile,
@@ -120,13 +128,25 @@ pub fn cluster_plan(
         .filter(|t| blocks(t) > now)
 }
 
-/// The clusters `LAYOUTKIT_CONV_CLUSTER` asks for: `1` none, `2` clusters of two wherever
-/// [`HopperTile::with_cluster`] takes the tile (for A/B runs), anything else (or unset) the
-/// rule's.
-pub fn cluster_from_env() -> Option<usize> {
+/// What `LAYOUTKIT_CONV_CLUSTER` asks for ([`cluster_from_env`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClusterChoice {
+    /// The chosen tile in clusters of this many blocks (1: none) wherever
+    /// [`HopperTile::with_cluster`] takes it.
+    Blocks(usize),
+    /// [`cluster_plan`]'s tile where it gives one.
+    Plan,
+}
+
+/// The clusters `LAYOUTKIT_CONV_CLUSTER` asks for (for A/B runs): `1` none, `2` clusters of two
+/// on the chosen tile, `plan` [`cluster_plan`]'s tile; None (unset or anything else) for the
+/// default, no clusters. Not the default: on an H200 the cluster kernel ran 0.31-0.47x the
+/// same layers without clusters (`bench/results/raw/2026-12-03-h200-conv-clusters/`).
+pub fn cluster_from_env() -> Option<ClusterChoice> {
     match std::env::var("LAYOUTKIT_CONV_CLUSTER").as_deref() {
-        Ok("1") => Some(1),
-        Ok("2") => Some(CLUSTER_BLOCKS),
+        Ok("1") => Some(ClusterChoice::Blocks(1)),
+        Ok("2") => Some(ClusterChoice::Blocks(CLUSTER_BLOCKS)),
+        Ok("plan") => Some(ClusterChoice::Plan),
         _ => None,
     }
 }

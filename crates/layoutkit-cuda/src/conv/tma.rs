@@ -294,7 +294,7 @@ pub fn tma_source(kernel: &ConvKernel, tile: &HopperTile) -> String {
         "mbar_wait"
     };
     let b_copy = super::cluster::filter_copy(tile, &format!("sa + {}", bm * row), kc);
-    let _ = writeln!(
+    let _ = write!(
         k,
         "      for (int u = 0; u < nsteps; ++u{inc}) {{\n        const int st = {n} % {stages};\n        if ({n} >= {stages}) {wait}(empty + st, (({n} / {stages}) + 1) & 1);\n        const int t = t0 + u, rs = t / {chunks}, {channels}, r = rs / {kw}, sx = rs % {kw};\n        unsigned char* sa = smem + st * {stage_bytes};\n        mbar_expect(full + st, {stage_bytes});\n        #pragma unroll\n        for (int i = 0; i < {groups}; ++i)\n          {a_copy};\n        {b_copy};\n      }}\n{tiles_close}",
         kw = s.kw
