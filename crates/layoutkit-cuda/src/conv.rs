@@ -33,6 +33,7 @@
 use layoutkit_core::conv::Conv2d;
 use layoutkit_core::DType;
 
+pub mod cluster;
 mod depthwise;
 mod direct;
 mod grouped;

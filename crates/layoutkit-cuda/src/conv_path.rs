@@ -176,6 +176,9 @@ fn write_hopper(f: &mut std::fmt::Formatter<'_>, t: &HopperTile) -> std::fmt::Re
     if t.persistent {
         write!(f, " persistent")?;
     }
+    if t.cluster > 1 {
+        write!(f, " cluster {}", t.cluster)?;
+    }
     Ok(())
 }
 

@@ -3,6 +3,7 @@
 //! them, and the environment variables that override them for A/B runs. A function of the
 //! problem alone (no device), so the choice can be shown and tested anywhere.
 
+use crate::conv::cluster::{cluster_from_env, cluster_plan, ClusterChoice};
 use crate::conv::persistent::{
     few_step_persistent, persistent_from_env, persistent_plan, tap_step_persistent,
     wide_step_persistent,
@@ -34,7 +35,9 @@ pub const MIN_FULLER_WAVE_STEPS: usize = 3;
 /// K has [`MIN_FULLER_WAVE_STEPS`] steps or more for a `cp.async` tile), a TMA tile that fills
 /// the GPU's last wave where the chosen one does not ([`fuller_wave_tile`]); for a pointwise
 /// layer of a few channels left to the `cp.async` kernel, a tall persistent TMA tile of
-/// narrow rows ([`pointwise_tile`]). A TMA tile's stage rows are [`row_bytes`] long.
+/// narrow rows ([`pointwise_tile`]). A TMA tile's stage rows are [`row_bytes`] long. Tiles in
+/// clusters only where asked for: `LAYOUTKIT_CONV_CLUSTER=2` the chosen tile in clusters of
+/// two wherever they take it, `=plan` [`cluster_plan`]'s narrower tile in clusters.
 ///
 /// Overrides (for A/B runs): `LAYOUTKIT_CONV_TILE=BMxBNxSTAGES` sets the tile (with the
 /// splits chosen for it), `LAYOUTKIT_CONV_SPLITK=N` the splits,
@@ -101,6 +104,13 @@ pub fn hopper_tile(kernel: &ConvKernel) -> Result<HopperTile, Error> {
         tile = pointwise_tile(kernel, &tile).unwrap_or(tile);
     }
     let tile = tile.with_rows_of(kernel);
+    // Clusters only where asked for: measured 0.31-0.47x the same layers without them
+    // (`bench/results/raw/2026-12-03-h200-conv-clusters/`).
+    let tile = match cluster_from_env() {
+        Some(ClusterChoice::Blocks(blocks)) => tile.with_cluster(blocks).unwrap_or(tile),
+        Some(ClusterChoice::Plan) => cluster_plan(kernel, &tile, steps).unwrap_or(tile),
+        None => tile,
+    };
     // NC/32HW32 outputs are written in whole 32-channel groups of a tile.
     if !tile.bn.is_multiple_of(32) && kernel.out_layout == crate::conv::ConvLayout::Nc32hw32 {
         return Err(Error::Unsupported(format!(

@@ -209,6 +209,14 @@ impl Cuda {
         if let Some(why) = why_not {
             return Err(Error::Unsupported(why));
         }
+        if let ConvPath::Hopper(t) = path {
+            if t.with_cluster(t.cluster) != Some(t) {
+                return Err(Error::Unsupported(format!(
+                    "{t:?}: clusters of two take one-tile TMA blocks whose half of the columns \
+                     is a multiple of 8"
+                )));
+            }
+        }
         let arch = vec![format!("--gpu-architecture=sm_{major}{minor}")];
         // The split-K workspace (every element is written before it is read) and the
         // reduction that finishes the output.
@@ -374,6 +382,34 @@ impl Cuda {
         };
         let part = conv.workspace_address();
         let maps = conv.tensor_maps(x, w)?;
+        if let (ConvPath::Hopper(t), Some((Some(tx), tw))) = (conv.path, &maps) {
+            if t.cluster > 1 {
+                self.ctx
+                    .bind_to_thread()
+                    .map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+                let mut params = [
+                    tx as *const TensorMap as *mut std::ffi::c_void,
+                    tw as *const TensorMap as *mut _,
+                    &y as *const u64 as *mut _,
+                    &bias as *const u64 as *mut _,
+                    &part as *const u64 as *mut _,
+                ];
+                // SAFETY: `conv_wgmma_tma(tx, tw, y, bias, part)` as generated for
+                // `conv.kernel` in clusters of `t.cluster` blocks along x (the grid's x a
+                // multiple of it); the parameters point at locals alive through the call; the
+                // buffers are the caller's contract, as below.
+                unsafe {
+                    crate::conv::cluster::launch_in_clusters(
+                        &conv.function,
+                        conv.config,
+                        t.cluster,
+                        stream,
+                        &mut params,
+                    )
+                }?;
+                return self.finish_split(conv, &borrowed, part, y, bias);
+            }
+        }
         let mut b = borrowed.launch_builder(&conv.function);
         if let Some((Some(tx), tw)) = &maps {
             b.arg(tx).arg(tw);
@@ -392,8 +428,20 @@ impl Cuda {
         // (their validity is the caller's contract), the workspace is `conv`'s own (the
         // caller orders the runs of one DeviceConv), and the kernels guard every index.
         unsafe { b.launch(conv.config) }.map_err(|e| Error::driver("cuLaunchKernel", e))?;
+        self.finish_split(conv, &borrowed, part, y, bias)
+    }
+
+    /// Queues the split-K reduction of `conv` (where it splits K) after its launch.
+    fn finish_split(
+        &self,
+        conv: &DeviceConv,
+        stream: &cudarc::driver::CudaStream,
+        part: u64,
+        y: u64,
+        bias: u64,
+    ) -> Result<(), Error> {
         if let Some((f, cfg)) = &conv.reduce {
-            let mut r = borrowed.launch_builder(f);
+            let mut r = stream.launch_builder(f);
             r.arg(&part).arg(&y).arg(&bias);
             // SAFETY: `conv_splitk_reduce` takes (part, y, bias) as generated for
             // `conv.kernel`; `part` was written by the launch just before on this stream.

@@ -59,6 +59,9 @@ pub(super) const SMEM_PER_SM: usize = 227 * 1024;
 /// tap come in such rows ([`super::tma::row_bytes`]; stored with the swizzle of that width).
 /// With `group_channels` (a grouped problem; 0 for none) each block's K walks the taps and
 /// that many channels of its output tile's super-group ([`super::grouped_wgmma`]).
+/// With `cluster` 2 (1: none) the TMA kernel runs in thread-block clusters of two blocks
+/// along the pixels that share their filter tile, each loading half of it into both
+/// ([`super::cluster`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HopperTile {
     pub bm: usize,
@@ -76,6 +79,7 @@ pub struct HopperTile {
     pub footprint_rows: usize,
     pub k_bytes: usize,
     pub group_channels: usize,
+    pub cluster: usize,
 }
 
 impl HopperTile {
@@ -109,6 +113,7 @@ impl HopperTile {
             footprint_rows: 0,
             k_bytes: 128,
             group_channels: 0,
+            cluster: 1,
         };
         let ok = bn.is_multiple_of(16) && (32..=256).contains(&bn) && (2..=8).contains(&stages);
         (ok && t.shared_bytes() <= SMEM_PER_SM).then_some(t)
@@ -249,6 +254,8 @@ impl HopperTile {
         if self.persistent {
             return ((x * y).min(SMS * self.resident()) as u32, 1, 1);
         }
+        // A cluster's blocks are consecutive in x; the last one may lie past the pixels.
+        let x = x.next_multiple_of(self.cluster);
         (x as u32, y as u32, self.splits as u32)
     }
 }

@@ -269,10 +269,11 @@ fn origin_of(tile: &str, hopper: &HopperTile, kernel: &ConvKernel) -> String {
 /// The C statement naming a one-tile block's output tile (`m0`, `n0`) from its grid position
 /// ([`HopperTile::grid`]: pixel tiles in x, channel tiles in y), in the order of
 /// [`channel_tiles_first`] (the hardware starts blocks in x-fastest order; the tile is taken
-/// from the block's rank in that order).
+/// from the block's rank in that order). Blocks in clusters ([`super::cluster`]) take the
+/// grid's order: a cluster's blocks, consecutive in x, share their channel tile.
 pub(super) fn tile_origin(tile: &HopperTile, kernel: &ConvKernel) -> String {
     let (x, y) = tile.tiles(&kernel.shape);
-    if y == 1 || !channel_tiles_first(tile, &kernel.shape) {
+    if y == 1 || tile.cluster > 1 || !channel_tiles_first(tile, &kernel.shape) {
         return format!(
             "const int m0 = blockIdx.x * {}, n0 = blockIdx.y * {};",
             tile.bm, tile.bn

@@ -92,7 +92,7 @@ pub fn activation_map(kernel: &ConvKernel, x: u64) -> Result<TensorMap, Error> {
 }
 
 /// The tiled tensor map of `kernel`'s OHWI filter at device address `w`, in boxes of `tile.bn`
-/// output channels.
+/// output channels (half of them for a tile in clusters: [`HopperTile::filter_box_rows`]).
 ///
 /// Contract: as [`activation_map`].
 pub fn filter_map(kernel: &ConvKernel, tile: &HopperTile, w: u64) -> Result<TensorMap, Error> {
@@ -101,7 +101,12 @@ pub fn filter_map(kernel: &ConvKernel, tile: &HopperTile, w: u64) -> Result<Tens
     let dims = [s.c as u64, s.kw as u64, s.kh as u64, s.o as u64];
     let row = s.c as u64 * e;
     let strides = [row, row * s.kw as u64, row * (s.kw * s.kh) as u64];
-    let boxes = [(tile.k_bytes as u64 / e) as u32, 1, 1, tile.bn as u32];
+    let boxes = [
+        (tile.k_bytes as u64 / e) as u32,
+        1,
+        1,
+        tile.filter_box_rows() as u32,
+    ];
     let promotion = CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
     tiled_map(
         kernel.input,
