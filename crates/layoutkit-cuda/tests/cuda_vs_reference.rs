@@ -361,6 +361,15 @@ fn benchmark_conversions_with_tails_match_the_cpu_reference() {
         // block of 26), 16 channels.
         ("NCHW", "NCHW32c", "N=2,C=250,H=7,W=7"),
         ("NCHW", "NCHW32c", "N=3,C=16,H=14,W=14"),
+        // Flat writes (destination rows back to back, of an odd number of elements): one
+        // division per vector, rows of 49, 25, 9 (shorter than a vector) and 17 elements, a
+        // partial last block, kHWC8's 8-channel blocks.
+        ("NCHW32c", "NCHW", "N=3,C=96,H=7,W=7"),
+        ("NCHW32c", "NCHW", "N=2,C=80,H=5,W=5"),
+        ("NCHW32c", "NCHW", "N=2,C=40,H=3,W=3"),
+        ("NCHW32c", "NCHW", "N=2,C=64,H=1,W=17"),
+        ("NHWC", "NCHW", "N=1,C=250,H=9,W=11"),
+        ("kHWC8", "NCHW", "N=2,C=60,H=7,W=7"),
     ];
     // Planned for one multiprocessor, so that these small tensors take the paths of large
     // ones (tiles of several steps keep 8 blocks per multiprocessor).
@@ -400,6 +409,14 @@ fn benchmark_conversions_with_tails_match_the_cpu_reference() {
         ("mace:in_out_height", "NHWC", "N=2,H=7,W=7,C=1000"),
         ("mace:in_out_height", "NHWC", "N=2,H=14,W=14,C=2048"),
         ("mace:in_out_height", "NHWC", "N=2,H=6,W=37,C=130"),
+        // Flat writes over several steps (the steps' destination rows one run): 7 x 7, 5 x 5
+        // and 3 x 3 planes out of 32-channel blocks (step counts that divide the blocks and
+        // that do not), 7 x 7 planes out of 8-channel blocks.
+        ("NCHW32c", "NCHW", "N=7,C=96,H=7,W=7"),
+        ("NCHW32c", "NCHW", "N=6,C=96,H=7,W=7"),
+        ("NCHW32c", "NCHW", "N=9,C=64,H=5,W=5"),
+        ("NCHW32c", "NCHW", "N=40,C=32,H=3,W=3"),
+        ("kHWC8", "NCHW", "N=30,C=64,H=7,W=7"),
     ];
     let runs = cases.iter().map(|c| (c, &cuda));
     let runs = runs.chain(steps.iter().map(|c| (c, &few)));

@@ -34,7 +34,7 @@ use super::{decode, elements, offset, prelude, storage, vector_type, Launch, Tun
 
 #[path = "tile_flat.rs"]
 mod flat;
-use flat::{read_cells, FlatRead, FlatWrite, Shared};
+use flat::{read_cells, FlatRead, FlatSteps, FlatWrite, Shared};
 #[path = "tile_order.rs"]
 mod order;
 use order::{write_order, WriteOrder};
@@ -267,7 +267,7 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
     // Flat writes where the tile's destination rows lie back to back (see `FlatWrite`).
     let whole_rows = unit == 1 && job.b_pad == 0 && job.a_tail == 0 && tb == b_cells;
     let flat_write = if whole_rows && order.is_none() && columns.is_none() {
-        FlatWrite::of(&group, drow, vw, dsize, job.tuning.write_bytes)
+        FlatWrite::of(&group, drow, vw, dsize, job.tuning.flat_write_bytes)
     } else {
         None
     };
@@ -282,17 +282,21 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
         job.tuning.tile_elements,
     );
     let mut outer = outer.clone();
+    // With a flat write, only steps whose destination rows follow the last step's (one run).
     let steps = match columns {
         Some((st, _)) => Some(st),
-        None if flat_write.is_none() => {
+        None => {
             let fits = |n: usize| match flat {
                 Some(f) => f.shared_elements(n * tb) * ssize + ta * index_bytes <= SHARED_BYTES,
                 None => n * tb * row * ssize + ta * index_bytes <= SHARED_BYTES,
             };
             Steps::outer(job, &outer, (na, nb), (ta * tb * unit, target), drow, fits)
                 .filter(|st| flat.is_none() || st.lp.src_stride == (tb * full * unit) as isize)
+                .filter(|st| {
+                    flat_write.is_none()
+                        || (job.tuning.flat_steps && st.lp.dst_stride == (a_cells * drow) as isize)
+                })
         }
-        None => None,
     };
     if columns.is_none() && steps.is_some() {
         outer.pop();
@@ -474,7 +478,12 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
         },
     };
     if let Some(f) = flat_write {
-        f.write(&mut k, d, (ta, a_cells), cell.at(unit), it, u);
+        let fs = steps.map(|st| FlatSteps {
+            n: st.n,
+            extent: st.lp.extent,
+            tb,
+        });
+        f.write(&mut k, d, (ta, a_cells), fs, cell.at(unit), it, u);
     } else {
         // Write: destination rows (one per a cell and step) of `drow` elements, `vw` at a
         // time; with steps, steps fastest where a cell's rows of consecutive steps follow

@@ -120,10 +120,20 @@ impl FlatRead {
 /// Writing a tile's destination as one contiguous range: where the tile spans the whole of
 /// `b` and its destination rows lie back to back (one `a` loop whose destination stride is a
 /// row, no padding), the tile's rows are one run of `rows x drow` elements, written in
-/// vectors of `vw` elements from the first aligned element whatever the rows' alignment (an
-/// NHWC pixel's 3 channels left byte tiles one element per store), each element found in the
-/// shared copy by its row and column (`f / drow`, `f % drow`); the elements before the first
-/// aligned vector and after the last whole one are written one at a time.
+/// vectors of `vw` elements (`Tuning::flat_write_bytes`) from the first aligned element whatever the rows'
+/// alignment (an NHWC pixel's 3 channels, a 7 x 7 plane's 49 bytes left byte tiles one
+/// element per store); the elements before the first aligned vector and after the last whole
+/// one are written one at a time.
+///
+/// Each vector finds its first element in the shared copy by one division (row `f / drow`,
+/// column `f % drow`) and the others from it: the next column, or the next row's first where
+/// the vector crosses a row's end (at most once where `vw <= drow`). A division per element
+/// made these kernels instruction-bound (`ncu`, H200, i8 `NCHW32c -> NCHW` with 7 x 7 planes:
+/// 39 instructions per byte, 0.44 of the device copy). Measured on an H200 against the
+/// division per element (32 MiB rows whose kernels change, `bench/results/sweep.md`,
+/// 2026-12-03): 1.155x by geometric mean with 4-byte stores (i8 `NHWC -> NCHW` C=2048 7 x 7
+/// 1.46x, f16 `NHWC -> NCHW` and `kHWC8 -> NCHW` with 7 x 7 planes 1.10-1.21x), 0.92x with
+/// 16-byte stores (bank conflicts, see `Tuning::flat_write_bytes`).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct FlatWrite {
     drow: usize,
@@ -137,43 +147,109 @@ impl FlatWrite {
         drow: usize,
         vw: usize,
         dsize: usize,
-        write_bytes: usize,
+        flat_bytes: usize,
     ) -> Option<FlatWrite> {
-        let widest = widest(dsize, write_bytes, &[]);
+        let widest = widest(dsize, flat_bytes, &[]);
         let [g] = group else { return None };
-        // Only where the rows' stores were single bytes: 2-byte elements in 4-byte flat
-        // stores ran 0.83-0.90x (f16 `NCHW32c -> NCHW` with 7 x 7 planes, H100), the division
-        // per element costing more than the stores it saves.
-        (g.dst_stride == drow as isize && vw * dsize == 1 && vw < widest).then_some(FlatWrite {
+        // Where the rows' own stores are 1 or 2 bytes (rows of an odd length of bytes or
+        // halves). 2-byte elements with a division per element in 4-byte flat stores ran
+        // 0.83-0.90x (f16 `NCHW32c -> NCHW` with 7 x 7 planes, H100).
+        (g.dst_stride == drow as isize && vw * dsize <= 2 && vw < widest).then_some(FlatWrite {
             drow,
             vw: widest,
             dsize,
         })
     }
 
-    /// The write phase; `at` is the shared element of row `la`, column `jj`.
+    /// The write phase; `at` is the shared element of row `la`, column `jj` (and, with
+    /// `steps`, of the step whose first shared row is `sr`).
+    ///
+    /// With steps (`FlatSteps`), the run covers the tile's steps, whose destination rows
+    /// follow each other: run row `L` is row `L % a_cells` of step `L / a_cells` (one tile
+    /// spans the rows).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn write(
         self,
         k: &mut String,
         d: &str,
         (ta, a_cells): (usize, usize),
+        steps: Option<FlatSteps>,
         at: String,
         it: &str,
         u: &str,
     ) {
         let (drow, vw) = (self.drow, self.vw);
         let vt = vector_type(vw * self.dsize);
-        let run = run_of(u, ("dbase", "a0"), (a_cells, ta, drow));
+        let run = match steps {
+            None => run_of(u, ("dbase", "a0"), (a_cells, ta, drow)),
+            Some(st) => ("dbase".to_string(), st.count(a_cells * drow, u)),
+        };
         WRITE_RUN.bounds(k, (it, u), run, vw);
+        // Run row `L` as the tile's row `la` (and step row `sr`).
+        let rows = |l: &str, la: &str, sr: &str| match steps {
+            None => format!("{la} = {l}"),
+            Some(st) => format!(
+                "{la} = {l} % {a_cells}u, {sr} = {l} / {a_cells}u * {}u",
+                st.tb
+            ),
+        };
         let _ = writeln!(
             k,
-            "  for (unsigned int v = tid; v < nw; v += {THREADS}u) {{\n    union {{ {d} e[{vw}]; {vt} q; }} w;\n    #pragma unroll\n    for (int e = 0; e < {vw}; ++e) {{\n      const unsigned int f = whead + v * {vw}u + e, la = f / {drow}u, jj = f % {drow}u;\n      w.e[e] = cast({at});\n    }}\n    *({vt}*)(dst + ds + whead + v * {vw}u) = w.q;\n  }}"
+            "  for (unsigned int v = tid; v < nw; v += {THREADS}u) {{\n    union {{ {d} e[{vw}]; {vt} q; }} w;"
         );
+        if vw <= drow {
+            // One division per vector; the row's end crossed at most once.
+            let _ = writeln!(
+                k,
+                "    const unsigned int f0 = whead + v * {vw}u, l0 = f0 / {drow}u, jj0 = f0 - l0 * {drow}u;\n    const unsigned int {}, {};",
+                rows("l0", "la0", "sr0"),
+                rows("(l0 + 1u)", "la1", "sr1")
+            );
+            let pick = match steps {
+                None => "la = next ? la1 : la0".to_string(),
+                Some(_) => "la = next ? la1 : la0, sr = next ? sr1 : sr0".to_string(),
+            };
+            let _ = writeln!(
+                k,
+                "    #pragma unroll\n    for (int e = 0; e < {vw}; ++e) {{\n      const bool next = jj0 + e >= {drow}u;\n      const unsigned int {pick}, jj = next ? jj0 + e - {drow}u : jj0 + e;\n      w.e[e] = cast({at});\n    }}"
+            );
+        } else {
+            let _ = writeln!(
+                k,
+                "    #pragma unroll\n    for (int e = 0; e < {vw}; ++e) {{\n      const unsigned int f = whead + v * {vw}u + e, l = f / {drow}u, jj = f % {drow}u, {};\n      w.e[e] = cast({at});\n    }}",
+                rows("l", "la", "sr")
+            );
+        }
+        let _ = writeln!(k, "    *({vt}*)(dst + ds + whead + v * {vw}u) = w.q;\n  }}");
         let _ = writeln!(
             k,
-            "{}, la = f / {drow}u, jj = f % {drow}u;\n    dst[ds + f] = cast({at});\n  }}",
-            WRITE_RUN.edges()
+            "{}, l = f / {drow}u, jj = f % {drow}u, {};\n    dst[ds + f] = cast({at});\n  }}",
+            WRITE_RUN.edges(),
+            rows("l", "la", "sr")
         );
+    }
+}
+
+/// The steps of a tile whose flat write covers them all: `n` per tile of a loop of `extent`
+/// (the last tile holds fewer where `n` does not divide it), `tb` shared rows per step.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct FlatSteps {
+    pub(super) n: usize,
+    pub(super) extent: usize,
+    pub(super) tb: usize,
+}
+
+impl FlatSteps {
+    /// The elements of the tile's run: `per_step` for each of its steps.
+    fn count(self, per_step: usize, u: &str) -> String {
+        let FlatSteps { n, extent, .. } = self;
+        if extent.is_multiple_of(n) {
+            format!("{}{u}", n * per_step)
+        } else {
+            format!(
+                "({extent}{u} - ts * {n}{u} < {n}{u} ? {extent}{u} - ts * {n}{u} : {n}{u}) * {per_step}{u}"
+            )
+        }
     }
 }
 

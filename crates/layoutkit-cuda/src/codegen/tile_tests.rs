@@ -230,6 +230,56 @@ fn flat_reads_where_rows_are_back_to_back_and_narrow() {
     assert!(!gaps.contains("smf["), "{gaps}");
 }
 
+/// Destination rows back to back of an odd number of bytes or halves are written as one flat
+/// run in 4-byte stores, each vector's first element found by one division and the rest by
+/// the next column or the next row's first (`FlatWrite`); the steps of small tiles write one
+/// run (run row `L` is row `L % rows` of step `L / rows`); rows shorter than a vector keep a
+/// division per element; 4-byte elements keep their row stores.
+#[test]
+fn flat_writes_divide_once_per_vector() {
+    use layoutkit_core::DType;
+    let i8 = CastSpec::identity(DType::I8);
+    let f16 = CastSpec::identity(DType::F16);
+    let f32 = CastSpec::identity(DType::F32);
+    let source = |job: TileJob| tile_kernel(&job).source;
+    // NCHW32c -> NCHW, 7 x 7 planes: 32 rows of 49 elements per block, 21400 blocks.
+    let blocks = |cast| transposition(cast, l(32, 1, 49), l(49, 32, 1), l(21400, 1568, 1568), 0);
+    let bytes = source(blocks(&i8));
+    assert!(
+        bytes.contains("f0 = whead + v * 4u, l0 = f0 / 49u"),
+        "{bytes}"
+    );
+    assert!(
+        bytes.contains("*(unsigned int*)(dst + ds + whead"),
+        "{bytes}"
+    );
+    // 1568-byte tiles take steps (10 of them: 16 KiB), written as one run.
+    assert!(bytes.contains("sr0 = l0 / 32u * 49u"), "{bytes}");
+    assert!(bytes.contains("ts * 15680u"), "{bytes}");
+    let halves = source(blocks(&f16));
+    assert!(
+        halves.contains("f0 = whead + v * 2u, l0 = f0 / 49u"),
+        "{halves}"
+    );
+    assert!(!halves.contains("sr0"), "{halves}");
+    let floats = source(blocks(&f32));
+    assert!(!floats.contains("whead"), "{floats}");
+    // Steps off for flat writes: one block per tile.
+    let mut no_steps = blocks(&i8);
+    no_steps.tuning.flat_steps = false;
+    let one = source(no_steps);
+    assert!(
+        one.contains("l0 = f0 / 49u") && !one.contains("ts *"),
+        "{one}"
+    );
+    // NCHW -> NHWC of 3 channels (thin tiles off): rows of 3 bytes, shorter than a vector.
+    let mut rgb = transposition(&i8, l(4096, 1, 3), l(3, 4096, 1), l(4, 12288, 12288), 0);
+    rgb.tuning.thin = false;
+    let rgb = source(rgb);
+    assert!(rgb.contains("jj = f % 3u"), "{rgb}");
+    assert!(!rgb.contains("l0 = f0"), "{rgb}");
+}
+
 /// The tile job of a plain transposition: source-contiguous `a`, destination-contiguous `b`,
 /// `b_pad` fill elements after each destination row.
 fn transposition(
