@@ -120,10 +120,10 @@ impl FlatRead {
 /// Writing a tile's destination as one contiguous range: where the tile spans the whole of
 /// `b` and its destination rows lie back to back (one `a` loop whose destination stride is a
 /// row, no padding), the tile's rows are one run of `rows x drow` elements, written in
-/// vectors of `vw` elements (`Tuning::flat_write_bytes`) from the first aligned element whatever the rows'
-/// alignment (an NHWC pixel's 3 channels, a 7 x 7 plane's 49 bytes left byte tiles one
-/// element per store); the elements before the first aligned vector and after the last whole
-/// one are written one at a time.
+/// vectors of `vw` elements (`Tuning::flat_write_bytes`) from the first aligned element
+/// whatever the rows' alignment (an NHWC pixel's 3 channels, a 7 x 7 plane's 49 bytes left
+/// byte tiles one element per store); the elements before the first aligned vector and after
+/// the last whole one are written one at a time.
 ///
 /// Each vector finds its first element in the shared copy by one division (row `f / drow`,
 /// column `f % drow`) and the others from it: the next column, or the next row's first where
