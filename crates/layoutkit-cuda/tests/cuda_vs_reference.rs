@@ -370,6 +370,18 @@ fn benchmark_conversions_with_tails_match_the_cpu_reference() {
         ("NCHW32c", "NCHW", "N=2,C=64,H=1,W=17"),
         ("NHWC", "NCHW", "N=1,C=250,H=9,W=11"),
         ("kHWC8", "NCHW", "N=2,C=60,H=7,W=7"),
+        // The gather (padding that completes no run: most of each block), its chunks decoded
+        // once: 3 and 5 inputs into 16i16o blocks with a partial last block of outputs, one
+        // channel into 32- and 8-channel blocks, 40 channels of 1 x 1 planes, MACE images of
+        // 5 channels.
+        ("OIHW", "OIHW16i16o", "O=37,I=3,H=7,W=7"),
+        ("OIHW", "OIHW16i16o", "O=20,I=5,H=1,W=1"),
+        ("NCHW", "NCHW32c", "N=3,C=1,H=5,W=5"),
+        ("NCHW", "NCHW32c", "N=5,C=40,H=1,W=1"),
+        ("NCHW", "kHWC8", "N=3,C=1,H=4,W=5"),
+        ("NHWC", "mace:in_out_width", "N=2,H=3,W=3,C=5"),
+        ("NHWC", "mace:in_out_height", "N=2,H=3,W=3,C=5"),
+        ("OIHW", "mace:conv2d_filter", "O=5,I=3,H=3,W=3"),
     ];
     // Planned for one multiprocessor, so that these small tensors take the paths of large
     // ones (tiles of several steps keep 8 blocks per multiprocessor).
