@@ -14,7 +14,7 @@ for line in open(sys.argv[1]):
         continue
     key = (d['from'] + '->' + d['to'], d['dtype'] + ('>' + d['to_dtype'] if d['to_dtype'] != d['dtype'] else ''), d['dims'], d['bytes_moved'])
     r[key][v].append((d['gbps'], d['ratio_to_copy']))
-variants = ['new', 'fw4', 'nosteps']
+variants = sys.argv[2:] or ['new', 'fw4', 'nosteps']
 mean = lambda xs: sum(xs) / len(xs)
 print(f"{'conversion':24} {'type':8} {'dims':26} {'MiB':>6} " + ' '.join(f"{v:>8}" for v in ['base'] + variants) + '  (ratio to copy; then GB/s over base)')
 big = collections.defaultdict(list)
