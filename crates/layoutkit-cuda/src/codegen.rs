@@ -115,6 +115,19 @@ fn tile_cells(axes: &tiling::TileAxes) -> usize {
     axes.a.iter().map(|l| l.extent).product::<usize>() * axes.b.extent
 }
 
+/// Elements by which the source and destination buffers start past a 16-byte boundary (a
+/// framework's tensor view that starts mid-vector). The kernels are generated for buffers
+/// moved back to that boundary, with every offset of the plan moved on as far, so each vector
+/// access they choose is aligned in memory, not only within the buffer. `0, 0`: buffers that
+/// start on a boundary (every allocation).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct BufferShift {
+    /// Source elements before the first source element, back to the boundary.
+    pub src: usize,
+    /// Destination elements before the first destination element, back to the boundary.
+    pub dst: usize,
+}
+
 /// The launches that run `plan` with `cast`. Errors for plans without regions (blocks that do
 /// not nest) and for casts the backend does not do.
 pub fn generate(plan: &ConversionPlan, cast: &CastSpec) -> Result<Vec<Launch>, Error> {
@@ -122,6 +135,17 @@ pub fn generate(plan: &ConversionPlan, cast: &CastSpec) -> Result<Vec<Launch>, E
 }
 
 /// [`generate`] with kernel knobs other than the defaults.
+pub fn generate_tuned(
+    plan: &ConversionPlan,
+    cast: &CastSpec,
+    tuning: &Tuning,
+) -> Result<Vec<Launch>, Error> {
+    generate_shifted(plan, cast, tuning, BufferShift::default())
+}
+
+/// [`generate_tuned`] for buffers that start `shift` elements past a 16-byte boundary; the
+/// kernels are launched with the buffers' addresses moved back by as many elements (see
+/// [`BufferShift`]) and never touch those elements.
 ///
 /// Each copy region becomes a tile kernel when it is a transposition (of elements, or of units:
 /// short runs contiguous in both layouts), and a `runs` kernel when its destination runs are
@@ -129,10 +153,11 @@ pub fn generate(plan: &ConversionPlan, cast: &CastSpec) -> Result<Vec<Launch>, E
 /// a copy's runs is written by that copy's kernel. When such short-run regions, or fills that
 /// complete nothing, make more than a sixteenth of the destination, one gather over the whole
 /// destination runs instead (coalesced writes of data and padding alike).
-pub fn generate_tuned(
+pub fn generate_shifted(
     plan: &ConversionPlan,
     cast: &CastSpec,
     tuning: &Tuning,
+    shift: BufferShift,
 ) -> Result<Vec<Launch>, Error> {
     let Strategy::Regions { copies, fills } = plan.strategy() else {
         return Err(Error::Unsupported(format!(
@@ -144,7 +169,18 @@ pub fn generate_tuned(
     check_cast(cast)?;
     let small = plan.src().elements() < (1 << 31) && plan.dst().elements() < (1 << 31);
     let size = cast.src.size_bytes().max(cast.dst.size_bytes());
-    let (padded, rest) = tiling::absorb_fills(copies, fills, tiling::FillRuns::Runs);
+    // Fills keep their source offset of 0 (they read nothing).
+    let moved = |rs: &[Region], by_src: usize| -> Vec<Region> {
+        rs.iter()
+            .map(|r| Region {
+                src_offset: r.src_offset + by_src,
+                dst_offset: r.dst_offset + shift.dst,
+                dims: r.dims.clone(),
+            })
+            .collect()
+    };
+    let (copies, fills) = (moved(copies, shift.src), moved(fills, 0));
+    let (padded, rest) = tiling::absorb_fills(&copies, &fills, tiling::FillRuns::Runs);
     let mut out = Vec::new();
     // Destination elements written by runs kernels and by fill kernels.
     let mut scattered = 0usize;
@@ -217,7 +253,7 @@ pub fn generate_tuned(
                 scattered += r.elements() / inner.extent.max(1) * (inner.extent + pc.pad);
                 out.push(runs_kernel(r, pc.pad, cast, small));
             }
-            _ => return Ok(vec![gather_kernel(plan, cast)]),
+            _ => return Ok(vec![gather_kernel(plan, cast, shift)]),
         }
     }
     for f in rest {
@@ -225,7 +261,7 @@ pub fn generate_tuned(
         out.push(fill_kernel(f, cast)?);
     }
     if scattered * 16 > plan.dst().elements() {
-        return Ok(vec![gather_kernel(plan, cast)]);
+        return Ok(vec![gather_kernel(plan, cast, shift)]);
     }
     Ok(out)
 }

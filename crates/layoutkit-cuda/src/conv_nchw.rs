@@ -98,7 +98,7 @@ impl Cuda {
                 // own it), and the rounds never overlap in time.
                 let stream = unsafe { self.ctx.wrap_borrowed_stream(raw) };
                 unsafe {
-                    self.launch_all(&pre, xp, xnp, &stream)?;
+                    self.launch_conversion(&pre, xp, xnp, &stream)?;
                     if convert_back {
                         self.conv2d_on_stream(
                             &conv,
@@ -108,7 +108,7 @@ impl Cuda {
                             (ynp, y_bytes),
                             raw,
                         )?;
-                        self.launch_all(&post, ynp, yp, &stream)
+                        self.launch_conversion(&post, ynp, yp, &stream)
                     } else {
                         self.conv2d_on_stream(
                             &conv,

@@ -1,6 +1,6 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys::CUstream;
 use cudarc::driver::{
@@ -11,7 +11,7 @@ use cudarc::nvrtc::Ptx;
 use layoutkit_core::plan::ConversionPlan;
 use layoutkit_core::{CastSpec, ShapedLayout};
 
-use crate::codegen::{fill_bits, generate_tuned, Launch, Tuning};
+use crate::codegen::{fill_bits, generate_tuned, BufferShift, Launch, Tuning};
 use crate::kernel_cache::KernelCache;
 use crate::{Error, Timing};
 
@@ -31,12 +31,15 @@ pub struct Cuda {
 
 /// A conversion ready to run on one GPU: its plan's kernels, compiled and loaded.
 pub struct DeviceConversion {
-    plan: ConversionPlan,
-    cast: CastSpec,
-    launches: Vec<(Launch, CudaFunction)>,
+    pub(crate) plan: ConversionPlan,
+    pub(crate) cast: CastSpec,
+    pub(crate) tuning: Tuning,
+    pub(crate) launches: Vec<(Launch, CudaFunction)>,
+    /// The kernels for buffers that start mid-vector, by [`BufferShift`], made on first use.
+    pub(crate) shifted: Mutex<Vec<(BufferShift, Arc<Vec<(Launch, CudaFunction)>>)>>,
     fill: u64,
-    src_bytes: usize,
-    dst_bytes: usize,
+    pub(crate) src_bytes: usize,
+    pub(crate) dst_bytes: usize,
 }
 
 impl DeviceConversion {
@@ -227,7 +230,7 @@ impl Cuda {
             self.timed(repeats, 1, || {
                 // SAFETY: both buffers were allocated above with the sizes `conv` needs and
                 // live until after the timing synchronises.
-                unsafe { self.launch_all(&conv, src_ptr, dst_ptr, &self.stream) }
+                unsafe { self.launch_all(&conv, &conv.launches, src_ptr, dst_ptr, &self.stream) }
             })?
         };
         let out = self
@@ -260,7 +263,9 @@ impl Cuda {
             fill: fill_bits(plan, cast.dst),
             plan: plan.clone(),
             cast: *cast,
+            tuning,
             launches,
+            shifted: Mutex::new(Vec::new()),
         })
     }
 
@@ -303,23 +308,25 @@ impl Cuda {
         let borrowed = unsafe { self.ctx.wrap_borrowed_stream(stream) };
         // SAFETY: the buffers' sizes were checked against the plan above; their validity is
         // the caller's contract.
-        unsafe { self.launch_all(conv, src, dst, &borrowed) }
+        unsafe { self.launch_conversion(conv, src, dst, &borrowed) }
     }
 
-    /// Launches every kernel of `conv` on `stream`.
+    /// Launches `launches` (kernels of `conv`) on `stream`.
     ///
     /// # Safety
-    /// `src` and `dst` address device buffers of `conv.src_bytes` and `conv.dst_bytes` bytes.
+    /// `src` and `dst` address device buffers of `conv.src_bytes` and `conv.dst_bytes` bytes
+    /// (for shifted kernels, moved back by their shift).
     pub(crate) unsafe fn launch_all(
         &self,
         conv: &DeviceConversion,
+        launches: &[(Launch, CudaFunction)],
         src: u64,
         dst: u64,
         stream: &Arc<CudaStream>,
     ) -> Result<(), Error> {
         let fill = conv.fill;
         let (v1, v2, v4) = (fill as u8, fill as u16, fill as u32);
-        for (l, f) in &conv.launches {
+        for (l, f) in launches {
             let cfg = LaunchConfig {
                 grid_dim: l.grid,
                 block_dim: l.block,

@@ -28,6 +28,7 @@ pub use conv_run::DeviceConv;
 mod device;
 mod error;
 pub mod kernel_cache;
+mod shifted;
 mod timing;
 
 pub use device::{Cuda, DeviceConversion};

@@ -8,7 +8,10 @@ use layoutkit_core::index_expr::gather_exprs;
 use layoutkit_core::plan::{ConversionPlan, Region};
 use layoutkit_core::{CastSpec, PhysDim, ShapedLayout};
 
-use super::{decode, elements, grid_1d, offset, prelude, storage, vector_type, Launch, PER_THREAD};
+use super::{
+    decode, elements, grid_1d, offset, prelude, storage, vector_type, BufferShift, Launch,
+    PER_THREAD,
+};
 use crate::Error;
 
 pub(super) fn fill_kernel(r: &Region, c: &CastSpec) -> Result<Launch, Error> {
@@ -48,7 +51,10 @@ const CHUNKS_PER_THREAD: usize = 2;
 /// the source's tokens. When the destination is a whole number of 16-byte chunks, each thread
 /// builds whole chunks in registers and stores them with 16-byte stores (a warp's store
 /// instruction covers 512 contiguous bytes); otherwise each thread does elements one by one.
-pub(super) fn gather_kernel(plan: &ConversionPlan, c: &CastSpec) -> Launch {
+/// Buffers `shift` elements past a 16-byte boundary (launched at that boundary): the source
+/// indices move on by `shift.src`; a shifted destination is written element by element, at
+/// indices moved on by `shift.dst`.
+pub(super) fn gather_kernel(plan: &ConversionPlan, c: &CastSpec, shift: BufferShift) -> Launch {
     let (src, dst) = (plan.src(), plan.dst());
     let (s, d) = (storage(c.src), storage(c.dst));
     let mut k = prelude(c);
@@ -62,7 +68,7 @@ pub(super) fn gather_kernel(plan: &ConversionPlan, c: &CastSpec) -> Launch {
     );
     let dsize = c.dst.size_bytes();
     let per_chunk = 16 / dsize;
-    let grid = if (n * dsize).is_multiple_of(16) {
+    let grid = if (n * dsize).is_multiple_of(16) && shift.dst == 0 {
         let chunks = n / per_chunk;
         // A warp's lanes take consecutive chunks, so each store instruction is coalesced.
         let _ = writeln!(
@@ -75,12 +81,12 @@ pub(super) fn gather_kernel(plan: &ConversionPlan, c: &CastSpec) -> Launch {
         let _ = writeln!(k, "  if (ch < {chunks}ull) {{");
         let _ = writeln!(k, "  union {{ {d} e[{per_chunk}]; uint4 q; }} buf;");
         match chunk_inner(dst, per_chunk) {
-            Some(inner) => gather_chunk(&mut k, plan, inner, per_chunk, it, u),
+            Some(inner) => gather_chunk(&mut k, plan, inner, per_chunk, shift.src, (it, u)),
             None => {
                 let _ = writeln!(k, "  #pragma unroll");
                 let _ = writeln!(k, "  for (int i = 0; i < {per_chunk}; ++i) {{");
                 let _ = writeln!(k, "  const {it} o = ({it})ch * {per_chunk}{u} + i;");
-                gather_element(&mut k, plan, it, u, "buf.e[i]");
+                gather_element(&mut k, plan, shift.src, (it, u), "buf.e[i]");
                 let _ = writeln!(k, "  }}");
             }
         }
@@ -97,7 +103,8 @@ pub(super) fn gather_kernel(plan: &ConversionPlan, c: &CastSpec) -> Launch {
         );
         let _ = writeln!(k, "  if (og >= {n}ull) return;");
         let _ = writeln!(k, "  const {it} o = ({it})og;");
-        gather_element(&mut k, plan, it, u, "dst[og]");
+        let out = format!("dst[{}]", shifted("og", shift.dst, "ull"));
+        gather_element(&mut k, plan, shift.src, (it, u), &out);
         let _ = writeln!(k, "  }}\n}}");
         grid_1d(n, 256 * PER_THREAD)
     };
@@ -129,8 +136,8 @@ fn gather_chunk(
     plan: &ConversionPlan,
     inner: &PhysDim,
     per_chunk: usize,
-    it: &str,
-    u: &str,
+    src_shift: usize,
+    (it, u): (&str, &str),
 ) {
     let (src, dst) = (plan.src(), plan.dst());
     let base = gather_exprs(src, dst, "ob", "x", u);
@@ -155,7 +162,7 @@ fn gather_chunk(
             let _ = writeln!(k, "  const {it} y{ai} = x{ai};");
         }
     }
-    let so = &each.src_offset;
+    let so = shifted(&each.src_offset, src_shift, u);
     if each.valid.is_empty() {
         let _ = writeln!(k, "  buf.e[i] = cast(src[{so}]);");
     } else {
@@ -168,9 +175,24 @@ fn gather_chunk(
     let _ = writeln!(k, "  }}");
 }
 
+/// `index`, moved on by `by` elements where that is not 0.
+fn shifted(index: &str, by: usize, u: &str) -> String {
+    if by == 0 {
+        index.to_string()
+    } else {
+        format!("{index} + {by}{u}")
+    }
+}
+
 /// Code that stores into `out` the destination element at physical index `o`: the fill value
-/// in padding, else the cast source element.
-fn gather_element(k: &mut String, plan: &ConversionPlan, it: &str, u: &str, out: &str) {
+/// in padding, else the cast source element (read `src_shift` elements on).
+fn gather_element(
+    k: &mut String,
+    plan: &ConversionPlan,
+    src_shift: usize,
+    (it, u): (&str, &str),
+    out: &str,
+) {
     let (src, dst) = (plan.src(), plan.dst());
     let e = gather_exprs(src, dst, "o", "x", u);
     let _ = writeln!(k, "  {{");
@@ -180,7 +202,7 @@ fn gather_element(k: &mut String, plan: &ConversionPlan, it: &str, u: &str, out:
     for (axis, t) in &e.coord_terms {
         let _ = writeln!(k, "  x{axis} += {t};");
     }
-    let so = &e.src_offset;
+    let so = shifted(&e.src_offset, src_shift, u);
     if e.valid.is_empty() {
         let _ = writeln!(k, "  {out} = cast(src[{so}]);");
     } else {
@@ -307,7 +329,7 @@ mod tests {
         let dims = Dims::parse(dims).unwrap();
         let shaped = |f: &str| parse_format(f).unwrap().shaped(&dims).unwrap();
         let plan = ConversionPlan::new(&shaped(from), &shaped(to)).unwrap();
-        gather_kernel(&plan, &CastSpec::identity(dtype)).source
+        gather_kernel(&plan, &CastSpec::identity(dtype), BufferShift::default()).source
     }
 
     /// Chunks inside the destination's innermost runs decode their coordinates once (from the
