@@ -29,6 +29,9 @@ pub struct Cuda {
     kernels: RefCell<HashMap<String, (Arc<CudaModule>, CudaFunction)>>,
 }
 
+/// One buffer shift's kernels, shared between the cache and the launches using them.
+pub(crate) type ShiftedLaunches = Arc<Vec<(Launch, CudaFunction)>>;
+
 /// A conversion ready to run on one GPU: its plan's kernels, compiled and loaded.
 pub struct DeviceConversion {
     pub(crate) plan: ConversionPlan,
@@ -36,7 +39,7 @@ pub struct DeviceConversion {
     pub(crate) tuning: Tuning,
     pub(crate) launches: Vec<(Launch, CudaFunction)>,
     /// The kernels for buffers that start mid-vector, by [`BufferShift`], made on first use.
-    pub(crate) shifted: Mutex<Vec<(BufferShift, Arc<Vec<(Launch, CudaFunction)>>)>>,
+    pub(crate) shifted: Mutex<Vec<(BufferShift, ShiftedLaunches)>>,
     fill: u64,
     pub(crate) src_bytes: usize,
     pub(crate) dst_bytes: usize,

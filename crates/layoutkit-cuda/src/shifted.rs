@@ -5,11 +5,12 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaStream, DevicePtr, DevicePtrMut};
+use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
 use layoutkit_core::plan::ConversionPlan;
 use layoutkit_core::{CastSpec, ShapedLayout};
 
-use crate::codegen::{generate_shifted, BufferShift, Launch};
+use crate::codegen::{generate_shifted, BufferShift};
+use crate::device::ShiftedLaunches;
 use crate::{Cuda, DeviceConversion, Error};
 
 impl Cuda {
@@ -94,7 +95,7 @@ impl Cuda {
             conv.cast.src.size_bytes() as u64,
             conv.cast.dst.size_bytes() as u64,
         );
-        if src % es != 0 || dst % ed != 0 {
+        if !src.is_multiple_of(es) || !dst.is_multiple_of(ed) {
             return Err(Error::Unsupported(format!(
                 "device buffers must start on a whole element: source at {src:#x} ({} bytes an \
                  element), destination at {dst:#x} ({} bytes)",
@@ -129,7 +130,7 @@ impl Cuda {
         &self,
         conv: &DeviceConversion,
         shift: BufferShift,
-    ) -> Result<Arc<Vec<(Launch, CudaFunction)>>, Error> {
+    ) -> Result<ShiftedLaunches, Error> {
         let mut known = conv
             .shifted
             .lock()
