@@ -169,3 +169,37 @@ def test_contiguous_regions_with_casts_aligned_and_misaligned():
     back = lk.convert(flat_gpu[1:1 + n].view(shape).half(), "NCHW", "NHWC", dtype=torch.float32)
     assert torch.equal(back.cpu(), lk.convert(flat[1:1 + n].view(shape).half(), "NCHW", "NHWC",
                                                    dtype=torch.float32))
+
+
+MID_VECTOR_CASES = [
+    # Tile, word, step and gather kernels, with and without a cast: each reads or writes 16 bytes
+    # at a time on aligned buffers and takes kernels made for the view's shift otherwise.
+    ("NCHW", "NHWC", (2, 136, 12, 20), torch.float16, None),
+    ("NHWC", "NCHW", (2, 10, 12, 200), torch.float16, None),
+    ("NCHW", "NHWC", (2, 200, 14, 14), torch.int8, None),
+    ("NCHW", "NC/32HW32", (2, 96, 14, 14), torch.int8, None),
+    ("NCHW", "NC/32HW32", (2, 250, 7, 7), torch.float32, torch.float16),
+    ("NCHW", "kHWC8", (2, 4, 64, 64), torch.float16, None),
+    ("OIHW", "OIHW16i16o", (37, 3, 7, 7), torch.float16, None),
+    ("OIHW", "OIHW16i16o", (32, 48, 3, 3), torch.float16, None),
+    ("NHWC", "mace:in_out_height", (2, 14, 14, 250), torch.float16, None),
+]
+
+
+@pytest.mark.parametrize("src,dst,shape,dtype,to", MID_VECTOR_CASES)
+def test_views_starting_mid_vector(src, dst, shape, dtype, to):
+    """A source, an `out=`, or both starting one element past a 16-byte boundary (`x[1:]`-style
+    views of one buffer) give the CPU engine's result, bit for bit."""
+    kw = {} if to is None else {"dtype": to}
+    n = int(np.prod(shape))
+    for src_start, out_start in [(1, 0), (0, 1), (1, 1)]:
+        flat = torch.zeros(n + 1, dtype=dtype)
+        flat[src_start:src_start + n] = (torch.randn(n) * 40).to(dtype)
+        x = flat[src_start:src_start + n].view(shape)
+        want = lk.convert(x, src, dst, **kw)
+        xg = flat.cuda()[src_start:src_start + n].view(shape)
+        m = want.numel()
+        out = torch.empty(m + 1, dtype=want.dtype, device="cuda")[out_start:out_start + m]
+        got = lk.convert(xg, src, dst, out=out.view(want.shape), **kw)
+        torch.cuda.synchronize()
+        assert torch.equal(got.cpu(), want), (src_start, out_start)
