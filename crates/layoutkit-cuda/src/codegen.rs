@@ -69,6 +69,9 @@ pub struct Tuning {
     /// Whether tiles written as one flat run take steps too (where the steps' destination
     /// rows follow each other).
     pub flat_steps: bool,
+    /// Whether plain transpositions whose source rows are a little longer than a tile and
+    /// read 1 or 2 bytes at a time take whole rows per tile, read as one run.
+    pub whole_rows: bool,
     /// Whether transpositions with a short side of 2-4 cells move their cells in registers
     /// (`tile_thin.rs`).
     pub thin: bool,
@@ -87,6 +90,7 @@ impl Default for Tuning {
             merge_tails: true,
             steps: true,
             flat_steps: true,
+            whole_rows: true,
             thin: true,
             multiprocessors: 132,
         }

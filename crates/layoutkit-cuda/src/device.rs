@@ -454,12 +454,13 @@ fn compile_cubin(source: &str, options: &[String]) -> Result<Vec<u8>, Error> {
 /// The kernel knobs: the defaults, or for measuring alternatives `LAYOUTKIT_CUDA_READ_BYTES`
 /// and `LAYOUTKIT_CUDA_WRITE_BYTES` (1, 2, 4, 8 or 16: the widest load and store of the tile
 /// kernels), `LAYOUTKIT_CUDA_FLAT_WRITE_BYTES` (4, 8 or 16: the store where a tile's
-/// destination rows are one flat run) and `LAYOUTKIT_CUDA_TILE_ELEMENTS` (elements per tile of units or of compound
-/// source rows; 0 for square tiles), `LAYOUTKIT_CUDA_MERGE_TAILS` (0: the partial cells
-/// that end a tile's source rows in a kernel of their own), `LAYOUTKIT_CUDA_STEPS` (0: one
-/// step of every loop outside a tile per tile), `LAYOUTKIT_CUDA_FLAT_STEPS` (0: none for tiles
-/// written as one flat run) and `LAYOUTKIT_CUDA_THIN` (0: transpositions
-/// with a short side in the element tile).
+/// destination rows are one flat run) and `LAYOUTKIT_CUDA_TILE_ELEMENTS` (elements per tile
+/// of units or of compound source rows; 0 for square tiles), `LAYOUTKIT_CUDA_MERGE_TAILS` (0:
+/// the partial cells that end a tile's source rows in a kernel of their own),
+/// `LAYOUTKIT_CUDA_STEPS` (0: one step of every loop outside a tile per tile),
+/// `LAYOUTKIT_CUDA_FLAT_STEPS` (0: none for tiles written as one flat run),
+/// `LAYOUTKIT_CUDA_WHOLE_ROWS` (0: no tiles of whole source rows read as one run) and
+/// `LAYOUTKIT_CUDA_THIN` (0: transpositions with a short side in the element tile).
 fn tuning_from_env() -> Tuning {
     let var = |name: &str| {
         std::env::var(name)
@@ -482,6 +483,7 @@ fn tuning_from_env() -> Tuning {
         merge_tails: var("LAYOUTKIT_CUDA_MERGE_TAILS").map_or(d.merge_tails, |v| v != 0),
         steps: var("LAYOUTKIT_CUDA_STEPS").map_or(d.steps, |v| v != 0),
         flat_steps: var("LAYOUTKIT_CUDA_FLAT_STEPS").map_or(d.flat_steps, |v| v != 0),
+        whole_rows: var("LAYOUTKIT_CUDA_WHOLE_ROWS").map_or(d.whole_rows, |v| v != 0),
         thin: var("LAYOUTKIT_CUDA_THIN").map_or(d.thin, |v| v != 0),
         ..d
     }

@@ -409,6 +409,12 @@ fn benchmark_conversions_with_tails_match_the_cpu_reference() {
         ("OIHW16i16o", "OIHW", "O=100,I=1,H=3,W=3"),
         ("NCHW", "NCHW32c", "N=5,C=250,H=7,W=7"),
         ("NCHW32c", "NCHW", "N=3,C=1000,H=7,W=7"),
+        // Tiles of whole source rows read as one run: pixels of 250 and 131 channels of
+        // bytes (partial last tiles of 14 x 14 and 5 x 3 pixels), 99 channels of halves.
+        ("NHWC", "NCHW", "N=2,C=250,H=14,W=14"),
+        ("NHWC", "NCHW", "N=2,C=250,H=5,W=3"),
+        ("NHWC", "NCHW", "N=3,C=131,H=9,W=11"),
+        ("NHWC", "NCHW", "N=2,C=99,H=10,W=10"),
         // Height-major images of 130-2048 channels: the columns as steps of a tile of
         // channels (H = 14 and 6: lanes and padding; 37 columns: a partial last tile of
         // columns; 130 and 250 channels: a partial last tile of channels); the other way,

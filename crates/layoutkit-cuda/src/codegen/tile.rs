@@ -212,7 +212,7 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
     let (mut ta, mut tb) = if job.b_pad > 0 {
         (ta, b_cells)
     } else {
-        (ta, tb)
+        flat::whole_rows_shape(job, (&group, b), (ta, tb), ssize).unwrap_or((ta, tb))
     };
     // Static shared memory is limited to 48 KiB: halve the rows until the tile and its row
     // table fit (only wide elements with a whole padded destination row in the tile come near).

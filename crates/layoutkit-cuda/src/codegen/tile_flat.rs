@@ -117,6 +117,36 @@ impl FlatRead {
     }
 }
 
+/// The tile shape `(full, tb)` that makes a plain transposition's tile span whole source rows,
+/// so that [`FlatRead`] reads them as one run: where the rows lie back to back (`b`'s source
+/// stride is a row of `full` elements), are longer than the tile's `ta` cells but no more than
+/// twice them, and have a length that leaves them loads of 1 or 2 bytes (NHWC pixels of 250
+/// bytes, 2-byte aligned: i8 `NHWC -> NCHW` C=250 read in 2-byte loads, 32 per thread, at
+/// 0.47-0.50 of the H200's device copy, its warps waiting on loads). `tb` becomes the largest
+/// power of two of rows within the tile's `ta x tb` elements (8 at least, at most `b`).
+pub(super) fn whole_rows_shape(
+    job: &TileJob,
+    (group, b): (&[LoopDim], &LoopDim),
+    (ta, tb): (usize, usize),
+    ssize: usize,
+) -> Option<(usize, usize)> {
+    let [g] = group else { return None };
+    let full = g.extent;
+    let plain = job.unit == 1 && job.a_tail == 0 && job.b_pad == 0;
+    let narrow_loads = !(full * ssize).is_multiple_of(4);
+    if !(job.tuning.whole_rows && plain && narrow_loads && ta < full && full <= 2 * ta)
+        || b.src_stride != full as isize
+    {
+        return None;
+    }
+    let mut rows = 8;
+    while rows * 2 * full <= ta * tb {
+        rows *= 2;
+    }
+    let rows = rows.min(b.extent);
+    (rows * full * ssize + 16 <= SHARED_BYTES).then_some((full, rows))
+}
+
 /// Writing a tile's destination as one contiguous range: where the tile spans the whole of
 /// `b` and its destination rows lie back to back (one `a` loop whose destination stride is a
 /// row, no padding), the tile's rows are one run of `rows x drow` elements, written in

@@ -230,6 +230,57 @@ fn flat_reads_where_rows_are_back_to_back_and_narrow() {
     assert!(!gaps.contains("smf["), "{gaps}");
 }
 
+/// Plain transpositions whose source rows are back to back, a little longer than a tile and
+/// read 1 or 2 bytes at a time take whole rows per tile (`whole_rows_shape`), read as one run:
+/// i8 NHWC -> NCHW with 250 channels is 64 rows of 250 bytes per tile, f16 with 99 channels 32
+/// rows; rows of whole words, rows more than twice a tile, rows with gaps and the knob off
+/// keep the square tile.
+#[test]
+fn whole_source_rows_where_rows_are_a_little_longer_than_a_tile() {
+    use layoutkit_core::DType;
+    let i8 = CastSpec::identity(DType::I8);
+    let f16 = CastSpec::identity(DType::F16);
+    let source = |job: TileJob| tile_kernel(&job).source;
+    let nhwc = |cast, c: usize, hw: usize| {
+        transposition(
+            cast,
+            l(c, 1, hw as isize),
+            l(hw, c as isize, 1),
+            l(4, (c * hw) as isize, (c * hw) as isize),
+            0,
+        )
+    };
+    let bytes = source(nhwc(&i8, 250, 4096));
+    assert!(bytes.contains("unsigned char smf[16008]"), "{bytes}");
+    assert!(bytes.contains("a0 = ta * 250u, b0 = tb * 64u"), "{bytes}");
+    assert!(
+        bytes.contains("*(uint2*)&smf[shift + head + v * 8u]"),
+        "{bytes}"
+    );
+    // 14 x 14 planes: the last tile of 196 rows is partial (bounded by the run's length).
+    let small = source(nhwc(&i8, 250, 196));
+    assert!(
+        small.contains("196u - b0 < 64u ? 196u - b0 : 64u"),
+        "{small}"
+    );
+    let halves = source(nhwc(&f16, 99, 4096));
+    assert!(halves.contains("a0 = ta * 99u, b0 = tb * 32u"), "{halves}");
+    // Rows of whole words (252 bytes), rows more than twice a tile (300 bytes), gaps.
+    assert!(!source(nhwc(&i8, 252, 4096)).contains("smf["));
+    assert!(!source(nhwc(&i8, 300, 4096)).contains("smf["));
+    let gaps = transposition(
+        &i8,
+        l(250, 1, 4096),
+        l(4096, 256, 1),
+        l(4, 1 << 20, 1 << 20),
+        0,
+    );
+    assert!(!source(gaps).contains("smf["));
+    let mut off = nhwc(&i8, 250, 4096);
+    off.tuning.whole_rows = false;
+    assert!(!source(off).contains("smf["));
+}
+
 /// Destination rows back to back of an odd number of bytes or halves are written as one flat
 /// run in 4-byte stores, each vector's first element found by one division and the rest by
 /// the next column or the next row's first (`FlatWrite`); the steps of small tiles write one
