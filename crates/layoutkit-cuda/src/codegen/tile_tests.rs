@@ -144,10 +144,12 @@ fn write_orders_cover_the_tile_once() {
 }
 
 #[test]
-fn unit_rows_hold_an_odd_number_of_cells() {
+fn shared_rows_hold_an_odd_number_of_cells() {
     for ta in 1..70 {
-        assert_eq!((ta + row_padding(ta, 4)) % 2, 1);
-        assert_eq!(row_padding(ta, 1), 1);
+        for unit in [1, 2, 4] {
+            assert_eq!((ta + row_padding(ta, unit)) % 2, 1);
+            assert!(row_padding(ta, unit) <= 2);
+        }
     }
 }
 
