@@ -415,6 +415,14 @@ fn benchmark_conversions_with_tails_match_the_cpu_reference() {
         ("NHWC", "NCHW", "N=2,C=250,H=5,W=3"),
         ("NHWC", "NCHW", "N=3,C=131,H=9,W=11"),
         ("NHWC", "NCHW", "N=2,C=99,H=10,W=10"),
+        // Cells written out of order, skewed apart in shared memory: height-major images of
+        // 16 and 24 channels, filter images of 3 and 24 inputs into OIHW, 16i16o blocks.
+        ("NHWC", "mace:in_out_height", "N=3,H=14,W=14,C=16"),
+        ("NHWC", "mace:in_out_height", "N=2,H=14,W=14,C=24"),
+        ("mace:in_out_height", "NHWC", "N=3,H=14,W=14,C=16"),
+        ("mace:conv2d_filter", "OIHW", "O=30,I=3,H=7,W=7"),
+        ("mace:conv2d_filter", "OIHW", "O=37,I=24,H=3,W=3"),
+        ("OIHW16i16o", "OIHW", "O=40,I=20,H=3,W=3"),
         // Height-major images of 130-2048 channels: the columns as steps of a tile of
         // channels (H = 14 and 6: lanes and padding; 37 columns: a partial last tile of
         // columns; 130 and 250 channels: a partial last tile of channels); the other way,

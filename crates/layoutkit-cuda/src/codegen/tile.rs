@@ -34,7 +34,7 @@ use super::{decode, elements, offset, prelude, storage, vector_type, Launch, Tun
 
 #[path = "tile_flat.rs"]
 mod flat;
-use flat::{read_cells, FlatRead, FlatSteps, FlatWrite, Shared};
+use flat::{read_cells, row_padding, FlatRead, FlatSteps, FlatWrite, Shared};
 #[path = "tile_order.rs"]
 mod order;
 use order::{write_order, WriteOrder};
@@ -146,18 +146,6 @@ fn tile_target(
     }
     let edge = tile_edge(ssize.max(dsize));
     (edge * edge).max(THREADS * 16 / ssize.min(dsize))
-}
-
-/// Padding cells after each shared row of `ta` cells: an odd number of cells per row, so the
-/// cells that the lanes of a warp read (one per row, rows one write vector apart) fall in
-/// different banks. Plain transpositions with rows of 7 halves padded to 8 (16 bytes) met 8 to
-/// a bank (`mace:in_out_width -> NHWC` f16 with 7 x 7 planes, 3.75 M conflicts, H200).
-fn row_padding(ta: usize, _unit: usize) -> usize {
-    if ta.is_multiple_of(2) {
-        1
-    } else {
-        2
-    }
 }
 
 /// The widest vector (in elements of `size` bytes, at most `max_bytes`) dividing every value.
@@ -272,7 +260,10 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
     } else {
         None
     };
-    let row = (ta + row_padding(ta, unit)) * unit;
+    // Written out of order: single-element cells skewed apart in shared memory (`Skew`).
+    let skew = order.filter(|_| unit == 1 && flat.is_none() && job.tuning.skew);
+    let skew = skew.and_then(|o| o.skew(ssize));
+    let row = (ta + row_padding(ta, unit)) * unit + skew.map_or(0, |sk| sk.extra);
 
     // Several steps of the innermost outer loop where one tile holds a whole small
     // transposition (`tile_steps.rs`); a flat read only where the steps' rows are back to back.
@@ -439,12 +430,13 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
                 full * unit,
                 b.src_stride
             );
-            if row.is_multiple_of(vr) && vr > 1 {
+            if row.is_multiple_of(vr) && vr > 1 && skew.is_none() {
                 let _ = writeln!(k, "      *({svt}*)&sm[{srow}][j] = r.q;");
             } else {
+                let col = skew.map_or("j + e".into(), |sk| sk.column("j + e"));
                 let _ = writeln!(
                     k,
-                    "      #pragma unroll\n      for (int e = 0; e < {vr}; ++e) sm[{srow}][j + e] = r.e[e];"
+                    "      #pragma unroll\n      for (int e = 0; e < {vr}; ++e) sm[{srow}][{col}] = r.e[e];"
                 );
             }
             k.push_str("    }\n  }\n");
@@ -476,6 +468,7 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
         None => Shared::Rows {
             row,
             steps: on_steps,
+            skew,
         },
     };
     if let Some(f) = flat_write {
