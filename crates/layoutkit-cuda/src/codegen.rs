@@ -72,8 +72,6 @@ pub struct Tuning {
     /// Whether plain transpositions whose source rows are a little longer than a tile and
     /// read 1 or 2 bytes at a time take whole rows per tile, read as one run.
     pub whole_rows: bool,
-    /// Whether tiles written out of source order skew their cells apart in shared memory.
-    pub skew: bool,
     /// Whether transpositions with a short side of 2-4 cells move their cells in registers
     /// (`tile_thin.rs`).
     pub thin: bool,
@@ -93,7 +91,6 @@ impl Default for Tuning {
             steps: true,
             flat_steps: true,
             whole_rows: true,
-            skew: true,
             thin: true,
             multiprocessors: 132,
         }

@@ -459,9 +459,8 @@ fn compile_cubin(source: &str, options: &[String]) -> Result<Vec<u8>, Error> {
 /// the partial cells that end a tile's source rows in a kernel of their own),
 /// `LAYOUTKIT_CUDA_STEPS` (0: one step of every loop outside a tile per tile),
 /// `LAYOUTKIT_CUDA_FLAT_STEPS` (0: none for tiles written as one flat run),
-/// `LAYOUTKIT_CUDA_WHOLE_ROWS` (0: no tiles of whole source rows read as one run),
-/// `LAYOUTKIT_CUDA_SKEW` (0: no skew of cells written out of order) and `LAYOUTKIT_CUDA_THIN`
-/// (0: transpositions with a short side in the element tile).
+/// `LAYOUTKIT_CUDA_WHOLE_ROWS` (0: no tiles of whole source rows read as one run) and
+/// `LAYOUTKIT_CUDA_THIN` (0: transpositions with a short side in the element tile).
 fn tuning_from_env() -> Tuning {
     let var = |name: &str| {
         std::env::var(name)
@@ -485,7 +484,6 @@ fn tuning_from_env() -> Tuning {
         steps: var("LAYOUTKIT_CUDA_STEPS").map_or(d.steps, |v| v != 0),
         flat_steps: var("LAYOUTKIT_CUDA_FLAT_STEPS").map_or(d.flat_steps, |v| v != 0),
         whole_rows: var("LAYOUTKIT_CUDA_WHOLE_ROWS").map_or(d.whole_rows, |v| v != 0),
-        skew: var("LAYOUTKIT_CUDA_SKEW").map_or(d.skew, |v| v != 0),
         thin: var("LAYOUTKIT_CUDA_THIN").map_or(d.thin, |v| v != 0),
         ..d
     }

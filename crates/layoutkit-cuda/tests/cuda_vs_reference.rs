@@ -415,8 +415,8 @@ fn benchmark_conversions_with_tails_match_the_cpu_reference() {
         ("NHWC", "NCHW", "N=2,C=250,H=5,W=3"),
         ("NHWC", "NCHW", "N=3,C=131,H=9,W=11"),
         ("NHWC", "NCHW", "N=2,C=99,H=10,W=10"),
-        // Cells written out of order, skewed apart in shared memory: height-major images of
-        // 16 and 24 channels, filter images of 3 and 24 inputs into OIHW, 16i16o blocks.
+        // Tiles written out of source order (`WriteOrder`): height-major images of 16 and 24
+        // channels, filter images of 3 and 24 inputs into OIHW, 16i16o blocks.
         ("NHWC", "mace:in_out_height", "N=3,H=14,W=14,C=16"),
         ("NHWC", "mace:in_out_height", "N=2,H=14,W=14,C=24"),
         ("mace:in_out_height", "NHWC", "N=3,H=14,W=14,C=16"),

@@ -260,10 +260,7 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
     } else {
         None
     };
-    // Written out of order: single-element cells skewed apart in shared memory (`Skew`).
-    let skew = order.filter(|_| unit == 1 && flat.is_none() && job.tuning.skew);
-    let skew = skew.and_then(|o| o.skew(ssize));
-    let row = (ta + row_padding(ta, unit)) * unit + skew.map_or(0, |sk| sk.extra);
+    let row = (ta + row_padding(ta, unit)) * unit;
 
     // Several steps of the innermost outer loop where one tile holds a whole small
     // transposition (`tile_steps.rs`); a flat read only where the steps' rows are back to back.
@@ -430,13 +427,12 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
                 full * unit,
                 b.src_stride
             );
-            if row.is_multiple_of(vr) && vr > 1 && skew.is_none() {
+            if row.is_multiple_of(vr) && vr > 1 {
                 let _ = writeln!(k, "      *({svt}*)&sm[{srow}][j] = r.q;");
             } else {
-                let col = skew.map_or("j + e".into(), |sk| sk.column("j + e"));
                 let _ = writeln!(
                     k,
-                    "      #pragma unroll\n      for (int e = 0; e < {vr}; ++e) sm[{srow}][{col}] = r.e[e];"
+                    "      #pragma unroll\n      for (int e = 0; e < {vr}; ++e) sm[{srow}][j + e] = r.e[e];"
                 );
             }
             k.push_str("    }\n  }\n");
@@ -468,7 +464,6 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
         None => Shared::Rows {
             row,
             steps: on_steps,
-            skew,
         },
     };
     if let Some(f) = flat_write {

@@ -7,42 +7,34 @@ use std::fmt::Write;
 use layoutkit_core::plan::LoopDim;
 
 use super::super::vector_type;
-use super::order::Skew;
 use super::{widest, TileJob, SHARED_BYTES, THREADS};
 
 /// Where the tile's shared copy of its source rows lies: padded rows of `row` elements
-/// (`sm[cell][...]`, columns moved by `skew` where there is one), or the flat copy of
-/// [`FlatRead`], source rows of `row` elements back to back from element `shift` of `smf`;
-/// with `steps`, the rows of each step after the last step's (`sr`, the step's first row).
+/// (`sm[cell][...]`), or the flat copy of [`FlatRead`], source rows of `row` elements back to
+/// back from element `shift` of `smf`; with `steps`, the rows of each step after the last
+/// step's (`sr`, the step's first row).
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Shared {
-    Rows {
-        row: usize,
-        steps: bool,
-        skew: Option<Skew>,
-    },
-    Flat {
-        row: usize,
-        steps: bool,
-    },
+    Rows { row: usize, steps: bool },
+    Flat { row: usize, steps: bool },
 }
 
 impl Shared {
     /// The shared element holding lane `jj % unit` of cell `jj / unit` of destination row `la`
     /// (CUDA variables `jj`, `la`, `sr` with steps, and `shift` for the flat copy).
     pub(super) fn at(self, unit: usize) -> String {
-        let col = format!("la * {unit}u + jj % {unit}u");
         match self {
-            Shared::Rows { steps, skew, .. } => {
-                let sr = if steps { "sr + " } else { "" };
-                let col = skew.map_or(col.clone(), |sk| sk.column(&col));
-                format!("sm[{sr}jj / {unit}u][{col}]")
+            Shared::Rows { steps: false, .. } => {
+                format!("sm[jj / {unit}u][la * {unit}u + jj % {unit}u]")
+            }
+            Shared::Rows { steps: true, .. } => {
+                format!("sm[sr + jj / {unit}u][la * {unit}u + jj % {unit}u]")
             }
             Shared::Flat { row, steps: false } => {
-                format!("smf[shift + jj / {unit}u * {row}u + {col}]")
+                format!("smf[shift + jj / {unit}u * {row}u + la * {unit}u + jj % {unit}u]")
             }
             Shared::Flat { row, steps: true } => {
-                format!("smf[shift + (sr + jj / {unit}u) * {row}u + {col}]")
+                format!("smf[shift + (sr + jj / {unit}u) * {row}u + la * {unit}u + jj % {unit}u]")
             }
         }
     }
@@ -413,7 +405,7 @@ pub(super) fn read_cells(
     // Pieces are read as vectors from the padded rows only (the flat copy's shift leaves
     // them unaligned).
     let aligned = match shared {
-        Shared::Rows { row, skew, .. } => skew.is_none() && (row * ssize).is_multiple_of(bytes),
+        Shared::Rows { row, .. } => (row * ssize).is_multiple_of(bytes),
         Shared::Flat { .. } => false,
     };
     if !padded && pieces && matches!(bytes, 2 | 4 | 8 | 16) && aligned {

@@ -96,53 +96,6 @@ fn scattered_compound_rows_are_written_in_destination_order() {
     assert!(!tile_kernel(&plain).source.contains("lw %"));
 }
 
-/// Tiles written out of order whose cells lie a whole even number of words apart skew them
-/// apart in shared memory (`Skew`): column `x` at `x + x / inner * gap`, both phases; cells an
-/// odd number of words apart, cells of 3 halves and the knob off keep plain columns.
-#[test]
-fn cells_written_out_of_order_are_skewed_apart_in_shared_memory() {
-    use layoutkit_core::DType;
-    let image = |cast, c: usize, skew: bool| {
-        let mut job = transposition(
-            cast,
-            l(0, 0, 0),
-            l(4, (64 * c) as isize, 1),
-            l(16, 65536, 65536),
-            0,
-        );
-        job.axes.a = vec![l(64, c as isize, 4), l(c, 1, 256)];
-        job.tuning.skew = skew;
-        tile_kernel(&job).source
-    };
-    let (f16, f32, i8) = (
-        CastSpec::identity(DType::F16),
-        CastSpec::identity(DType::F32),
-        CastSpec::identity(DType::I8),
-    );
-    // 16 halves (8 words) apart: 2 more halves after every 16.
-    let halves = image(&f16, 16, true);
-    assert!(
-        halves.contains("[j + e + (j + e) / 16u * 2u] = r.e[e]"),
-        "{halves}"
-    );
-    assert!(
-        halves.contains("[la * 1u + jj % 1u + (la * 1u + jj % 1u) / 16u * 2u]"),
-        "{halves}"
-    );
-    // 16 floats: 1 more; 24 bytes: 4 more.
-    assert!(image(&f32, 16, true).contains("/ 16u * 1u"));
-    assert!(image(&i8, 24, true).contains("/ 24u * 4u"));
-    // 3 halves, 5 floats (an odd number of words), the knob off.
-    for src in [
-        image(&f16, 3, true),
-        image(&f32, 5, true),
-        image(&f16, 16, false),
-    ] {
-        assert!(src.contains("la = (lw %"), "{src}");
-        assert!(!src.contains("jj % 1u) / "), "{src}");
-    }
-}
-
 /// The write order's contract over many shapes: whole extents of the first loop, at least
 /// two steps of the second and no more than it has, no more rows than the tile allowed,
 /// the read vector kept; and its row map a permutation of the tile's rows.
