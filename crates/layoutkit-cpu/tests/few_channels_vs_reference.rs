@@ -337,3 +337,45 @@ fn a_few_rows_of_one_to_two_lines_equal_the_reference() {
         }
     }
 }
+
+/// OIHW with one or two output channels into padded filter layouts (MACE's 3x3 filter image of
+/// 4-lane records, OIHW16i16o's 16-row blocks): the inputs lie `H * W` elements apart in the
+/// source and each lands in a padded record (`fast/records_strided.rs`, the fill joined to the
+/// copy by `records::fills_records`), every element size, casts, 1-4 threads, misaligned
+/// sources: the reference's bytes.
+#[test]
+fn one_output_channel_into_padded_filter_records_equals_the_reference() {
+    let casts = [
+        CastSpec::identity(DType::U8),
+        CastSpec::identity(DType::F16),
+        CastSpec::identity(DType::F32),
+        CastSpec::identity(DType::F64),
+        CastSpec::new(DType::F32, DType::F16, None).unwrap(),
+    ];
+    for (o, i, k) in [
+        (1, 2048, 3),
+        (1, 37, 3),
+        (2, 250, 3),
+        (1, 5, 7),
+        (3, 64, 1),
+        (1, 1, 3),
+    ] {
+        let dims = Dims::parse(&format!("O={o},I={i},H={k},W={k}")).unwrap();
+        for to in ["mace:conv2d_filter", "OIHW16i16o"] {
+            let src = parse_format("OIHW").unwrap().shaped(&dims).unwrap();
+            let dst = parse_format(to).unwrap().shaped(&dims).unwrap();
+            let plan = ConversionPlan::new(&src, &dst).unwrap();
+            for cast in casts {
+                let data = noise_bytes(src.bytes(cast.src).unwrap(), (o * 7 + i) as u64);
+                let mut want = vec![0u8; dst.bytes(cast.dst).unwrap()];
+                convert_reference(&src, &data, &dst, &mut want, &cast).unwrap();
+                let runs = [(1, 0), (2, 3), (3, 1), (4, 6)];
+                let diff = first_fast_difference(&plan, &data, &want, &cast, &runs);
+                assert!(
+                    diff.is_none(),
+                    "OIHW -> {to} {dims:?} {cast:?}: (threads, byte) {diff:?}"
+                );
+            }
+        }
+    }
+}

@@ -32,6 +32,7 @@ mod record_casts;
 mod records;
 #[cfg(target_arch = "x86_64")]
 mod records_stream;
+mod records_strided;
 #[cfg(target_arch = "x86_64")]
 mod records_x86;
 mod reverse;
@@ -296,6 +297,22 @@ impl Job<'_> {
                         let stride = l.src_stride as usize * ss;
                         let src = &self.src[s..s + (count - 1) * stride + n];
                         if records::compact(src, &mut dst[d..d + count * n], count, n, stride) {
+                            return;
+                        }
+                    }
+                    // Records apart in the source into padded records back to back.
+                    if count > 0
+                        && !pad.is_empty()
+                        && l.src_stride > 0
+                        && l.dst_stride * ds as isize == out as isize
+                    {
+                        let stride = l.src_stride as usize * ss;
+                        let src = &self.src[s..s + (count - 1) * stride + n];
+                        let out_bytes = &mut dst[d..d + count * out];
+                        let sizes = (n, out);
+                        if records_strided::expand_strided(
+                            src, stride, out_bytes, count, sizes, pad,
+                        ) {
                             return;
                         }
                     }

@@ -9,9 +9,11 @@
 use layoutkit_core::plan::{LoopDim, Region};
 
 /// Whether `fill` writes, right after each element of `copy`, the rest of a record that the
-/// next element starts after: `copy` has one loop of more than one element (its destination
-/// stride the record), and `fill` the same loop outside a run of `stride - 1` elements
-/// starting one element after each copied one.
+/// next element starts after: `copy`'s loops of more than one element are one loop in the
+/// destination (each loop's stride the extent of the next inside it: OIHW -> a MACE filter
+/// image with one output channel, whose copy steps over the inputs inside the kernel's 3 x 3
+/// positions), its stride the record, and `fill` that loop outside a run of `stride - 1`
+/// elements starting one element after each copied one.
 pub(super) fn fills_records(copy: &Region, fill: &Region) -> bool {
     let long = |d: &&LoopDim| d.extent > 1;
     let c: Vec<&LoopDim> = copy.dims.iter().filter(long).collect();
@@ -19,13 +21,23 @@ pub(super) fn fills_records(copy: &Region, fill: &Region) -> bool {
         return false;
     };
     let f: Vec<&LoopDim> = outer.iter().filter(long).collect();
-    let [c] = c[..] else { return false };
     let [f] = f[..] else { return false };
+    let Some((&inner, around)) = c.split_last() else {
+        return false;
+    };
+    let (mut extent, mut next) = (inner.extent, inner.dst_stride * inner.extent as isize);
+    for l in around.iter().rev() {
+        if l.dst_stride != next {
+            return false;
+        }
+        extent *= l.extent;
+        next = l.dst_stride * l.extent as isize;
+    }
     run.dst_stride == 1
         && run.extent >= 1
-        && c.dst_stride == 1 + run.extent as isize
-        && f.extent == c.extent
-        && f.dst_stride == c.dst_stride
+        && inner.dst_stride == 1 + run.extent as isize
+        && f.extent == extent
+        && f.dst_stride == inner.dst_stride
         && fill.dst_offset == copy.dst_offset + 1
 }
 
