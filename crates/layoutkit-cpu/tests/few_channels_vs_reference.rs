@@ -339,10 +339,11 @@ fn a_few_rows_of_one_to_two_lines_equal_the_reference() {
 }
 
 /// OIHW with one or two output channels into padded filter layouts (MACE's 3x3 filter image of
-/// 4-lane records, OIHW16i16o's 16-row blocks): the inputs lie `H * W` elements apart in the
-/// source and each lands in a padded record (`fast/records_strided.rs`, the fill joined to the
-/// copy by `records::fills_records`), every element size, casts, 1-4 threads, misaligned
-/// sources: the reference's bytes.
+/// 4-lane records, OIHW16i16o's 16-row blocks) and back: the inputs lie `H * W` elements apart
+/// in OIHW and each lands in a padded record (`fast/records_strided.rs`, the fill joined to the
+/// copy by `records::fills_records`; back, the long loop of inputs inside the kernel
+/// positions), every element size, casts, 1-4 threads, misaligned sources: the reference's
+/// bytes.
 #[test]
 fn one_output_channel_into_padded_filter_records_equals_the_reference() {
     let casts = [
@@ -361,8 +362,13 @@ fn one_output_channel_into_padded_filter_records_equals_the_reference() {
         (1, 1, 3),
     ] {
         let dims = Dims::parse(&format!("O={o},I={i},H={k},W={k}")).unwrap();
-        for to in ["mace:conv2d_filter", "OIHW16i16o"] {
-            let src = parse_format("OIHW").unwrap().shaped(&dims).unwrap();
+        for (from, to) in [
+            ("OIHW", "mace:conv2d_filter"),
+            ("OIHW", "OIHW16i16o"),
+            ("mace:conv2d_filter", "OIHW"),
+            ("OIHW16i16o", "OIHW"),
+        ] {
+            let src = parse_format(from).unwrap().shaped(&dims).unwrap();
             let dst = parse_format(to).unwrap().shaped(&dims).unwrap();
             let plan = ConversionPlan::new(&src, &dst).unwrap();
             for cast in casts {

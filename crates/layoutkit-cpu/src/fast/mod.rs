@@ -316,6 +316,16 @@ impl Job<'_> {
                             return;
                         }
                     }
+                    // Units apart on both sides, sizes known at compile time.
+                    if count > 0 && pad.is_empty() && l.src_stride > 0 && l.dst_stride > 0 {
+                        let (sst, dst_st) =
+                            (l.src_stride as usize * ss, l.dst_stride as usize * ds);
+                        let src = (&self.src[s..s + (count - 1) * sst + n], sst);
+                        let to = (&mut dst[d..d + (count - 1) * dst_st + n], dst_st);
+                        if records_strided::move_strided(src, to, count, n) {
+                            return;
+                        }
+                    }
                     // Plain moves of a few bytes: inline copies, no kernel call per unit.
                     for j in 0..l.extent {
                         let s = (so as isize + j as isize * l.src_stride) as usize * ss;
