@@ -205,7 +205,7 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
     };
     // Static shared memory is limited to 48 KiB: halve the rows until the tile and its row
     // table fit (only wide elements with a whole padded destination row in the tile come near).
-    let shared = |ta: usize| tb * (ta + row_padding(ta, unit)) * unit * ssize + ta * index_bytes;
+    let shared = |ta: usize| tb * (ta + row_padding(ta)) * unit * ssize + ta * index_bytes;
     while ta > 1 && shared(ta) > SHARED_BYTES {
         ta /= 2;
     }
@@ -224,7 +224,7 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
     // meet in the same shared-memory banks.
     let conflicts = |o: WriteOrder| (o.inner * unit * ssize).is_multiple_of(128);
     let columns = Steps::columns(job, &group, b_cells, |ta, n| {
-        n * b_cells * (ta + row_padding(ta, unit)) * ssize + ta * index_bytes <= SHARED_BYTES
+        n * b_cells * (ta + row_padding(ta)) * ssize + ta * index_bytes <= SHARED_BYTES
     })
     .filter(|_| order.is_none_or(conflicts));
     if let Some((_, t)) = columns {
@@ -260,7 +260,7 @@ pub(super) fn tile_kernel(job: &TileJob) -> Launch {
     } else {
         None
     };
-    let row = (ta + row_padding(ta, unit)) * unit;
+    let row = (ta + row_padding(ta)) * unit;
 
     // Several steps of the innermost outer loop where one tile holds a whole small
     // transposition (`tile_steps.rs`); a flat read only where the steps' rows are back to back.

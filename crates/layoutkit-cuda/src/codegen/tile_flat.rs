@@ -44,7 +44,7 @@ impl Shared {
 /// cells that the lanes of a warp read (one per row, rows one write vector apart) fall in
 /// different banks. Plain transpositions with rows of 7 halves padded to 8 (16 bytes) met 8 to
 /// a bank (`mace:in_out_width -> NHWC` f16 with 7 x 7 planes, 3.75 M conflicts, H200).
-pub(super) fn row_padding(ta: usize, _unit: usize) -> usize {
+pub(super) fn row_padding(ta: usize) -> usize {
     if ta.is_multiple_of(2) {
         1
     } else {
