@@ -68,6 +68,20 @@ fn expand_strided_const<const D: usize, const O: usize>(
     let mut rec = [0u8; O];
     rec[D..].copy_from_slice(&fill[..O - D]);
     let far = far_records_prefetched(stride);
+    if O == 8 && D <= 4 && !far {
+        // Records of one word: the template and the data joined in a register (the record
+        // kept in an array took a 2-byte load merged into a 64-bit register, about 3 cycles a
+        // record for f16 into 8-byte records).
+        let mut t = [0u8; 8];
+        t.copy_from_slice(&rec[..8]);
+        let template = u64::from_le_bytes(t);
+        for (r, o) in dst[..count * O].chunks_exact_mut(8).enumerate() {
+            let mut v = [0u8; 8];
+            v[..D].copy_from_slice(&src[r * stride..r * stride + D]);
+            o.copy_from_slice(&(template | u64::from_le_bytes(v)).to_le_bytes());
+        }
+        return;
+    }
     for (r, o) in dst[..count * O].chunks_exact_mut(O).enumerate() {
         if far {
             prefetch_far_record(src.as_ptr(), r, stride);
@@ -127,14 +141,17 @@ fn move_strided_const<const D: usize>(
 mod tests {
     use super::*;
 
-    /// Every size the kernel knows, strides from back to back to far apart, counts from 0:
-    /// equal to the record-at-a-time loop; unknown sizes write nothing and say so.
+    /// Sizes the kernel knows (records of one word, joined in a register, among them), strides
+    /// from back to back to far apart, counts from 0: equal to the record-at-a-time loop;
+    /// unknown sizes write nothing and say so.
     #[test]
     fn strided_records_equal_the_record_loop() {
         let sizes = [
             (1, 4),
+            (1, 8),
             (1, 16),
             (2, 8),
+            (4, 8),
             (2, 64),
             (4, 16),
             (4, 64),
