@@ -46,6 +46,37 @@ fn first_fast_difference(
     })
 }
 
+/// Every element size (1, 2, 4 and 8 bytes) as an identity cast, and f32 -> f16.
+fn sizes_and_a_cast() -> [CastSpec; 5] {
+    [
+        CastSpec::identity(DType::F16),
+        CastSpec::identity(DType::F32),
+        CastSpec::identity(DType::U8),
+        CastSpec::identity(DType::F64),
+        CastSpec::new(DType::F32, DType::F16, None).unwrap(),
+    ]
+}
+
+/// Asserts that the fast engine writes the reference's bytes for `from -> to` with `dims`,
+/// every cast of [`sizes_and_a_cast`], 1-4 threads, sources 0-6 bytes off alignment (noise
+/// from `seed`).
+fn assert_fast_equals_reference(from: &str, to: &str, dims: &Dims, seed: u64) {
+    let src = parse_format(from).unwrap().shaped(dims).unwrap();
+    let dst = parse_format(to).unwrap().shaped(dims).unwrap();
+    let plan = ConversionPlan::new(&src, &dst).unwrap();
+    for cast in sizes_and_a_cast() {
+        let data = noise_bytes(src.bytes(cast.src).unwrap(), seed);
+        let mut want = vec![0u8; dst.bytes(cast.dst).unwrap()];
+        convert_reference(&src, &data, &dst, &mut want, &cast).unwrap();
+        let runs = [(1, 0), (2, 3), (3, 1), (4, 6)];
+        let diff = first_fast_difference(&plan, &data, &want, &cast, &runs);
+        assert!(
+            diff.is_none(),
+            "{from} -> {to} {dims:?} {cast:?}: (threads, byte) {diff:?}"
+        );
+    }
+}
+
 fn arb_cast() -> impl Strategy<Value = CastSpec> {
     prop_oneof![
         Just((DType::F32, DType::F32)),
@@ -305,13 +336,6 @@ proptest! {
 /// sources: the reference's bytes.
 #[test]
 fn a_few_rows_of_one_to_two_lines_equal_the_reference() {
-    let casts = [
-        CastSpec::identity(DType::F16),
-        CastSpec::identity(DType::F32),
-        CastSpec::identity(DType::U8),
-        CastSpec::identity(DType::F64),
-        CastSpec::new(DType::F32, DType::F16, None).unwrap(),
-    ];
     for c in [12, 15, 16, 20] {
         for w in [7, 13, 14, 15, 18] {
             let dims = Dims::parse(&format!("N=3,H=5,W={w},C={c}")).unwrap();
@@ -319,20 +343,7 @@ fn a_few_rows_of_one_to_two_lines_equal_the_reference() {
                 ("NHWC", "mace:in_out_channel"),
                 ("mace:in_out_channel", "NHWC"),
             ] {
-                let src = parse_format(from).unwrap().shaped(&dims).unwrap();
-                let dst = parse_format(to).unwrap().shaped(&dims).unwrap();
-                let plan = ConversionPlan::new(&src, &dst).unwrap();
-                for cast in casts {
-                    let data = noise_bytes(src.bytes(cast.src).unwrap(), (c * w) as u64);
-                    let mut want = vec![0u8; dst.bytes(cast.dst).unwrap()];
-                    convert_reference(&src, &data, &dst, &mut want, &cast).unwrap();
-                    let runs = [(1, 0), (2, 3), (3, 1), (4, 6)];
-                    let diff = first_fast_difference(&plan, &data, &want, &cast, &runs);
-                    assert!(
-                        diff.is_none(),
-                        "{from} -> {to} {dims:?} {cast:?}: (threads, byte) {diff:?}"
-                    );
-                }
+                assert_fast_equals_reference(from, to, &dims, (c * w) as u64);
             }
         }
     }
@@ -346,13 +357,6 @@ fn a_few_rows_of_one_to_two_lines_equal_the_reference() {
 /// bytes.
 #[test]
 fn one_output_channel_into_padded_filter_records_equals_the_reference() {
-    let casts = [
-        CastSpec::identity(DType::U8),
-        CastSpec::identity(DType::F16),
-        CastSpec::identity(DType::F32),
-        CastSpec::identity(DType::F64),
-        CastSpec::new(DType::F32, DType::F16, None).unwrap(),
-    ];
     for (o, i, k) in [
         (1, 2048, 3),
         (1, 37, 3),
@@ -368,20 +372,7 @@ fn one_output_channel_into_padded_filter_records_equals_the_reference() {
             ("mace:conv2d_filter", "OIHW"),
             ("OIHW16i16o", "OIHW"),
         ] {
-            let src = parse_format(from).unwrap().shaped(&dims).unwrap();
-            let dst = parse_format(to).unwrap().shaped(&dims).unwrap();
-            let plan = ConversionPlan::new(&src, &dst).unwrap();
-            for cast in casts {
-                let data = noise_bytes(src.bytes(cast.src).unwrap(), (o * 7 + i) as u64);
-                let mut want = vec![0u8; dst.bytes(cast.dst).unwrap()];
-                convert_reference(&src, &data, &dst, &mut want, &cast).unwrap();
-                let runs = [(1, 0), (2, 3), (3, 1), (4, 6)];
-                let diff = first_fast_difference(&plan, &data, &want, &cast, &runs);
-                assert!(
-                    diff.is_none(),
-                    "OIHW -> {to} {dims:?} {cast:?}: (threads, byte) {diff:?}"
-                );
-            }
+            assert_fast_equals_reference(from, to, &dims, (o * 7 + i) as u64);
         }
     }
 }
