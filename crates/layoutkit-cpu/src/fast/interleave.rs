@@ -15,6 +15,8 @@ mod few_rows;
 #[path = "gather_split.rs"]
 pub(super) mod gather_split;
 pub(super) use few_rows::few_rows_pad;
+use layoutkit_core::DType;
+
 #[cfg(target_arch = "x86_64")]
 #[path = "record_split.rs"]
 mod record_split;
@@ -378,19 +380,43 @@ impl super::Job<'_> {
                 // then the narrower elements interleaved into `b` (f32 -> i8 of an RGB image,
                 // NCHW -> NHWC: the f32 interleave took twice the quantisation's time, the
                 // byte interleave a quarter of the f32 one's data).
-                let row = pixels * de;
-                for k in 0..rows {
-                    let from = &src_tile[k * s_row * ss..][..pixels * se];
-                    (self.run)(
-                        from,
-                        &mut a[k * row..(k + 1) * row],
-                        pixels * unit,
-                        &self.cast,
-                    );
+                // f32 -> f16 in one pass where it can ([`super::interleave_half`]), the
+                // pixels after its last whole block as below.
+                let done =
+                    if unit == 1 && (self.cast.src, self.cast.dst) == (DType::F32, DType::F16) {
+                        // SAFETY: the tile's `rows` source rows of `pixels` f32 values, `s_row`
+                        // elements apart, are inside the buffer (asserted); `b` holds `n` f16.
+                        unsafe {
+                            super::interleave_half::f32_rows_to_f16_pixels(
+                                src_tile.as_ptr(),
+                                s_row * ss,
+                                b.as_mut_ptr(),
+                                pixels,
+                                rows,
+                            )
+                        }
+                    } else {
+                        0
+                    };
+                let left = pixels - done;
+                if left > 0 {
+                    let row = left * de;
+                    for k in 0..rows {
+                        let from = &src_tile[k * s_row * ss + done * se..][..left * se];
+                        (self.run)(
+                            from,
+                            &mut a[k * row..(k + 1) * row],
+                            left * unit,
+                            &self.cast,
+                        );
+                    }
+                    // SAFETY: `a` holds `rows` rows of `left` destination units, `b` room for
+                    // `n` destination elements, `done * rows` of them written.
+                    unsafe {
+                        let out = b.as_mut_ptr().add(done * rows * de);
+                        interleave(a.as_ptr(), row, out, left, rows, de)
+                    };
                 }
-                // SAFETY: `a` holds `rows` rows of `pixels` destination units, `b` room for
-                // `n` destination elements.
-                unsafe { interleave(a.as_ptr(), row, b.as_mut_ptr(), pixels, rows, de) };
                 b
             } else {
                 // SAFETY: the source rows are inside the buffer (asserted); `a` holds `n`

@@ -17,6 +17,7 @@ mod destination;
 mod gather;
 mod half_runs;
 mod interleave;
+mod interleave_half;
 mod items;
 mod lane_blocks;
 mod next_tile;

@@ -177,7 +177,9 @@ mod tests {
     /// `ta` is.
     #[test]
     fn whole_line_row_counts_are_the_largest_that_fit() {
-        let whole = |t: usize, row: usize, src: usize| (t * row) % 64 == 0 && (t * src) % 64 == 0;
+        let whole = |t: usize, row: usize, src: usize| {
+            (t * row).is_multiple_of(64) && (t * src).is_multiple_of(64)
+        };
         for ta in 1..300 {
             for row in (1..300).chain([1000, 2000, 4000, 784, 392, 8191]) {
                 for src in [1, 2, 4, 8] {
