@@ -514,22 +514,46 @@ impl super::Job<'_> {
             }
             a
         };
-        let cast: &[u8] = if identity {
-            pixels_in
+        // The rows: `c` (streamed out after) or the destination's.
+        let row_bytes = pixels * e;
+        let (out, out_row) = if self.stream {
+            (c.as_mut_ptr(), row_bytes)
         } else {
-            (self.run)(pixels_in, b, n, &self.cast);
-            b
+            (dst, d_row * ds)
         };
-        if self.stream {
-            let row_bytes = pixels * e;
-            // SAFETY: `cast` holds the tile's pixels; `c` holds `rows` rows of `pixels`
-            // elements.
-            unsafe { deinterleave(cast.as_ptr(), c.as_mut_ptr(), row_bytes, pixels, rows, e) };
-            self.split_rows_out(&c[..rows * row_bytes], dst, row_bytes, d_row * ds);
+        // f32 -> f16 in one pass where it can ([`super::interleave_half`]), the pixels after
+        // its last whole block as below.
+        let done = if unit == 1 && (self.cast.src, self.cast.dst) == (DType::F32, DType::F16) {
+            // SAFETY: `pixels_in` holds the tile's pixels of f32 values; the rows of `pixels`
+            // f16 values `out_row` bytes apart are in `c` (`rows` rows of `pixels` elements)
+            // or the destination's (inside the buffer, asserted, this item's, apart).
+            unsafe {
+                super::interleave_half::f32_pixels_to_f16_rows(
+                    pixels_in.as_ptr(),
+                    out,
+                    out_row,
+                    pixels,
+                    rows,
+                )
+            }
         } else {
-            // SAFETY: the destination rows are inside the buffer (asserted), belong to this
-            // item and do not overlap.
-            unsafe { deinterleave(cast.as_ptr(), dst, d_row * ds, pixels, rows, e) };
+            0
+        };
+        let left = pixels - done;
+        if left > 0 {
+            let rest = &pixels_in[done * rows * se..n * ss];
+            let cast: &[u8] = if identity {
+                rest
+            } else {
+                (self.run)(rest, b, left * rows * unit, &self.cast);
+                b
+            };
+            // SAFETY: `cast` holds the tile's last `left` pixels; each row has room for them
+            // after its first `done` elements.
+            unsafe { deinterleave(cast.as_ptr(), out.add(done * e), out_row, left, rows, e) };
+        }
+        if self.stream {
+            self.split_rows_out(&c[..rows * row_bytes], dst, row_bytes, d_row * ds);
         }
         true
     }

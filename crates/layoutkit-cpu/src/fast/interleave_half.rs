@@ -167,6 +167,145 @@ unsafe fn avx512(src: *const u8, row: usize, dst: *mut u8, pixels: usize, rows: 
     }
 }
 
+/// The word indices for splitting pixels of `rows` values: output vector `v` of a block
+/// (rows 2 and 4: rows `2v` and `2v + 1`, 16 pixels each; rows 3: row `v`, 32 pixels), each
+/// position's word of the interleaved stream, numbered as `vpermt2w` numbers its two
+/// sources' 64 words (for 3 rows, positions past them take word `s - 64` of the third
+/// vector under [`split_third_mask`]).
+const fn split_indices(rows: usize, v: usize) -> [i16; 32] {
+    let mut out = [0i16; 32];
+    let mut q = 0;
+    while q < 32 {
+        let s = if rows == 3 {
+            3 * q + v
+        } else {
+            rows * (q % 16) + 2 * v + q / 16
+        };
+        out[q] = (if s >= 64 { s - 64 } else { s }) as i16;
+        q += 1;
+    }
+    out
+}
+
+/// The positions of row `k` of three-row pixels that come from the third vector.
+const fn split_third_mask(k: usize) -> u32 {
+    let mut m = 0u32;
+    let mut q = 0;
+    while q < 32 {
+        if 3 * q + k >= 64 {
+            m |= 1 << q;
+        }
+        q += 1;
+    }
+    m
+}
+
+/// [`f32_rows_to_f16_pixels`]' inverse: pixels of `rows` (2-4) f32 values back to back from
+/// `src` cast to f16 and split into `rows` rows, `row` bytes apart from `dst`, for the longest
+/// whole number of blocks (16 pixels for 2 and 4 rows, 32 for 3) up to `pixels`; returns how
+/// many pixels it wrote (0 where AVX-512 is not what runs).
+///
+/// # Safety
+/// `pixels * rows` f32 values readable from `src`; `rows` rows of `pixels` f16 values
+/// writable from `dst`, `row` bytes apart, not overlapping the source or each other.
+pub(super) unsafe fn f32_pixels_to_f16_rows(
+    src: *const u8,
+    dst: *mut u8,
+    row: usize,
+    pixels: usize,
+    rows: usize,
+) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if super::half_runs::enabled() && (2..=4).contains(&rows) {
+            // SAFETY: AVX-512 F/BW present (`enabled`); the caller's contract.
+            return unsafe { split_avx512(src, dst, row, pixels, rows) };
+        }
+    }
+    let _ = (src, dst, row, pixels, rows);
+    0
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn split_avx512(
+    src: *const u8,
+    dst: *mut u8,
+    row: usize,
+    pixels: usize,
+    rows: usize,
+) -> usize {
+    // Sixteen f16 values of the stream from f32 value `i`.
+    let h = |i: usize| src.wrapping_add(i * 4);
+    let at = |k: usize, p: usize| dst.wrapping_add(k * row + p * 2);
+    // SAFETY (all blocks): pixels p..p + block are inside the source (p + block <= pixels),
+    // and their values' places inside the destination rows.
+    unsafe {
+        match rows {
+            3 => {
+                let idx = [
+                    load(&const { split_indices(3, 0) }),
+                    load(&const { split_indices(3, 1) }),
+                    load(&const { split_indices(3, 2) }),
+                ];
+                let masks = [
+                    split_third_mask(0),
+                    split_third_mask(1),
+                    split_third_mask(2),
+                ];
+                let mut p = 0;
+                while p + 32 <= pixels {
+                    let i = p * 3;
+                    let v: [__m512i; 3] = std::array::from_fn(|j| {
+                        join(half16(h(i + 32 * j)), half16(h(i + 32 * j + 16)))
+                    });
+                    for k in 0..3 {
+                        let two = _mm512_permutex2var_epi16(v[0], idx[k], v[1]);
+                        let out = _mm512_mask_permutexvar_epi16(two, masks[k], idx[k], v[2]);
+                        _mm512_storeu_si512(at(k, p).cast(), out);
+                    }
+                    p += 32;
+                }
+                p
+            }
+            2 => {
+                let idx = load(&const { split_indices(2, 0) });
+                let mut p = 0;
+                while p + 16 <= pixels {
+                    let v = join(half16(h(p * 2)), half16(h(p * 2 + 16)));
+                    let out = _mm512_permutexvar_epi16(idx, v);
+                    _mm256_storeu_si256(at(0, p).cast(), _mm512_castsi512_si256(out));
+                    _mm256_storeu_si256(at(1, p).cast(), _mm512_extracti64x4_epi64::<1>(out));
+                    p += 16;
+                }
+                p
+            }
+            _ => {
+                let idx = [
+                    load(&const { split_indices(4, 0) }),
+                    load(&const { split_indices(4, 1) }),
+                ];
+                let mut p = 0;
+                while p + 16 <= pixels {
+                    let i = p * 4;
+                    let a = join(half16(h(i)), half16(h(i + 16)));
+                    let b = join(half16(h(i + 32)), half16(h(i + 48)));
+                    for (v, idx) in idx.iter().enumerate() {
+                        let out = _mm512_permutex2var_epi16(a, *idx, b);
+                        _mm256_storeu_si256(at(2 * v, p).cast(), _mm512_castsi512_si256(out));
+                        _mm256_storeu_si256(
+                            at(2 * v + 1, p).cast(),
+                            _mm512_extracti64x4_epi64::<1>(out),
+                        );
+                    }
+                    p += 16;
+                }
+                p
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,6 +364,66 @@ mod tests {
                     // Nothing written past the pixels it reports.
                     assert!(dst[d_off + done * rows * 2..].iter().all(|&b| b == 0xAA));
                     assert!(dst[..d_off].iter().all(|&b| b == 0xAA));
+                }
+            }
+        }
+    }
+
+    /// [`f32_pixels_to_f16_rows`]' contract against the scalar cast and split, as above; the
+    /// destination rows apart with bytes between them that stay untouched.
+    #[test]
+    fn split_pixels_equal_the_scalar_cast_and_split() {
+        let special = [
+            f32::NAN,
+            f32::NEG_INFINITY,
+            -0.0,
+            65520.0,
+            1e-8,
+            6.1e-5,
+            1.0 + 1.0 / 2048.0,
+        ];
+        for rows in 2..=4 {
+            for pixels in [0, 1, 15, 16, 17, 31, 32, 33, 64, 95, 100] {
+                for (s_off, d_off) in [(0, 0), (4, 2), (12, 6)] {
+                    let mut src = vec![0u8; s_off + pixels * rows * 4];
+                    for (i, v) in src[s_off..].chunks_exact_mut(4).enumerate() {
+                        let x = if i % 5 == 2 {
+                            special[i % special.len()]
+                        } else {
+                            (i as f32 * -0.53 + 7.0) * 1.0003
+                        };
+                        v.copy_from_slice(&x.to_ne_bytes());
+                    }
+                    let row = pixels * 2 + 10;
+                    let mut dst = vec![0xAAu8; d_off + rows * row];
+                    // SAFETY: `pixels * rows` f32 values; rows of `pixels` f16 values `row`
+                    // bytes apart.
+                    let done = unsafe {
+                        f32_pixels_to_f16_rows(
+                            src[s_off..].as_ptr(),
+                            dst[d_off..].as_mut_ptr(),
+                            row,
+                            pixels,
+                            rows,
+                        )
+                    };
+                    assert!(done <= pixels);
+                    for k in 0..rows {
+                        for p in 0..pixels {
+                            let o = d_off + k * row + p * 2;
+                            let got = u16::from_ne_bytes([dst[o], dst[o + 1]]);
+                            if p < done {
+                                let at = s_off + (p * rows + k) * 4;
+                                let x = f32::from_ne_bytes(src[at..at + 4].try_into().unwrap());
+                                let want = f16::from_f32(x).to_bits();
+                                assert_eq!(got, want, "rows {rows} pixels {pixels} p {p} k {k}");
+                            } else {
+                                assert_eq!(got, 0xAAAA, "written past the pixels done");
+                            }
+                        }
+                        let gap = d_off + k * row + pixels * 2;
+                        assert!(dst[gap..gap + 10].iter().all(|&b| b == 0xAA));
+                    }
                 }
             }
         }
