@@ -39,7 +39,8 @@ echo "== the CPU engine's property tests with streaming stores on every destinat
 # Destinations smaller than the L2 caches are written with plain stores, so the random (small)
 # shapes above ran those; here the streaming kernels run on the same shapes.
 LAYOUTKIT_CPU_STREAM=always cargo test -p layoutkit-cpu --test planned_vs_reference \
-  --test few_channels_vs_reference --test lane_blocks_vs_reference --test chunked_vs_reference
+  --test few_channels_vs_reference --test lane_blocks_vs_reference --test chunked_vs_reference \
+  --test half_tiles_vs_reference
 # The streamed few-channel kernels' AVX2 builds (per-lane permutes) and the chunks of
 # interleaved regions (chunked only where the destination streams) the same way.
 LAYOUTKIT_CPU_KERNELS=avx2 LAYOUTKIT_CPU_STREAM=always cargo test -p layoutkit-cpu \

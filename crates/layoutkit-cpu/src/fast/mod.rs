@@ -16,6 +16,7 @@ mod chunked;
 mod destination;
 mod gather;
 mod half_runs;
+mod half_tiles;
 mod interleave;
 mod interleave_half;
 mod items;

@@ -364,8 +364,12 @@ impl Job<'_> {
                 // item alone; the CPU has the kernel's features.
                 None => {
                     let rows = ahead(transpose::Strided { nb, ..strided(out) });
-                    let done = unsafe { fused.run(rows, stream) };
-                    self.cast_strips(rows, done, &mut scratch.bufs);
+                    // f32 -> f16 cast first where the tile goes through the scratch tile
+                    // ([`Job::half_tile`]).
+                    if !(through_scratch && unsafe { self.half_tile(rows, &mut scratch.bufs) }) {
+                        let done = unsafe { fused.run(rows, stream) };
+                        self.cast_strips(rows, done, &mut scratch.bufs);
+                    }
                 }
                 Some(line) => {
                     let rows = transpose::Padded {

@@ -372,3 +372,24 @@ impl Rows for Table<'_> {
         self.dst.iter().all(|p| (*p as usize).is_multiple_of(64))
     }
 }
+
+/// `rows` whose source rows are read from a stage instead: row `b` at `stage + b * run`
+/// (the tile's source rows, already cast, in cache; see `fast::half_tiles`). The next
+/// band's lines are still `rows`' own.
+#[derive(Clone, Copy)]
+pub(crate) struct Staged<R: Rows> {
+    pub rows: R,
+    pub stage: *const u8,
+    pub run: usize,
+}
+
+impl<R: Rows> Rows for Staged<R> {
+    forward_rows!();
+    #[inline(always)]
+    fn src(&self, b: usize) -> *const u8 {
+        self.stage.wrapping_add(b * self.run)
+    }
+    fn ahead(&self) -> (*const u8, usize) {
+        self.rows.ahead()
+    }
+}
