@@ -524,6 +524,9 @@ impl Job<'_> {
             }
             return;
         }
+        if self.lanes_in_records(so, d0, b, (x0, nx, m0, n), out, planes) {
+            return;
+        }
         let fill_line = &mut extra[..nx * e];
         fill_with(fill_line, fill);
         let direct = self.direct_rows(at(0), b.xs * e);
@@ -571,6 +574,9 @@ impl Job<'_> {
 
 #[path = "lane_blocks_out.rs"]
 mod out;
+
+#[path = "lane_blocks_records.rs"]
+mod records;
 
 #[cfg(test)]
 #[path = "lane_blocks_tests.rs"]
