@@ -59,6 +59,12 @@ pub(super) fn enabled() -> bool {
     super::transpose::avx512_quantise()
 }
 
+/// Never off x86-64.
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) fn enabled() -> bool {
+    false
+}
+
 #[cfg(all(test, target_arch = "x86_64"))]
 mod tests {
     use super::*;

@@ -34,7 +34,7 @@ impl Job<'_> {
     ) -> bool {
         let (na, nb) = (rows.na(), rows.nb());
         if (self.cast.src, self.cast.dst) != (DType::F32, DType::F16)
-            || !half_runs_enabled()
+            || !super::half_runs::enabled()
             || na * nb * 2 > 2 * TILE_BYTES
             || nb * 2 >= 64
             || (nb >= 2 && rows.src(1).addr().wrapping_sub(rows.src(0).addr()) != na * 4)
@@ -61,17 +61,5 @@ impl Job<'_> {
         // SAFETY: the stage's nb rows of na f16 values; the destination rows as the caller's.
         unsafe { transpose::transpose_rows_inlined(staged, 2, false) };
         true
-    }
-}
-
-/// Whether the AVX-512 runs of [`super::half_runs`] run (never off x86-64).
-fn half_runs_enabled() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        super::half_runs::enabled()
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
     }
 }

@@ -12,6 +12,7 @@
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
 
+#[cfg(target_arch = "x86_64")]
 /// The word indices of one output vector of 32 f16 values of pixels of `rows` values, the
 /// output vector being number `j` of a block: for each position the source word, numbered
 /// as `vpermt2w` numbers its two sources' 64 words, where the first holds rows 0 and 1 (16
@@ -40,6 +41,7 @@ const fn indices(rows: usize, j: usize) -> [i16; 32] {
     out
 }
 
+#[cfg(target_arch = "x86_64")]
 /// The mask of the positions of row 2 in output vector `j` of three-row pixels.
 const fn third_row_mask(j: usize) -> u32 {
     let mut m = 0u32;
@@ -167,6 +169,7 @@ unsafe fn avx512(src: *const u8, row: usize, dst: *mut u8, pixels: usize, rows: 
     }
 }
 
+#[cfg(target_arch = "x86_64")]
 /// The word indices for splitting pixels of `rows` values: output vector `v` of a block
 /// (rows 2 and 4: rows `2v` and `2v + 1`, 16 pixels each; rows 3: row `v`, 32 pixels), each
 /// position's word of the interleaved stream, numbered as `vpermt2w` numbers its two
@@ -187,6 +190,7 @@ const fn split_indices(rows: usize, v: usize) -> [i16; 32] {
     out
 }
 
+#[cfg(target_arch = "x86_64")]
 /// The positions of row `k` of three-row pixels that come from the third vector.
 const fn split_third_mask(k: usize) -> u32 {
     let mut m = 0u32;
